@@ -1,0 +1,176 @@
+"""`vwctl`: the REST API from a shell. Tables for people, --json for scripts,
+non-zero exit with the controller's message on any error.
+
+Config (first found): --url/--token, $VWCTL_URL/$VWCTL_TOKEN, the file named
+by --config or $VWCTL_CONFIG, ~/.config/virtualwire/vwctl.conf:
+
+    [vwctl]
+    url = http://127.0.0.1:8780
+    token_file = /var/lib/virtualwire/api-token     (or: token = ...)
+"""
+import argparse
+import configparser
+import json
+import os
+import sys
+
+import requests
+from tabulate import tabulate
+
+DEFAULT_CONFIG = os.path.expanduser('~/.config/virtualwire/vwctl.conf')
+
+
+class CliError(Exception):
+    pass
+
+
+def load_config(args):
+    url, token = args.url or os.environ.get('VWCTL_URL'), \
+        args.token or os.environ.get('VWCTL_TOKEN')
+    path = args.config or os.environ.get('VWCTL_CONFIG') or DEFAULT_CONFIG
+    if os.path.exists(path):
+        cp = configparser.ConfigParser()
+        cp.read(path)
+        sect = cp['vwctl'] if cp.has_section('vwctl') else {}
+        url = url or sect.get('url')
+        if not token and sect.get('token_file'):
+            try:
+                with open(sect['token_file']) as f:
+                    token = f.read().strip()
+            except OSError as e:
+                raise CliError('cannot read token file %s: %s'
+                               % (sect['token_file'], e.strerror))
+        token = token or sect.get('token')
+    elif args.config:
+        raise CliError('config file %s does not exist' % args.config)
+    return (url or 'http://127.0.0.1:8780').rstrip('/'), token or ''
+
+
+class Client:
+    def __init__(self, url, token, timeout=15):
+        self.url, self.timeout = url, timeout
+        self.session = requests.Session()
+        if token:
+            self.session.headers['Authorization'] = 'Bearer ' + token
+
+    def call(self, method, path, body=None):
+        try:
+            r = self.session.request(method, self.url + path, json=body,
+                                     timeout=self.timeout)
+        except requests.RequestException as e:
+            raise CliError('cannot reach the controller at %s: %s'
+                           % (self.url, e.__class__.__name__))
+        if r.status_code >= 400:
+            try:
+                msg = r.json()['error']['message']
+            except (ValueError, KeyError, TypeError):
+                msg = r.text.strip() or r.reason
+            raise CliError('%s (HTTP %d)' % (msg, r.status_code))
+        return r.json() if r.content else {}
+
+
+def _table(rows, cols):
+    return tabulate([[r.get(c, '') if r.get(c) is not None else '-'
+                      for c in cols] for r in rows], headers=cols)
+
+
+def cmd_hosts(c, a):
+    doc = c.call('GET', '/v1/hosts')
+    rows = [dict(h, warnings='; '.join(h['warnings']) or '-')
+            for h in doc['hosts']]
+    return doc, _table(rows, ['name', 'site', 'tunnel_ip', 'connected',
+                              'synced', 'vnics', 'underlay_mtu', 'warnings'])
+
+
+def cmd_vnics(c, a):
+    doc = c.call('GET', '/v1/vnics')
+    return doc, _table(doc['vnics'], ['id', 'host', 'port', 'mac', 'wire'])
+
+
+def cmd_wires(c, a):
+    doc = c.call('GET', '/v1/wires')
+    return doc, _table(doc['wires'], ['connector_id', 'a', 'b', 'state',
+                                      'host_a', 'host_b'])
+
+
+def cmd_show(c, a):
+    doc = c.call('GET', '/v1/wires/%s' % a.wire)
+    return doc, tabulate(sorted(doc.items()))
+
+
+def cmd_connect(c, a):
+    doc = c.call('POST', '/v1/wires', {'a': a.vnic_a, 'b': a.vnic_b})
+    return doc, 'connected %s <-> %s: connector %s (%s)' % (
+        doc['a'], doc['b'], doc['connector_id'], doc['state'])
+
+
+def cmd_disconnect(c, a):
+    c.call('DELETE', '/v1/wires/%s' % a.wire)
+    return {'disconnected': a.wire}, 'disconnected %s' % a.wire
+
+
+def cmd_stats(c, a):
+    doc = c.call('GET', '/v1/wires/%s/stats' % a.wire)
+    rows = []
+    for key, label in (('a_to_b', 'a -> b'), ('b_to_a', 'b -> a')):
+        d = doc[key]
+        rows.append([label, d['sent_packets'], d['sent_bytes'],
+                     d['delivered_packets'], d['delivered_bytes']])
+    return doc, 'wire %s (%s)\n%s' % (doc['connector_id'], doc['state'],
+                                      tabulate(rows, headers=[
+                                          'direction', 'sent pkts',
+                                          'sent bytes', 'delivered pkts',
+                                          'delivered bytes']))
+
+
+def cmd_status(c, a):
+    doc = c.call('GET', '/v1/status')
+    flat = {k: v for k, v in doc.items() if k != 'counters'}
+    flat.update(doc.get('counters', {}))
+    return doc, tabulate(sorted(flat.items()))
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog='vwctl',
+                                description='VirtualWire controller client')
+    p.add_argument('--url', help='controller REST URL')
+    p.add_argument('--token', help='bearer token')
+    p.add_argument('--config', help='config file (INI, section [vwctl])')
+    p.add_argument('--json', action='store_true',
+                   help='print the JSON answer (for scripts)')
+    sub = p.add_subparsers(dest='cmd', required=True)
+    sub.add_parser('status', help='controller status').set_defaults(
+        fn=cmd_status)
+    sub.add_parser('hosts', help='list hosts').set_defaults(fn=cmd_hosts)
+    sub.add_parser('vnics', help='list vNICs').set_defaults(fn=cmd_vnics)
+    sub.add_parser('wires', help='list wires').set_defaults(fn=cmd_wires)
+    s = sub.add_parser('show', help='show a wire')
+    s.add_argument('wire', help='connector id')
+    s.set_defaults(fn=cmd_show)
+    s = sub.add_parser('connect', help='connect two vNICs with a wire')
+    s.add_argument('vnic_a')
+    s.add_argument('vnic_b')
+    s.set_defaults(fn=cmd_connect)
+    s = sub.add_parser('disconnect', help='remove a wire')
+    s.add_argument('wire', help='connector id')
+    s.set_defaults(fn=cmd_disconnect)
+    s = sub.add_parser('stats', help="a wire's packet and byte counters")
+    s.add_argument('wire', help='connector id')
+    s.set_defaults(fn=cmd_stats)
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        client = Client(*load_config(args))
+        doc, text = args.fn(client, args)
+    except CliError as e:
+        print('vwctl: error: %s' % e, file=sys.stderr)
+        return 1
+    print(json.dumps(doc, indent=2) if args.json else text)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

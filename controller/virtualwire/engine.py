@@ -1,0 +1,285 @@
+"""The controller's engine: merges intent and host state, computes every
+host's desired flow table (pure `flows.compute_flows`) and brings each
+connected switch to it with one atomic bundle per change.
+
+One sync loop does all switch writes, so there is never a race between two
+writers; everything else only marks the state dirty.
+"""
+import logging
+import time
+
+from os_ken.lib import hub
+
+from virtualwire import flows as fl
+from virtualwire import ids, ofmsg
+from virtualwire.host_ovsdb import HostDb
+from virtualwire.model import World
+
+LOG = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    """A request that cannot be done; carries the HTTP status to answer."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class DpConn:
+    def __init__(self, dp):
+        self.dp = dp
+        self.installed = None        # set(Flow) once the initial dump is in
+        self.bundle_id = 1
+        self.connected_at = time.time()
+
+
+class Engine:
+    def __init__(self, store, ovsdb_port=6640, static_host_dbs=()):
+        self.store = store
+        self.ovsdb_port = ovsdb_port
+        self.wires = {}
+        self.host_dbs = {}           # remote -> HostDb
+        self.hosts_by_remote = {}    # remote -> [Host]
+        self.dps = {}                # dpid -> DpConn
+        self.pending_replies = {}    # xid -> (list, Event)
+        self.api_lock = hub.Semaphore()
+        self._dirty = hub.Event()
+        self._thread = None
+        self.stats = {'syncs': 0, 'bundles': 0, 'flow_mods': 0,
+                      'switch_errors': 0}
+        for remote in static_host_dbs:
+            self.watch_host_db(remote)
+
+    # ---- lifecycle -------------------------------------------------------
+    def start(self):
+        self.wires = self.store.wires()
+        self._thread = hub.spawn(self._loop)
+
+    def mark_dirty(self):
+        self._dirty.set()
+
+    def _loop(self):
+        while True:
+            self._dirty.wait(timeout=5)
+            self._dirty.clear()
+            try:
+                self.sync()
+            except Exception:
+                LOG.exception('sync failed')
+                hub.sleep(0.5)
+                self._dirty.set()
+
+    # ---- observed state --------------------------------------------------
+    def world(self):
+        hosts = {}
+        for remote in sorted(self.hosts_by_remote):
+            for h in self.hosts_by_remote[remote]:
+                if h.name in hosts:
+                    LOG.warning('host name %s is used by two bridges', h.name)
+                    continue
+                hosts[h.name] = h
+        return World(wires=dict(self.wires), hosts=hosts)
+
+    def host_by_dpid(self, world=None):
+        world = world or self.world()
+        return {h.dpid: h for h in world.hosts.values()}
+
+    def intent_changed(self):
+        self.wires = self.store.wires()
+        self.mark_dirty()
+
+    def watch_host_db(self, remote):
+        if remote in self.host_dbs:
+            return
+        db = HostDb(remote, self._host_update)
+        self.host_dbs[remote] = db
+        hub.spawn(self._start_host_db, db)
+
+    def _start_host_db(self, db):
+        delay = 0.2
+        while True:
+            try:
+                db.start()
+                LOG.info('reading host OVSDB %s', db.remote)
+                return
+            except Exception as e:  # not up yet: keep trying, slowly
+                LOG.warning('host OVSDB %s: %s', db.remote, e)
+                hub.sleep(delay)
+                delay = min(delay * 2, 5)
+
+    def _host_update(self, remote, hosts):
+        self.hosts_by_remote[remote] = hosts
+        self.mark_dirty()
+
+    # ---- switches --------------------------------------------------------
+    def dp_connected(self, dp):
+        LOG.info('switch %016x connected from %s', dp.id, dp.address)
+        self.dps[dp.id] = DpConn(dp)
+        if isinstance(dp.address, tuple) and dp.address:
+            self.watch_host_db('tcp:%s:%d' % (dp.address[0], self.ovsdb_port))
+        hub.spawn(self._initial_dump, dp)
+
+    def dp_disconnected(self, dp):
+        conn = self.dps.get(dp.id)
+        if conn is not None and conn.dp is dp:
+            LOG.info('switch %016x disconnected', dp.id)
+            del self.dps[dp.id]
+
+    def _initial_dump(self, dp):
+        """Learn what the switch already has, so a reconnect (controller or
+        switch restart) changes only what is wrong."""
+        try:
+            stats = self.request(dp, ofmsg.flow_stats_request(dp), timeout=10)
+        except TimeoutError:
+            LOG.error('switch %016x did not answer the flow dump', dp.id)
+            dp.close()
+            return
+        conn = self.dps.get(dp.id)
+        if conn is None or conn.dp is not dp:
+            return
+        conn.installed = {ofmsg.flow_from_stats(s) for s in stats}
+        LOG.info('switch %016x holds %d flows', dp.id, len(conn.installed))
+        self.mark_dirty()
+
+    def switch_error(self, dp, msg):
+        self.stats['switch_errors'] += 1
+        LOG.error('switch %016x error type=%s code=%s', dp.id, msg.type,
+                  msg.code)
+        conn = self.dps.get(dp.id)
+        if conn is not None and conn.installed is not None:
+            # Our picture of its table may be wrong now: dump again.
+            conn.installed = None
+            hub.spawn_after(0.5, self._initial_dump, dp)
+
+    def request(self, dp, msg, timeout=5.0):
+        """Send a multipart request, return the concatenated body."""
+        dp.set_xid(msg)
+        ev, body = hub.Event(), []
+        self.pending_replies[msg.xid] = (body, ev)
+        try:
+            dp.send_msg(msg)
+            if not ev.wait(timeout=timeout):
+                raise TimeoutError('no reply from switch %016x' % dp.id)
+            return body
+        finally:
+            self.pending_replies.pop(msg.xid, None)
+
+    def multipart_reply(self, msg):
+        entry = self.pending_replies.get(msg.xid)
+        if entry is None:
+            return
+        entry[0].extend(msg.body)
+        if not msg.flags & msg.datapath.ofproto.OFPMPF_REPLY_MORE:
+            entry[1].set()
+
+    def sync(self):
+        """Bring every synced switch to its desired table."""
+        self.stats['syncs'] += 1
+        world = self.world()
+        desired = fl.compute_flows(world)
+        by_dpid = self.host_by_dpid(world)
+        for dpid, conn in list(self.dps.items()):
+            host = by_dpid.get(dpid)
+            if host is None or conn.installed is None:
+                continue
+            want = desired.get(host.name, fl.default_flows())
+            diff = fl.diff_flows(conn.installed, want)
+            if not diff:
+                continue
+            msgs = ofmsg.diff_messages(conn.dp, diff)
+            for m in ofmsg.bundle(conn.dp, conn.bundle_id, msgs):
+                conn.dp.send_msg(m)
+            conn.bundle_id = (conn.bundle_id + 1) & 0xFFFFFFFF or 1
+            conn.installed = set(want)
+            self.stats['bundles'] += 1
+            self.stats['flow_mods'] += len(msgs)
+            LOG.info('host %s: +%d ~%d -%d flows', host.name, len(diff.add),
+                     len(diff.modify), len(diff.delete))
+
+    # ---- API operations --------------------------------------------------
+    def connect(self, end_a, end_b):
+        ids.check_vnic_id(end_a)
+        ids.check_vnic_id(end_b)
+        if end_a == end_b:
+            raise ApiError(422, 'a wire needs two different vNICs, got %s '
+                                'twice' % end_a)
+        with self.api_lock:
+            self.wires = self.store.wires()
+            used = {}
+            for w in self.wires.values():
+                used[w.end_a] = used[w.end_b] = w.connector_id
+            for v in (end_a, end_b):
+                if v in used:
+                    raise ApiError(409, 'vNIC %s is already wired (connector '
+                                        '%s)' % (v, ids.fmt_connector(used[v])))
+            wire = self.store.create_wire(end_a, end_b)
+            self.wires[wire.connector_id] = wire
+        self.mark_dirty()
+        return wire
+
+    def disconnect(self, connector_id):
+        with self.api_lock:
+            self.wires = self.store.wires()
+            if connector_id not in self.wires:
+                raise ApiError(404, 'no wire with connector id %s'
+                               % ids.fmt_connector(connector_id))
+            self.store.delete_wire(connector_id)
+            self.wires.pop(connector_id, None)
+        self.mark_dirty()
+
+    def wire_view(self, wire, world=None):
+        world = world or self.world()
+        loc = world.locations()
+        la, lb = loc.get(wire.end_a), loc.get(wire.end_b)
+        return {
+            'id': wire.connector_id,
+            'connector_id': ids.fmt_connector(wire.connector_id),
+            'a': wire.end_a, 'b': wire.end_b,
+            'state': fl.wire_state(wire, world.hosts, loc),
+            'host_a': la.host if la else None,
+            'host_b': lb.host if lb else None,
+            'created_at': wire.created_at,
+        }
+
+    def get_wire(self, connector_id):
+        wire = self.wires.get(connector_id)
+        if wire is None:
+            raise ApiError(404, 'no wire with connector id %s'
+                           % ids.fmt_connector(connector_id))
+        return wire
+
+    def wire_stats(self, connector_id):
+        """Packets and bytes each way, from the wire's flow counters."""
+        wire = self.get_wire(connector_id)
+        world = self.world()
+        loc = world.locations()
+        by_name = {h.name: h for h in world.hosts.values()}
+        cookie = ids.wire_cookie(connector_id)
+        out = {'id': connector_id,
+               'connector_id': ids.fmt_connector(connector_id),
+               'state': fl.wire_state(wire, world.hosts, loc)}
+        for src, dst, key in ((wire.end_a, wire.end_b, 'a_to_b'),
+                              (wire.end_b, wire.end_a, 'b_to_a')):
+            out[key] = {'sent_packets': 0, 'sent_bytes': 0,
+                        'delivered_packets': 0, 'delivered_bytes': 0}
+            for end, what in ((src, 'sent'), (dst, 'delivered')):
+                lo = loc.get(end)
+                host = by_name.get(lo.host) if lo else None
+                conn = self.dps.get(host.dpid) if host else None
+                if conn is None:
+                    continue
+                stats = self.request(
+                    conn.dp, ofmsg.flow_stats_request(
+                        conn.dp, cookie, 0xFFFFFFFFFFFFFFFF))
+                for s in stats:
+                    f = ofmsg.flow_from_stats(s)
+                    m = dict(f.match)
+                    hit = (m.get('in_port') == lo.ofport
+                           and 'tunnel_id' not in m) if what == 'sent' else \
+                        ('output', lo.ofport) in f.actions
+                    if hit:
+                        out[key][what + '_packets'] += s.packet_count
+                        out[key][what + '_bytes'] += s.byte_count
+        return out

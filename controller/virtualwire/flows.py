@@ -1,0 +1,156 @@
+"""Flow computation: pure functions from (intent, host state) to flow tables.
+
+Nothing here talks to a switch. A flow is a neutral, hashable value; the
+OpenFlow edge (`ofmsg`) turns it into messages and back.
+
+Pipeline on each host's integration bridge (table 0 only):
+
+  prio 100  in_port=<vNIC a>                        -> output:<vNIC b>   (collapsed)
+  prio 100  in_port=<vNIC a>                        -> tun_id=C, tun_dst=<peer>, output:<tunnel>
+  prio 100  in_port=<tunnel>, tun_id=C, tun_src=<peer> -> output:<vNIC a>
+  prio 0    (anything else)                         -> drop
+
+Matching the tunnel source means only the host holding the far end can
+inject frames into a wire. No L2/L3 field is matched, so every frame
+(VLAN tags, ARP, LLDP, BPDUs, any ethertype) crosses unchanged.
+"""
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Set, Tuple
+
+from virtualwire import ids
+
+PRIO_WIRE = 100
+PRIO_DEFAULT = 0
+TABLE_WIRE = 0
+
+
+@dataclass(frozen=True, order=True)
+class Flow:
+    table: int
+    priority: int
+    match: Tuple[Tuple[str, object], ...]     # sorted (field, value) pairs
+    actions: Tuple[Tuple, ...]                # ('output', port) | ('set_field', field, value)
+    cookie: int = 0
+
+    @property
+    def key(self):
+        """What OpenFlow considers the identity of a flow entry."""
+        return (self.table, self.priority, self.match)
+
+    @property
+    def connector_id(self):
+        return ids.connector_of_cookie(self.cookie)
+
+    def __str__(self):
+        m = ','.join('%s=%s' % kv for kv in self.match) or '*'
+        a = ','.join(':'.join(str(x) for x in act) for act in self.actions) \
+            or 'drop'
+        return 'table=%d,prio=%d,cookie=%#x,%s actions=%s' % (
+            self.table, self.priority, self.cookie, m, a)
+
+
+def make_flow(priority, match, actions, cookie, table=TABLE_WIRE):
+    return Flow(table, priority, tuple(sorted(match.items())),
+                tuple(actions), cookie)
+
+
+def default_flows():
+    """The table-miss entry: drop, counted, with our infrastructure cookie."""
+    return {make_flow(PRIO_DEFAULT, {}, [], ids.wire_cookie(0))}
+
+
+# Wire states reported to users.
+PENDING = 'pending'          # one or both vNICs not plugged anywhere
+COLLAPSED = 'collapsed'      # both ends on one host: port-to-port flows
+TUNNELLED = 'tunnelled'      # ends on two hosts: GRE with key = connector id
+WAITING = 'waiting-host'     # both plugged, but a host lacks tunnel details
+
+
+def wire_state(wire, hosts, locations):
+    la, lb = locations.get(wire.end_a), locations.get(wire.end_b)
+    if la is None or lb is None:
+        return PENDING
+    if la.host == lb.host:
+        return COLLAPSED
+    for loc in (la, lb):
+        h = hosts.get(loc.host)
+        if h is None or not h.tunnel_ip or not h.tunnel_ofport:
+            return WAITING
+    return TUNNELLED
+
+
+def wire_flows(wire, hosts, locations) -> Dict[str, Set[Flow]]:
+    """Flows one wire needs, per host name. Empty while pending."""
+    state = wire_state(wire, hosts, locations)
+    cookie = ids.wire_cookie(wire.connector_id)
+    out: Dict[str, Set[Flow]] = {}
+    if state == COLLAPSED:
+        la, lb = locations[wire.end_a], locations[wire.end_b]
+        out[la.host] = {
+            make_flow(PRIO_WIRE, {'in_port': la.ofport},
+                      [('output', lb.ofport)], cookie),
+            make_flow(PRIO_WIRE, {'in_port': lb.ofport},
+                      [('output', la.ofport)], cookie),
+        }
+    elif state == TUNNELLED:
+        for here, there in ((wire.end_a, wire.end_b),
+                            (wire.end_b, wire.end_a)):
+            lh, lt = locations[here], locations[there]
+            h, peer = hosts[lh.host], hosts[lt.host]
+            out.setdefault(lh.host, set()).update({
+                make_flow(PRIO_WIRE, {'in_port': lh.ofport},
+                          [('set_field', 'tunnel_id', wire.connector_id),
+                           ('set_field', 'tun_ipv4_dst', peer.tunnel_ip),
+                           ('output', h.tunnel_ofport)], cookie),
+                make_flow(PRIO_WIRE, {'in_port': h.tunnel_ofport,
+                                      'tunnel_id': wire.connector_id,
+                                      'tun_ipv4_src': peer.tunnel_ip},
+                          [('output', lh.ofport)], cookie),
+            })
+    return out
+
+
+def compute_flows(world) -> Dict[str, Set[Flow]]:
+    """Desired flow table of every known host."""
+    locations = world.locations()
+    tables = {name: set(default_flows()) for name in world.hosts}
+    for wire in world.wires.values():
+        for host, flows in wire_flows(wire, world.hosts, locations).items():
+            if host in tables:
+                tables[host] |= flows
+    return tables
+
+
+@dataclass
+class FlowDiff:
+    add: List[Flow]
+    modify: List[Flow]
+    delete: List[Flow]
+
+    def __bool__(self):
+        return bool(self.add or self.modify or self.delete)
+
+    def __len__(self):
+        return len(self.add) + len(self.modify) + len(self.delete)
+
+
+def diff_flows(installed: Iterable[Flow], desired: Iterable[Flow]) -> FlowDiff:
+    """What to send so that `installed` becomes `desired`.
+
+    Flows already right are left alone (counters keep counting, traffic is
+    never touched). Same match but other actions is a modify, which keeps
+    the entry's counters; a changed cookie needs an add (modify keeps the
+    old cookie)."""
+    have = {f.key: f for f in installed}
+    want = {f.key: f for f in desired}
+    add, modify, delete = [], [], []
+    for key, f in want.items():
+        old = have.get(key)
+        if old is None or old.cookie != f.cookie:
+            add.append(f)
+        elif old.actions != f.actions:
+            modify.append(f)
+    for key, f in have.items():
+        if key not in want:
+            delete.append(f)
+    return FlowDiff(sorted(add), sorted(modify), sorted(delete))

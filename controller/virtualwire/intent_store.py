@@ -1,0 +1,94 @@
+"""Durable intent: wires, kept in an OVSDB database with our own schema.
+
+By default the controller runs a local ovsdb-server for it (see
+`local_ovsdb`); a deployment can point `--intent-db` at a clustered
+ovsdb-server instead, which gives it OVSDB's Raft-based HA for free.
+"""
+import datetime
+import logging
+import os
+import random
+
+import ovs.db.idl
+
+from virtualwire import ids
+from virtualwire.model import Wire
+from virtualwire.ovsdb_client import IdlClient, fetch_schema
+
+LOG = logging.getLogger(__name__)
+SCHEMA_PATH = os.path.join(os.path.dirname(__file__), 'schema',
+                           'virtualwire.ovsschema')
+DB_NAME = 'VirtualWire'
+
+
+class StoreError(Exception):
+    pass
+
+
+class IntentStore:
+    def __init__(self, remote, on_change=None):
+        helper = ovs.db.idl.SchemaHelper(
+            schema_json=fetch_schema(remote, DB_NAME))
+        helper.register_all()
+        self.client = IdlClient(remote, helper, name='intent-db')
+        self.client.on_change = lambda _c: on_change and on_change()
+        self._rng = random.SystemRandom()
+
+    def start(self, timeout=10.0):
+        if not self.client.wait_connected(timeout):
+            raise StoreError('intent database %s did not answer within %ss'
+                             % (self.client.remote, timeout))
+        self.client.start()
+
+    def wires(self):
+        with self.client.lock:
+            return {r.connector_id: _wire(r)
+                    for r in self.client.idl.tables['Wire'].rows.values()}
+
+    def create_wire(self, end_a, end_b, connector_id=None):
+        """Insert a wire; the connector id is random (unguessable, and no
+        coordination needed between controllers) unless given."""
+        for _ in range(16):
+            cid = connector_id or self._rng.randint(ids.CONNECTOR_MIN,
+                                                    ids.CONNECTOR_MAX)
+            created = datetime.datetime.now(datetime.timezone.utc) \
+                .isoformat(timespec='seconds')
+
+            def build(txn, idl):
+                for r in idl.tables['Wire'].rows.values():
+                    # Re-checked inside the transaction: 'verify' makes the
+                    # commit fail if another writer changed these rows.
+                    r.verify('end_a')
+                    r.verify('end_b')
+                row = txn.insert(idl.tables['Wire'])
+                row.connector_id = cid
+                row.end_a = end_a
+                row.end_b = end_b
+                row.created_at = created
+
+            status, txn = self.client.transact(build)
+            if status in (ovs.db.idl.Transaction.SUCCESS,
+                          ovs.db.idl.Transaction.UNCHANGED):
+                return Wire(cid, end_a, end_b, created)
+            if connector_id is not None or 'constraint' not in \
+                    (txn.get_error() or ''):
+                raise StoreError('storing wire failed: %s (%s)'
+                                 % (status, txn.get_error()))
+            LOG.info('connector id %#x collided, drawing another', cid)
+        raise StoreError('could not allocate a connector id')
+
+    def delete_wire(self, connector_id):
+        def build(txn, idl):
+            for r in list(idl.tables['Wire'].rows.values()):
+                if r.connector_id == connector_id:
+                    r.delete()
+
+        status, txn = self.client.transact(build)
+        if status not in (ovs.db.idl.Transaction.SUCCESS,
+                          ovs.db.idl.Transaction.UNCHANGED):
+            raise StoreError('deleting wire failed: %s (%s)'
+                             % (status, txn.get_error()))
+
+
+def _wire(row):
+    return Wire(row.connector_id, row.end_a, row.end_b, row.created_at)

@@ -1,0 +1,367 @@
+"""The lab: hypervisors as network namespaces, each with its own
+ovsdb-server and ovs-vswitchd, joined by an underlay and a management
+network (each a Linux bridge in a namespace of its own), and stand-in VMs
+(a namespace per VM, a veth into the host bridge, external_ids exactly as
+libvirt sets them). Nothing leaves the namespaces the lab makes.
+
+Addresses: management 198.18.0.0/24 (controller .1, host i .10+i),
+underlay 198.19.0.0/24 (host i .10+i). RFC 2544 benchmark ranges, and
+private to the lab's namespaces, so two labs never collide.
+"""
+import json
+import os
+import secrets
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+HOST_SETUP = os.path.join(REPO, 'ovs-config', 'vw-host-setup')
+LAB_ROOT = os.environ.get('VW_LAB_ROOT', '/tmp/virtualwire-labs')
+MGMT_NET, UL_NET = '198.18.0', '198.19.0'
+CONTROLLER_IP = MGMT_NET + '.1'
+UNDERLAY_MTU = 1600
+
+
+class LabError(Exception):
+    pass
+
+
+def sh(cmd, ns=None, check=True, env=None, timeout=60):
+    """Run a command (a list, or a string for sh -c), optionally in a netns."""
+    if isinstance(cmd, str):
+        cmd = ['sh', '-c', cmd]
+    if ns:
+        cmd = ['ip', 'netns', 'exec', ns] + cmd
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                       timeout=timeout)
+    if check and p.returncode != 0:
+        raise LabError('%s failed (%d): %s' % (
+            ' '.join(shlex.quote(c) for c in cmd), p.returncode,
+            (p.stderr or p.stdout).strip()))
+    return p.stdout
+
+
+@dataclass
+class Vm:
+    name: str
+    host: 'LabHost'
+    ns: str
+    nics: Dict[str, dict] = field(default_factory=dict)   # vnic_id -> info
+
+
+@dataclass
+class LabHost:
+    lab: 'Lab'
+    index: int
+    name: str
+    ns: str
+    dir: str
+    vms: Dict[str, Vm] = field(default_factory=dict)
+    _nic_seq: int = 0
+
+    @property
+    def mgmt_ip(self):
+        return '%s.%d' % (MGMT_NET, 10 + self.index)
+
+    @property
+    def tunnel_ip(self):
+        return '%s.%d' % (UL_NET, 10 + self.index)
+
+    @property
+    def db(self):
+        return 'unix:%s/db.sock' % self.dir
+
+    def env(self):
+        return dict(os.environ, OVS_RUNDIR=self.dir)
+
+    def vsctl(self, *args):
+        return sh(['ovs-vsctl', '--db=' + self.db, '--timeout=10'] + list(args))
+
+    def ofctl(self, *args, bridge='br-int'):
+        return sh(['ovs-ofctl', '-O', 'OpenFlow14'] + list(args[:1]) +
+                  ['unix:%s/%s.mgmt' % (self.dir, bridge)] + list(args[1:]))
+
+    def appctl(self, *args):
+        return sh(['ovs-appctl', '-t', '%s/vswitchd.ctl' % self.dir]
+                  + list(args))
+
+    def dump_flows(self):
+        """[(cookie, table, priority, match, actions, n_packets)]"""
+        return self.ofctl('dump-flows', '--no-names')
+
+    # ---- OVS lifecycle -------------------------------------------------
+    def start_ovs(self):
+        os.makedirs(self.dir, exist_ok=True)
+        db = os.path.join(self.dir, 'conf.db')
+        if not os.path.exists(db):
+            sh(['ovsdb-tool', 'create', db,
+                '/usr/share/openvswitch/vswitch.ovsschema'])
+        sh(['ovsdb-server', db, '--remote=punix:%s/db.sock' % self.dir,
+            '--remote=db:Open_vSwitch,Open_vSwitch,manager_options',
+            '--pidfile=%s/ovsdb-server.pid' % self.dir,
+            '--unixctl=%s/ovsdb-server.ctl' % self.dir,
+            '--log-file=%s/ovsdb-server.log' % self.dir,
+            '--detach', '--no-chdir'], ns=self.ns, env=self.env())
+        self.vsctl('--no-wait', 'init')
+        sh(['ovs-vswitchd', self.db, '--pidfile=%s/vswitchd.pid' % self.dir,
+            '--unixctl=%s/vswitchd.ctl' % self.dir,
+            '--log-file=%s/vswitchd.log' % self.dir,
+            '--detach', '--no-chdir', '--disable-system'],
+           ns=self.ns, env=self.env())
+
+    def stop_vswitchd(self):
+        _kill_pidfile(os.path.join(self.dir, 'vswitchd.pid'))
+
+    def start_vswitchd(self):
+        sh(['ovs-vswitchd', self.db, '--pidfile=%s/vswitchd.pid' % self.dir,
+            '--unixctl=%s/vswitchd.ctl' % self.dir,
+            '--log-file=%s/vswitchd.log' % self.dir,
+            '--detach', '--no-chdir', '--disable-system'],
+           ns=self.ns, env=self.env())
+
+    def bootstrap(self):
+        sh([HOST_SETUP, '--db', self.db, '--name', self.name,
+            '--tunnel-ip', self.tunnel_ip,
+            '--controller', 'tcp:%s:%d' % (CONTROLLER_IP, self.lab.of_port),
+            '--manager', 'ptcp:6640:%s' % self.mgmt_ip,
+            '--site', self.lab.site_of(self.index),
+            '--datapath-type', 'netdev',
+            '--underlay-bridge', 'br-phy', '--underlay-iface', 'ul0',
+            '--underlay-cidr', '%s/24' % self.tunnel_ip,
+            '--underlay-mtu', str(UNDERLAY_MTU)], ns=self.ns, env=self.env())
+
+    def underlay_mac(self):
+        return sh(['cat', '/sys/class/net/br-phy/address'], ns=self.ns).strip()
+
+    # ---- stand-in VMs --------------------------------------------------
+    def add_vm(self, name, nics):
+        """nics: [(vnic_id, ip_cidr or None)]. The VM is a namespace; each
+        NIC a veth whose host side is plugged as libvirt plugs a tap."""
+        vm_ns = '%s-%s' % (self.lab.prefix, name)
+        sh(['ip', 'netns', 'add', vm_ns])
+        vm = Vm(name, self, vm_ns)
+        self.vms[name] = vm
+        vm_uuid = secrets.token_hex(16)
+        for i, (vnic_id, cidr) in enumerate(nics):
+            self.plug(vm, vnic_id, 'eth%d' % i, cidr, vm_uuid)
+        return vm
+
+    def plug(self, vm, vnic_id, ifname, cidr=None, vm_uuid='', mtu=1500):
+        self._nic_seq += 1
+        port = 'vnet%d' % self._nic_seq
+        tmp = 'vwtmp%d' % self._nic_seq
+        mac = '52:54:00:%02x:%02x:%02x' % (self.index, self._nic_seq >> 8 & 255,
+                                            self._nic_seq & 255)
+        sh(['ip', 'link', 'add', port, 'type', 'veth', 'peer', 'name', tmp],
+           ns=self.ns)
+        sh(['ip', 'link', 'set', tmp, 'netns', vm.ns], ns=self.ns)
+        sh(['ip', 'link', 'set', tmp, 'name', ifname], ns=vm.ns)
+        sh(['ip', 'link', 'set', ifname, 'address', mac, 'mtu', str(mtu)],
+           ns=vm.ns)
+        for ns, dev in ((self.ns, port), (vm.ns, ifname)):
+            # veth TX checksum offload + OVS netdev = UDP with bad checksums.
+            sh(['ethtool', '-K', dev, 'tx', 'off'], ns=ns, check=False)
+            sh(['ip', 'link', 'set', dev, 'up'], ns=ns)
+        sh(['ip', 'link', 'set', 'lo', 'up'], ns=vm.ns)
+        if cidr:
+            sh(['ip', 'addr', 'add', cidr, 'dev', ifname], ns=vm.ns)
+        self.vsctl('add-port', 'br-int', port, '--', 'set', 'interface', port,
+                   'external_ids:iface-id=%s' % vnic_id,
+                   'external_ids:attached-mac=%s' % mac,
+                   'external_ids:vm-id=%s' % (vm_uuid or secrets.token_hex(16)),
+                   'external_ids:iface-status=active')
+        vm.nics[vnic_id] = {'port': port, 'ifname': ifname, 'mac': mac,
+                            'cidr': cidr}
+        return vm.nics[vnic_id]
+
+    def unplug(self, vm, vnic_id):
+        port = vm.nics.pop(vnic_id)['port']
+        self.vsctl('--if-exists', 'del-port', 'br-int', port)
+        sh(['ip', 'link', 'del', port], ns=self.ns, check=False)
+
+
+class Lab:
+    """A lab of `n_hosts` hypervisors. Use as a context manager or call
+    up()/down(). `sites` labels hosts (e.g. ['cloud-a','cloud-a','cloud-b'])."""
+
+    def __init__(self, n_hosts=3, prefix=None, sites=None, of_port=6653):
+        self.prefix = prefix or 'vw' + secrets.token_hex(3)
+        self.n_hosts = n_hosts
+        self.sites = sites
+        self.of_port = of_port
+        self.dir = os.path.join(LAB_ROOT, self.prefix)
+        self.mgmt_ns = self.prefix + '-mgmt'
+        self.ul_ns = self.prefix + '-ul'
+        self.hosts: List[LabHost] = []
+        self.controller: Optional[subprocess.Popen] = None
+
+    def site_of(self, i):
+        return self.sites[i - 1] if self.sites else 'default'
+
+    def host(self, name):
+        return next(h for h in self.hosts if h.name == name)
+
+    def __enter__(self):
+        try:
+            self.up()
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.down()
+
+    def up(self, progress=lambda msg: None):
+        os.makedirs(self.dir, exist_ok=True)
+        with open(os.path.join(self.dir, 'lab.json'), 'w') as f:
+            json.dump({'prefix': self.prefix, 'hosts': self.n_hosts,
+                       'created': time.time()}, f)
+        for ns in (self.mgmt_ns, self.ul_ns):
+            sh(['ip', 'netns', 'add', ns])
+            sh(['ip', 'link', 'set', 'lo', 'up'], ns=ns)
+        sh(['ip', 'link', 'add', 'mgmt0', 'type', 'bridge'], ns=self.mgmt_ns)
+        sh(['ip', 'addr', 'add', CONTROLLER_IP + '/24', 'dev', 'mgmt0'],
+           ns=self.mgmt_ns)
+        sh(['ip', 'link', 'set', 'mgmt0', 'up'], ns=self.mgmt_ns)
+        sh(['ip', 'link', 'add', 'ul0', 'type', 'bridge'], ns=self.ul_ns)
+        sh(['ip', 'link', 'set', 'ul0', 'mtu', str(UNDERLAY_MTU), 'up'],
+           ns=self.ul_ns)
+        for i in range(1, self.n_hosts + 1):
+            progress('host %d/%d: namespace, OVS, bootstrap' % (i, self.n_hosts))
+            self.hosts.append(self._make_host(i))
+        self.warm_tunnel_neighbours()
+
+    def _make_host(self, i):
+        name = 'h%d' % i
+        h = LabHost(self, i, name, '%s-%s' % (self.prefix, name),
+                    os.path.join(self.dir, name))
+        sh(['ip', 'netns', 'add', h.ns])
+        sh(['ip', 'link', 'set', 'lo', 'up'], ns=h.ns)
+        for dev, peer_ns, br in (('mgmt0', self.mgmt_ns, 'mgmt0'),
+                                 ('ul0', self.ul_ns, 'ul0')):
+            sh(['ip', 'link', 'add', dev, 'netns', h.ns, 'type', 'veth',
+                'peer', 'name', name, 'netns', peer_ns])
+            sh(['ip', 'link', 'set', name, 'master', br, 'up'], ns=peer_ns)
+            sh(['ethtool', '-K', dev, 'tx', 'off'], ns=h.ns, check=False)
+        sh(['ip', 'link', 'set', name, 'mtu', str(UNDERLAY_MTU)],
+           ns=self.ul_ns)
+        sh(['ip', 'addr', 'add', h.mgmt_ip + '/24', 'dev', 'mgmt0'], ns=h.ns)
+        sh(['ip', 'link', 'set', 'mgmt0', 'up'], ns=h.ns)
+        h.start_ovs()
+        h.bootstrap()
+        return h
+
+    def warm_tunnel_neighbours(self):
+        """Static tunnel neighbour entries: OVS's userspace tunnel cache
+        otherwise resolves a new peer only after losing traffic to it."""
+        macs = {h.name: h.underlay_mac() for h in self.hosts}
+        for h in self.hosts:
+            for peer in self.hosts:
+                if peer is not h:
+                    h.appctl('tnl/neigh/set', 'br-phy', peer.tunnel_ip,
+                             macs[peer.name])
+
+    # ---- controller ----------------------------------------------------
+    def start_controller(self, rest_port=None, extra=()):
+        """Run virtualwire-controller as a real process, southbound in the
+        management namespace, REST on 127.0.0.1."""
+        self.rest_port = rest_port or getattr(self, 'rest_port', None) \
+            or _free_port()
+        state = os.path.join(self.dir, 'controller')
+        os.makedirs(state, exist_ok=True)
+        log = open(os.path.join(state, 'controller.log'), 'a')
+        cmd = [sys.executable, '-m', 'virtualwire.main', '--state-dir', state,
+               '--of-listen', '%s:%d' % (CONTROLLER_IP, self.of_port),
+               '--rest-listen', '127.0.0.1:%d' % self.rest_port,
+               '--southbound-netns', self.mgmt_ns] + list(extra)
+        self.controller = subprocess.Popen(cmd, stdout=log,
+                                           stderr=subprocess.STDOUT)
+        self.token_file = os.path.join(state, 'api-token')
+        self.url = 'http://127.0.0.1:%d' % self.rest_port
+        self._write_vwctl_config()
+        return self.controller
+
+    def _write_vwctl_config(self):
+        self.vwctl_config = os.path.join(self.dir, 'vwctl.conf')
+        with open(self.vwctl_config, 'w') as f:
+            f.write('[vwctl]\nurl = %s\ntoken_file = %s\n'
+                    % (self.url, self.token_file))
+
+    def stop_controller(self, kill=False):
+        if self.controller and self.controller.poll() is None:
+            (self.controller.kill if kill else self.controller.terminate)()
+            self.controller.wait(10)
+        self.controller = None
+
+    # ---- teardown ------------------------------------------------------
+    def down(self):
+        self.stop_controller(kill=True)
+        teardown(self.prefix)
+
+
+def _kill_pidfile(path, wait=5.0):
+    try:
+        with open(path) as f:
+            pid = int(f.read().strip())
+    except (OSError, ValueError):
+        return
+    try:
+        os.kill(pid, 15)
+    except OSError:
+        return
+    end = time.time() + wait
+    while time.time() < end:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return
+        time.sleep(0.02)
+    try:
+        os.kill(pid, 9)
+    except OSError:
+        pass
+
+
+def _free_port():
+    import socket
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def teardown(prefix):
+    """Remove everything a lab made: processes, namespaces, its folder."""
+    d = os.path.join(LAB_ROOT, prefix)
+    if os.path.isdir(d):
+        for root, _dirs, files in os.walk(d):
+            for fn in files:
+                if fn.endswith('.pid'):
+                    _kill_pidfile(os.path.join(root, fn))
+    for ns in sh(['ip', 'netns', 'list'], check=False).split('\n'):
+        ns = ns.split(' ')[0]
+        if ns.startswith(prefix + '-'):
+            # Kill stragglers (traffic tools) before deleting the netns.
+            pids = sh(['ip', 'netns', 'pids', ns], check=False).split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), 9)
+                except (OSError, ValueError):
+                    pass
+            sh(['ip', 'netns', 'del', ns], check=False)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def list_labs():
+    if not os.path.isdir(LAB_ROOT):
+        return []
+    return sorted(p for p in os.listdir(LAB_ROOT)
+                  if os.path.exists(os.path.join(LAB_ROOT, p, 'lab.json')))

@@ -1,0 +1,158 @@
+"""`virtualwire-controller`: start the intent store, the engine, the REST API
+and the os-ken OpenFlow app in one process.
+
+os-ken 4.x has no osken-manager, so apps are loaded here with AppManager.
+The hub type must be chosen before os_ken is imported: eventlet by default
+(its WSGI server serves REST); OSKEN_HUB_TYPE=native also works.
+"""
+import argparse
+import ctypes
+import logging
+import os
+import secrets
+import signal
+import sys
+
+CLONE_NEWNET = 0x40000000
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(
+        prog='virtualwire-controller',
+        description='VirtualWire SDN controller for Open vSwitch.')
+    p.add_argument('--state-dir', default='/var/lib/virtualwire',
+                   help='where the local intent database lives')
+    p.add_argument('--intent-db', default='',
+                   help='OVSDB remote of the intent database (e.g. '
+                        'tcp:10.0.0.1:6641,tcp:10.0.0.2:6641 for a cluster); '
+                        'default: start a local ovsdb-server in --state-dir')
+    p.add_argument('--of-listen', default='0.0.0.0:6653',
+                   help='OpenFlow listen address HOST:PORT')
+    p.add_argument('--host-ovsdb-port', type=int, default=6640,
+                   help="port of each host's OVSDB, at the address its "
+                        'switch connects from')
+    p.add_argument('--host-ovsdb', action='append', default=[],
+                   help='also read this host OVSDB remote (repeatable)')
+    p.add_argument('--rest-listen', default='127.0.0.1:8780',
+                   help='REST API listen address HOST:PORT')
+    p.add_argument('--token-file', default='',
+                   help='file holding the REST bearer token (created with '
+                        'a random token if missing); default: '
+                        'STATE_DIR/api-token')
+    p.add_argument('--southbound-netns', default='',
+                   help='open OpenFlow/OVSDB sockets in this network '
+                        'namespace (a management VRF); REST stays in the '
+                        'namespace the controller started in')
+    p.add_argument('--log-file', default='')
+    p.add_argument('--log-level', default='INFO')
+    return p.parse_args(argv)
+
+
+def _split(hostport, what):
+    host, sep, port = hostport.rpartition(':')
+    if not sep or not port.isdigit():
+        sys.exit('virtualwire-controller: %s must be HOST:PORT, got %r'
+                 % (what, hostport))
+    return host.strip('[]') or '0.0.0.0', int(port)
+
+
+def read_or_create_token(path):
+    if os.path.exists(path):
+        with open(path) as f:
+            token = f.read().strip()
+        if token:
+            return token
+    os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+    token = secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, 'w') as f:
+        f.write(token + '\n')
+    return token
+
+
+def enter_netns(name):
+    path = name if name.startswith('/') else '/run/netns/' + name
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.setns(fd, CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, 'setns(%s): %s' % (path, os.strerror(err)))
+    finally:
+        os.close(fd)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    os.environ.setdefault('OSKEN_HUB_TYPE', 'eventlet')
+    logging.basicConfig(
+        level=args.log_level.upper(), filename=args.log_file or None,
+        format='%(asctime)s %(levelname)s %(name)s: %(message)s')
+    import warnings
+    warnings.filterwarnings('ignore', message=r'(?s).*Eventlet is deprecated')
+
+    # eventlet's WSGI server logs every request at INFO: keep that for debug.
+    logging.getLogger('os_ken.lib.hub').setLevel(logging.WARNING)
+    from os_ken.lib import hub
+    hub.patch(thread=False)
+    from os_ken import cfg
+    from os_ken.base.app_manager import AppManager
+
+    from virtualwire import app as vwapp
+    from virtualwire import local_ovsdb
+    from virtualwire.engine import Engine
+    from virtualwire.intent_store import IntentStore
+    from virtualwire.rest import RestApi
+    from virtualwire.rest_server import make_server
+
+    of_host, of_port = _split(args.of_listen, '--of-listen')
+    rest_host, rest_port = _split(args.rest_listen, '--rest-listen')
+    token = read_or_create_token(args.token_file or
+                                 os.path.join(args.state_dir, 'api-token'))
+    remote = args.intent_db or local_ovsdb.ensure(args.state_dir)
+
+    # REST socket first: it stays in our namespace even if the southbound
+    # sockets go into the management one.
+    api = RestApi(None, token)
+    server = make_server(rest_host, rest_port, api)
+    if args.southbound_netns:
+        enter_netns(args.southbound_netns)
+
+    engine = None
+
+    def on_intent_change():
+        if engine is not None:
+            engine.intent_changed()
+
+    store = IntentStore(remote, on_change=on_intent_change)
+    store.start()
+    engine = Engine(store, ovsdb_port=args.host_ovsdb_port,
+                    static_host_dbs=args.host_ovsdb)
+    api.engine = engine
+    vwapp.ENGINE = engine
+
+    cfg.CONF(args=['--ofp-listen-host', of_host,
+                   '--ofp-tcp-listen-port', str(of_port)],
+             project='os_ken')
+    mgr = AppManager.get_instance()
+    mgr.load_apps(['os_ken.controller.ofp_handler', 'virtualwire.app'])
+    services = mgr.instantiate_apps(**mgr.create_contexts())
+    engine.start()
+    services.append(hub.spawn(server.serve_forever))
+    logging.getLogger('virtualwire').info(
+        'controller up: OpenFlow %s:%d, REST http://%s:%d/v1, intent %s',
+        of_host, of_port, rest_host, rest_port, remote)
+
+    def _term(*_):
+        logging.getLogger('virtualwire').info('stopping')
+        os._exit(0)
+    signal.signal(signal.SIGTERM, _term)
+    signal.signal(signal.SIGINT, _term)
+    try:
+        hub.joinall(services)
+    finally:
+        mgr.close()
+
+
+if __name__ == '__main__':
+    main()

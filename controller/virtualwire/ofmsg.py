@@ -1,0 +1,87 @@
+"""The OpenFlow edge: `flows.Flow` values <-> os-ken messages (OpenFlow 1.4).
+
+Thin on purpose: no decisions are made here.
+"""
+from virtualwire import flows as fl
+
+_ALL_ONES = 0xFFFFFFFFFFFFFFFF
+
+
+def _match(parser, flow):
+    return parser.OFPMatch(**dict(flow.match))
+
+
+def _actions(parser, flow):
+    acts = []
+    for a in flow.actions:
+        if a[0] == 'output':
+            acts.append(parser.OFPActionOutput(a[1]))
+        elif a[0] == 'set_field':
+            acts.append(parser.OFPActionSetField(**{a[1]: a[2]}))
+        else:
+            raise ValueError('unsupported action %r' % (a,))
+    return acts
+
+
+def flow_mod(dp, flow, command):
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    cmd = {'add': ofp.OFPFC_ADD, 'modify': ofp.OFPFC_MODIFY_STRICT,
+           'delete': ofp.OFPFC_DELETE_STRICT}[command]
+    inst = []
+    if command != 'delete' and flow.actions:
+        inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS,
+                                             _actions(parser, flow))]
+    return parser.OFPFlowMod(
+        dp, cookie=flow.cookie,
+        cookie_mask=_ALL_ONES if command == 'delete' else 0,
+        table_id=flow.table, command=cmd, priority=flow.priority,
+        out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
+        match=_match(parser, flow), instructions=inst)
+
+
+def diff_messages(dp, diff):
+    """FlowMods for a FlowDiff: deletes first, then adds and modifies (the
+    order only matters outside a bundle)."""
+    msgs = [flow_mod(dp, f, 'delete') for f in diff.delete]
+    msgs += [flow_mod(dp, f, 'add') for f in diff.add]
+    msgs += [flow_mod(dp, f, 'modify') for f in diff.modify]
+    return msgs
+
+
+def bundle(dp, bundle_id, msgs):
+    """Wrap messages into one atomic OpenFlow 1.4 bundle: open, add, commit."""
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    flags = ofp.OFPBF_ATOMIC
+    out = [parser.OFPBundleCtrlMsg(dp, bundle_id, ofp.OFPBCT_OPEN_REQUEST,
+                                   flags, [])]
+    for m in msgs:
+        out.append(parser.OFPBundleAddMsg(dp, bundle_id, flags, m, []))
+    out.append(parser.OFPBundleCtrlMsg(dp, bundle_id, ofp.OFPBCT_COMMIT_REQUEST,
+                                       flags, []))
+    return out
+
+
+def flow_stats_request(dp, cookie=0, cookie_mask=0):
+    ofp, parser = dp.ofproto, dp.ofproto_parser
+    return parser.OFPFlowStatsRequest(
+        dp, 0, ofp.OFPTT_ALL, ofp.OFPP_ANY, ofp.OFPG_ANY,
+        cookie, cookie_mask, parser.OFPMatch())
+
+
+def flow_from_stats(stat):
+    """A `Flow` from an OFPFlowStats entry, to compare with what we want."""
+    actions = []
+    for inst in stat.instructions:
+        for a in getattr(inst, 'actions', []):
+            name = type(a).__name__
+            if name == 'OFPActionOutput':
+                actions.append(('output', a.port))
+            elif name == 'OFPActionSetField':
+                actions.append(('set_field', a.key, a.value))
+            else:
+                # Something we never install: keep it distinct so the diff
+                # replaces it.
+                actions.append(('other', repr(a)))
+    return fl.Flow(stat.table_id, stat.priority,
+                   tuple(sorted(stat.match.items())), tuple(actions),
+                   stat.cookie)

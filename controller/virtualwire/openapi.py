@@ -1,0 +1,143 @@
+"""The OpenAPI 3 description of /v1 (served at /v1/openapi.json)."""
+
+
+def _ref(name):
+    return {'$ref': '#/components/schemas/%s' % name}
+
+
+def _ok(schema, desc='OK'):
+    return {'description': desc,
+            'content': {'application/json': {'schema': schema}}}
+
+
+_ERR = {'$ref': '#/components/responses/Error'}
+_WIRE_ID = {'name': 'wire_id', 'in': 'path', 'required': True,
+            'description': 'connector id, decimal or 0x-prefixed hex',
+            'schema': {'type': 'string'}}
+
+
+def openapi_document():
+    return {
+        'openapi': '3.0.3',
+        'info': {'title': 'VirtualWire controller', 'version': '1',
+                 'description': 'Connect and disconnect vNICs with wires: '
+                                'point-to-point L2 tunnels keyed by a '
+                                '32-bit connector id.'},
+        'security': [{'bearer': []}],
+        'paths': {
+            '/v1/status': {'get': {'summary': 'Controller status',
+                                   'responses': {'200': _ok({'type': 'object'}),
+                                                 '401': _ERR}}},
+            '/v1/hosts': {'get': {
+                'summary': 'Hypervisors known from their OVSDB',
+                'responses': {'200': _ok({'type': 'object', 'properties': {
+                    'hosts': {'type': 'array', 'items': _ref('Host')}}}),
+                    '401': _ERR}}},
+            '/v1/hosts/{name}': {'get': {
+                'summary': 'One host',
+                'parameters': [{'name': 'name', 'in': 'path',
+                                'required': True,
+                                'schema': {'type': 'string'}}],
+                'responses': {'200': _ok(_ref('Host')), '401': _ERR,
+                              '404': _ERR}}},
+            '/v1/vnics': {'get': {
+                'summary': 'vNICs plugged on any host (OVS iface-id)',
+                'responses': {'200': _ok({'type': 'object', 'properties': {
+                    'vnics': {'type': 'array', 'items': _ref('Vnic')}}}),
+                    '401': _ERR}}},
+            '/v1/vnics/{vnic_id}': {'get': {
+                'summary': 'One vNIC',
+                'parameters': [{'name': 'vnic_id', 'in': 'path',
+                                'required': True,
+                                'schema': {'type': 'string'}}],
+                'responses': {'200': _ok(_ref('Vnic')), '401': _ERR,
+                              '404': _ERR, '422': _ERR}}},
+            '/v1/wires': {
+                'get': {'summary': 'All wires',
+                        'responses': {'200': _ok({'type': 'object',
+                                                  'properties': {'wires': {
+                                                      'type': 'array',
+                                                      'items': _ref('Wire')}}}),
+                                      '401': _ERR}},
+                'post': {
+                    'summary': 'Connect two vNICs with a wire',
+                    'description': 'A vNIC holds at most one wire. The wire '
+                                   'may be created before its vNICs exist; '
+                                   'it is active once both are plugged.',
+                    'requestBody': {'required': True, 'content': {
+                        'application/json': {'schema': _ref('ConnectRequest')}}},
+                    'responses': {'201': _ok(_ref('Wire'), 'Created'),
+                                  '400': _ERR, '401': _ERR, '409': _ERR,
+                                  '413': _ERR, '422': _ERR}}},
+            '/v1/wires/{wire_id}': {
+                'parameters': [_WIRE_ID],
+                'get': {'summary': 'One wire',
+                        'responses': {'200': _ok(_ref('Wire')), '401': _ERR,
+                                      '404': _ERR, '422': _ERR}},
+                'delete': {'summary': 'Disconnect: remove the wire everywhere',
+                           'responses': {'204': {'description': 'Removed'},
+                                         '401': _ERR, '404': _ERR,
+                                         '422': _ERR}}},
+            '/v1/wires/{wire_id}/stats': {
+                'parameters': [_WIRE_ID],
+                'get': {'summary': 'Packets and bytes each way, from the '
+                                   "wire's flow counters",
+                        'responses': {'200': _ok(_ref('WireStats')),
+                                      '401': _ERR, '404': _ERR, '422': _ERR,
+                                      '504': _ERR}}},
+        },
+        'components': {
+            'securitySchemes': {'bearer': {'type': 'http',
+                                           'scheme': 'bearer'}},
+            'responses': {'Error': _ok(_ref('Error'), 'Error')},
+            'schemas': {
+                'Error': {'type': 'object', 'required': ['error'],
+                          'properties': {'error': {
+                              'type': 'object',
+                              'properties': {'status': {'type': 'integer'},
+                                             'message': {'type': 'string'}}}}},
+                'ConnectRequest': {
+                    'type': 'object', 'required': ['a', 'b'],
+                    'additionalProperties': False,
+                    'properties': {'a': {'type': 'string'},
+                                   'b': {'type': 'string'}}},
+                'Wire': {'type': 'object', 'properties': {
+                    'id': {'type': 'integer', 'minimum': 1,
+                           'maximum': 4294967295},
+                    'connector_id': {'type': 'string'},
+                    'a': {'type': 'string'}, 'b': {'type': 'string'},
+                    'state': {'type': 'string',
+                              'enum': ['pending', 'collapsed', 'tunnelled',
+                                       'waiting-host']},
+                    'host_a': {'type': 'string', 'nullable': True},
+                    'host_b': {'type': 'string', 'nullable': True},
+                    'created_at': {'type': 'string'}}},
+                'Direction': {'type': 'object', 'properties': {
+                    k: {'type': 'integer'} for k in (
+                        'sent_packets', 'sent_bytes', 'delivered_packets',
+                        'delivered_bytes')}},
+                'WireStats': {'type': 'object', 'properties': {
+                    'id': {'type': 'integer'},
+                    'connector_id': {'type': 'string'},
+                    'state': {'type': 'string'},
+                    'a_to_b': _ref('Direction'),
+                    'b_to_a': _ref('Direction')}},
+                'Host': {'type': 'object', 'properties': {
+                    'name': {'type': 'string'}, 'dpid': {'type': 'string'},
+                    'tunnel_ip': {'type': 'string'},
+                    'site': {'type': 'string'},
+                    'connected': {'type': 'boolean'},
+                    'synced': {'type': 'boolean'},
+                    'datapath_type': {'type': 'string'},
+                    'underlay_mtu': {'type': 'integer', 'nullable': True},
+                    'vnics': {'type': 'integer'},
+                    'warnings': {'type': 'array',
+                                 'items': {'type': 'string'}}}},
+                'Vnic': {'type': 'object', 'properties': {
+                    'id': {'type': 'string'}, 'host': {'type': 'string'},
+                    'port': {'type': 'string'}, 'ofport': {'type': 'integer'},
+                    'mac': {'type': 'string'}, 'vm_id': {'type': 'string'},
+                    'wire': {'type': 'string', 'nullable': True}}},
+            },
+        },
+    }

@@ -1,0 +1,117 @@
+"""A small wrapper around the `ovs` Python IDL: one pump loop per database.
+
+The IDL is not thread-safe, so every access goes through `lock`; the pump
+runs `idl.run()` and sleeps in the IDL's poller (green under eventlet, a
+real thread under the native hub).
+"""
+import logging
+
+import ovs.db.idl
+import ovs.jsonrpc
+import ovs.poller
+import ovs.stream
+
+from os_ken.lib import hub
+
+LOG = logging.getLogger(__name__)
+
+
+def fetch_schema(remote, db_name, timeout=5.0):
+    """Read a database's schema from its server (so we work with whatever
+    OVS version the host runs)."""
+    err, stream = ovs.stream.Stream.open_block(
+        ovs.stream.Stream.open(remote), timeout=int(timeout * 1000))
+    if err:
+        raise ConnectionError('cannot connect to %s: %s' % (remote,
+                                                           os_strerror(err)))
+    rpc = ovs.jsonrpc.Connection(stream)
+    try:
+        req = ovs.jsonrpc.Message.create_request('get_schema', [db_name])
+        err, reply = rpc.transact_block(req)
+        if err or reply.error:
+            raise ConnectionError('get_schema %s from %s failed: %s' % (
+                db_name, remote, err or reply.error))
+        return reply.result
+    finally:
+        rpc.close()
+
+
+def os_strerror(err):
+    import os
+    return os.strerror(err) if isinstance(err, int) and err > 0 else str(err)
+
+
+class IdlClient:
+    def __init__(self, remote, helper, on_change=None, name=None):
+        self.remote = remote
+        self.name = name or remote
+        self.lock = hub.Semaphore()
+        self.idl = ovs.db.idl.Idl(remote, helper)
+        self.on_change = on_change
+        self._seqno = None
+        self._stopped = False
+        self._thread = None
+
+    def start(self):
+        self._thread = hub.spawn(self._pump)
+        return self
+
+    def stop(self):
+        self._stopped = True
+        with self.lock:
+            self.idl.close()
+
+    def wait_connected(self, timeout=10.0):
+        waited = 0.0
+        while waited < timeout:
+            with self.lock:
+                self.idl.run()
+                if self.idl.has_ever_connected():
+                    return True
+            hub.sleep(0.02)
+            waited += 0.02
+        return False
+
+    def _pump(self):
+        while not self._stopped:
+            changed = False
+            with self.lock:
+                self.idl.run()
+                if self.idl.change_seqno != self._seqno:
+                    self._seqno = self.idl.change_seqno
+                    changed = True
+                poller = ovs.poller.Poller()
+                self.idl.wait(poller)
+            if changed and self.on_change is not None:
+                try:
+                    self.on_change(self)
+                except Exception:
+                    LOG.exception('change handler for %s failed', self.name)
+            poller.timer_wait(500)
+            poller.block()
+
+    def transact(self, build, timeout=10.0):
+        """Run build(txn, idl) in a transaction and commit it, retrying on
+        TRY_AGAIN. Returns the commit status."""
+        deadline = 0.0
+        while True:
+            with self.lock:
+                txn = ovs.db.idl.Transaction(self.idl)
+                build(txn, self.idl)
+                status = txn.commit()
+                while status == txn.INCOMPLETE:
+                    # The pump thread owns the socket wait (eventlet allows
+                    # one waiter per fd): yield to it, then look again.
+                    self.lock.release()
+                    try:
+                        hub.sleep(0.002)
+                    finally:
+                        self.lock.acquire()
+                    self.idl.run()
+                    status = txn.commit()
+                if status != txn.TRY_AGAIN:
+                    return status, txn
+            deadline += 0.05
+            if deadline > timeout:
+                return status, txn
+            hub.sleep(0.05)

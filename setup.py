@@ -1,0 +1,27 @@
+from setuptools import find_packages, setup
+
+setup(
+    name='virtualwire',
+    version='0.1.0',
+    description='VirtualWire: connect/disconnect vNICs with wires on Open vSwitch',
+    long_description=open('README.rst').read() if __import__('os').path.exists('README.rst') else '',
+    package_dir={'': 'controller'},
+    packages=find_packages('controller'),
+    package_data={'virtualwire': ['schema/*.ovsschema']},
+    python_requires='>=3.11',
+    install_requires=[
+        'os-ken>=4.2,<5',
+        'eventlet>=0.36',
+        'WebOb>=1.8',
+        'Routes>=2.5',
+        'ovs>=3.1',
+        'requests>=2.28',
+        'tabulate>=0.9',
+    ],
+    extras_require={'test': ['pytest>=7', 'scapy>=2.5']},
+    entry_points={'console_scripts': [
+        'virtualwire-controller = virtualwire.main:main',
+        'vwctl = virtualwire.cli:main',
+        'vwlab = virtualwire.lab.cli:main',
+    ]},
+)
