@@ -54,6 +54,39 @@ class Vm:
     ns: str
     nics: Dict[str, dict] = field(default_factory=dict)   # vnic_id -> info
 
+    def sh(self, cmd, check=True, timeout=60):
+        return sh(cmd, ns=self.ns, check=check, timeout=timeout)
+
+    def tool_cmd(self, *args):
+        return ['ip', 'netns', 'exec', self.ns, sys.executable, '-m',
+                'virtualwire.lab.traffic'] + [str(a) for a in args]
+
+    def tool(self, *args, timeout=60):
+        """Run a traffic tool in this VM; returns its last JSON line."""
+        p = subprocess.run(self.tool_cmd(*args), capture_output=True,
+                           text=True, timeout=timeout)
+        if p.returncode != 0:
+            raise LabError('traffic %s in %s failed: %s'
+                           % (args[0], self.name, p.stderr.strip()))
+        lines = [l for l in p.stdout.splitlines() if l.strip()]
+        return json.loads(lines[-1]) if lines else None
+
+    def tool_bg(self, *args):
+        return subprocess.Popen(self.tool_cmd(*args), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def ping(self, dst, count=3, interval=0.2, size=56, df=False, wait=2):
+        cmd = ['ping', '-n', '-q', '-c', str(count), '-i', str(interval),
+               '-s', str(size), '-W', str(wait), dst]
+        if df:
+            cmd[1:1] = ['-M', 'do']
+        p = subprocess.run(['ip', 'netns', 'exec', self.ns] + cmd,
+                           capture_output=True, text=True,
+                           timeout=count * (interval + wait) + 10)
+        import re
+        m = re.search(r'(\d+) packets transmitted, (\d+) received', p.stdout)
+        return (int(m.group(1)), int(m.group(2))) if m else (count, 0)
+
 
 @dataclass
 class LabHost:
@@ -152,12 +185,13 @@ class LabHost:
             self.plug(vm, vnic_id, 'eth%d' % i, cidr, vm_uuid)
         return vm
 
-    def plug(self, vm, vnic_id, ifname, cidr=None, vm_uuid='', mtu=1500):
+    def plug(self, vm, vnic_id, ifname, cidr=None, vm_uuid='', mtu=1500,
+             mac=None):
         self._nic_seq += 1
         port = 'vnet%d' % self._nic_seq
         tmp = 'vwtmp%d' % self._nic_seq
-        mac = '52:54:00:%02x:%02x:%02x' % (self.index, self._nic_seq >> 8 & 255,
-                                            self._nic_seq & 255)
+        mac = mac or '52:54:00:%02x:%02x:%02x' % (
+            self.index, self._nic_seq >> 8 & 255, self._nic_seq & 255)
         sh(['ip', 'link', 'add', port, 'type', 'veth', 'peer', 'name', tmp],
            ns=self.ns)
         sh(['ip', 'link', 'set', tmp, 'netns', vm.ns], ns=self.ns)
@@ -181,9 +215,12 @@ class LabHost:
         return vm.nics[vnic_id]
 
     def unplug(self, vm, vnic_id):
-        port = vm.nics.pop(vnic_id)['port']
+        """Unplug a vNIC (its info dict is returned, to plug it again)."""
+        info = vm.nics.pop(vnic_id)
+        port = info['port']
         self.vsctl('--if-exists', 'del-port', 'br-int', port)
         sh(['ip', 'link', 'del', port], ns=self.ns, check=False)
+        return info
 
 
 class Lab:
@@ -277,13 +314,18 @@ class Lab:
         state = os.path.join(self.dir, 'controller')
         os.makedirs(state, exist_ok=True)
         log = open(os.path.join(state, 'controller.log'), 'a')
+        self.token_file = os.path.join(state, 'api-token')
+        if not os.path.exists(self.token_file):
+            fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT, 0o600)
+            with os.fdopen(fd, 'w') as f:
+                f.write(secrets.token_urlsafe(32) + '\n')
         cmd = [sys.executable, '-m', 'virtualwire.main', '--state-dir', state,
                '--of-listen', '%s:%d' % (CONTROLLER_IP, self.of_port),
                '--rest-listen', '127.0.0.1:%d' % self.rest_port,
+               '--token-file', self.token_file,
                '--southbound-netns', self.mgmt_ns] + list(extra)
         self.controller = subprocess.Popen(cmd, stdout=log,
                                            stderr=subprocess.STDOUT)
-        self.token_file = os.path.join(state, 'api-token')
         self.url = 'http://127.0.0.1:%d' % self.rest_port
         self._write_vwctl_config()
         return self.controller

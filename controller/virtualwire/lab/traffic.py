@@ -1,0 +1,210 @@
+"""Traffic tools run inside lab namespaces (`python -m virtualwire.lab.traffic`).
+
+  frames-send IFACE HEX...           send raw Ethernet frames
+  frames-sniff IFACE --seconds S     print every frame seen (hex, JSON lines),
+                                     VLAN tags restored from PACKET_AUXDATA
+  udp-recv --port P --seconds S      sequenced UDP sink, prints a JSON report
+  udp-send --dst IP --port P --rate R --seconds S
+  tcp-recv --port P                  prints {"bytes", "sha256"} of one stream
+  tcp-send --dst IP --port P --bytes N
+"""
+import argparse
+import hashlib
+import json
+import os
+import select
+import socket
+import struct
+import sys
+import time
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_AUXDATA = 8
+TP_STATUS_VLAN_VALID = 0x10
+TP_STATUS_VLAN_TPID_VALID = 0x40
+PACKET_OUTGOING = 4
+
+
+def frames_send(iface, frames):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    for f in frames:
+        s.send(bytes.fromhex(f))
+    s.close()
+
+
+def frames_sniff(iface, seconds, ready_file=None):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
+                      socket.htons(ETH_P_ALL))
+    s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+    s.bind((iface, 0))
+    if ready_file:
+        open(ready_file, 'w').close()
+    end = time.time() + seconds
+    while True:
+        left = end - time.time()
+        if left <= 0:
+            break
+        r, _, _ = select.select([s], [], [], left)
+        if not r:
+            continue
+        data, anc, _flags, addr = s.recvmsg(65535, socket.CMSG_SPACE(64))
+        if addr[2] == PACKET_OUTGOING:
+            continue
+        for level, typ, cdata in anc:
+            if level == SOL_PACKET and typ == PACKET_AUXDATA:
+                (status, _len, _snap, _mac, _net, tci,
+                 tpid) = struct.unpack('IIIHHHH', cdata[:20])
+                if status & TP_STATUS_VLAN_VALID:
+                    if not status & TP_STATUS_VLAN_TPID_VALID:
+                        tpid = 0x8100
+                    data = data[:12] + struct.pack('!HH', tpid, tci) + \
+                        data[12:]
+        print(json.dumps({'t': time.time(), 'hex': data.hex()}), flush=True)
+
+
+HDR = struct.Struct('!Qd')      # sequence number, send time
+
+
+def udp_recv(port, seconds, ready_file=None):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.bind(('0.0.0.0', port))
+    if ready_file:
+        open(ready_file, 'w').close()
+    seen, dups, times = set(), 0, {}
+    end = time.time() + seconds
+    max_seq = -1
+    while True:
+        left = end - time.time()
+        if left <= 0:
+            break
+        r, _, _ = select.select([s], [], [], min(left, 0.5))
+        if not r:
+            continue
+        data, _ = s.recvfrom(65535)
+        if len(data) < HDR.size:
+            continue
+        seq, _sent = HDR.unpack_from(data)
+        if seq in seen:
+            dups += 1
+            continue
+        seen.add(seq)
+        times[seq] = time.time()
+        max_seq = max(max_seq, seq)
+    missing = [q for q in range(max_seq + 1) if q not in seen]
+    # Outage = longest run of consecutive missing numbers, in packets.
+    longest, run, prev = 0, 0, None
+    for q in missing:
+        run = run + 1 if prev is not None and q == prev + 1 else 1
+        longest, prev = max(longest, run), q
+    print(json.dumps({'received': len(seen), 'highest_seq': max_seq,
+                      'missing': len(missing), 'missing_seqs': missing[:1000],
+                      'duplicates': dups, 'longest_gap_packets': longest}))
+
+
+def udp_send(dst, port, rate, seconds, size=64):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    pad = b'\0' * max(0, size - HDR.size)
+    interval = 1.0 / rate
+    start = time.perf_counter()
+    n = int(rate * seconds)
+    for seq in range(n):
+        target = start + seq * interval
+        while True:
+            now = time.perf_counter()
+            if now >= target:
+                break
+            if target - now > 0.002:
+                time.sleep(target - now - 0.001)
+        try:
+            s.sendto(HDR.pack(seq, time.time()) + pad, (dst, port))
+        except OSError:
+            pass          # e.g. no ARP answer yet: counted as lost
+    print(json.dumps({'sent': n}))
+
+
+def tcp_recv(port, ready_file=None, timeout=60):
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(('0.0.0.0', port))
+    ls.listen(1)
+    ls.settimeout(timeout)
+    if ready_file:
+        open(ready_file, 'w').close()
+    c, _ = ls.accept()
+    c.settimeout(timeout)
+    h, total, t0 = hashlib.sha256(), 0, time.time()
+    while True:
+        b = c.recv(1 << 16)
+        if not b:
+            break
+        h.update(b)
+        total += len(b)
+    dt = time.time() - t0
+    print(json.dumps({'bytes': total, 'sha256': h.hexdigest(),
+                      'seconds': dt,
+                      'mbit_s': total * 8 / dt / 1e6 if dt else 0}))
+
+
+def tcp_send(dst, port, nbytes, seed=1):
+    data = hashlib.sha256(str(seed).encode()).digest() * 2048   # 64 KiB
+    h, sent = hashlib.sha256(), 0
+    s = socket.create_connection((dst, port), timeout=30)
+    while sent < nbytes:
+        chunk = data[:min(len(data), nbytes - sent)]
+        s.sendall(chunk)
+        h.update(chunk)
+        sent += len(chunk)
+    s.shutdown(socket.SHUT_WR)
+    s.recv(1)
+    s.close()
+    print(json.dumps({'bytes': sent, 'sha256': h.hexdigest()}))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog='virtualwire.lab.traffic')
+    sub = p.add_subparsers(dest='cmd', required=True)
+    a = sub.add_parser('frames-send')
+    a.add_argument('iface')
+    a.add_argument('frames', nargs='+')
+    a = sub.add_parser('frames-sniff')
+    a.add_argument('iface')
+    a.add_argument('--seconds', type=float, default=3)
+    a.add_argument('--ready-file')
+    a = sub.add_parser('udp-recv')
+    a.add_argument('--port', type=int, required=True)
+    a.add_argument('--seconds', type=float, required=True)
+    a.add_argument('--ready-file')
+    a = sub.add_parser('udp-send')
+    a.add_argument('--dst', required=True)
+    a.add_argument('--port', type=int, required=True)
+    a.add_argument('--rate', type=float, default=1000)
+    a.add_argument('--seconds', type=float, required=True)
+    a.add_argument('--size', type=int, default=64)
+    a = sub.add_parser('tcp-recv')
+    a.add_argument('--port', type=int, required=True)
+    a.add_argument('--ready-file')
+    a = sub.add_parser('tcp-send')
+    a.add_argument('--dst', required=True)
+    a.add_argument('--port', type=int, required=True)
+    a.add_argument('--bytes', type=int, required=True)
+    args = p.parse_args(argv)
+    if args.cmd == 'frames-send':
+        frames_send(args.iface, args.frames)
+    elif args.cmd == 'frames-sniff':
+        frames_sniff(args.iface, args.seconds, args.ready_file)
+    elif args.cmd == 'udp-recv':
+        udp_recv(args.port, args.seconds, args.ready_file)
+    elif args.cmd == 'udp-send':
+        udp_send(args.dst, args.port, args.rate, args.seconds, args.size)
+    elif args.cmd == 'tcp-recv':
+        tcp_recv(args.port, args.ready_file)
+    elif args.cmd == 'tcp-send':
+        tcp_send(args.dst, args.port, args.bytes)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""Flow logic on a fake OpenFlow fabric: what a frame does, no switch needed."""
+import pytest
+
+from virtualwire import flows as fl
+from virtualwire import ids
+from virtualwire.fakeof import FakeFabric, FakeSwitch, Packet
+from virtualwire.model import Host, VnicPort, Wire, World
+
+TUN = 65000
+
+
+def host(name, ip, *vnics):
+    return Host(name=name, dpid=hash(name) & 0xFFFF, tunnel_ip=ip,
+                tunnel_ofport=TUN,
+                vnics=tuple(VnicPort(v, 'vnet%d' % p, p) for v, p in vnics))
+
+
+def world(hosts, wires):
+    return World(wires={w.connector_id: w for w in wires},
+                 hosts={h.name: h for h in hosts})
+
+
+def fabric_for(w):
+    fab = FakeFabric()
+    for h in w.hosts.values():
+        fab.add(FakeSwitch(h.name, h.tunnel_ip, h.tunnel_ofport))
+    sync(fab, w)
+    return fab
+
+
+def sync(fab, w):
+    """Bring each fake switch to the desired table, the way the engine does."""
+    desired = fl.compute_flows(w)
+    for name, sw in fab.switches.items():
+        sw.apply(fl.diff_flows(sw.flows(), desired.get(name, set())))
+
+
+H1 = ('h1', '198.19.0.11')
+H2 = ('h2', '198.19.0.12')
+H3 = ('h3', '198.19.0.13')
+
+
+def test_cross_host_wire_delivers_both_ways_and_nowhere_else():
+    w = world([host(*H1, ('a', 1)), host(*H2, ('b', 1), ('x', 2))],
+              [Wire(0xDEADBEEF, 'a', 'b')])
+    fab = fabric_for(w)
+    assert fab.send('h1', 1) == [('h2', 1)]
+    assert fab.send('h2', 1) == [('h1', 1)]
+    assert fab.send('h2', 2) == []          # unwired vNIC: dropped
+
+
+def test_full_32_bit_connector_id_is_the_tunnel_key():
+    w = world([host(*H1, ('a', 1)), host(*H2, ('b', 1))],
+              [Wire(0xFFFFFFFF, 'a', 'b')])
+    out = fl.compute_flows(w)['h1']
+    encap = [f for f in out if ('in_port', 1) in f.match][0]
+    assert ('set_field', 'tunnel_id', 0xFFFFFFFF) in encap.actions
+    decap = [f for f in out if ('in_port', TUN) in f.match][0]
+    assert ('tunnel_id', 0xFFFFFFFF) in decap.match
+
+
+def test_collapsed_wire_uses_no_tunnel():
+    w = world([host(*H1, ('a', 1), ('b', 2))], [Wire(7, 'a', 'b')])
+    fab = fabric_for(w)
+    assert fab.send('h1', 1) == [('h1', 2)]
+    assert fab.send('h1', 2) == [('h1', 1)]
+    for f in fab.switches['h1'].flows():
+        assert all(a[0] != 'set_field' for a in f.actions)
+        assert ('output', TUN) not in f.actions
+    assert fl.wire_state(w.wires[7], w.hosts, w.locations()) == fl.COLLAPSED
+
+
+def test_two_wires_never_leak():
+    w = world([host(*H1, ('a1', 1), ('a2', 2)),
+               host(*H2, ('b1', 1), ('b2', 2))],
+              [Wire(1, 'a1', 'b1'), Wire(2, 'a2', 'b2')])
+    fab = fabric_for(w)
+    assert fab.send('h1', 1) == [('h2', 1)]
+    assert fab.send('h1', 2) == [('h2', 2)]
+    assert fab.send('h2', 2) == [('h1', 2)]
+
+
+def test_forged_tunnel_packet_from_third_host_is_dropped():
+    w = world([host(*H1, ('a', 1)), host(*H2, ('b', 1)), host(*H3)],
+              [Wire(99, 'a', 'b')])
+    fab = fabric_for(w)
+    forged = Packet(TUN, b'evil', tunnel_id=99, tun_ipv4_src=H3[1])
+    assert fab.send('h2', None, forged=forged) == []
+    genuine = Packet(TUN, b'ok', tunnel_id=99, tun_ipv4_src=H1[1])
+    assert fab.send('h2', None, forged=genuine) == [('h2', 1)]
+
+
+def test_pending_until_both_ends_exist_then_back_to_pending():
+    wire = Wire(5, 'a', 'b')
+    w = world([host(*H1, ('a', 1)), host(*H2)], [wire])
+    assert fl.wire_state(wire, w.hosts, w.locations()) == fl.PENDING
+    assert fl.compute_flows(w) == {'h1': fl.default_flows(),
+                                   'h2': fl.default_flows()}
+    w2 = world([host(*H1, ('a', 1)), host(*H2, ('b', 3))], [wire])
+    assert fl.wire_state(wire, w2.hosts, w2.locations()) == fl.TUNNELLED
+    fab = fabric_for(w2)
+    assert fab.send('h1', 1) == [('h2', 3)]
+    sync(fab, w)                            # b unplugged
+    assert fab.send('h1', 1) == []
+    assert fab.switches['h1'].flows() == fl.default_flows()
+
+
+def test_moving_an_end_expands_then_recollapses_with_minimal_changes():
+    wire = Wire(11, 'a', 'b')
+    together = world([host(*H1, ('a', 1), ('b', 2)), host(*H2)], [wire])
+    apart = world([host(*H1, ('a', 1)), host(*H2, ('b', 4))], [wire])
+    fab = fabric_for(together)
+    assert fab.send('h1', 1) == [('h1', 2)]
+    # b moves to h2: in_port=a keeps its match, only its actions change.
+    d = fl.diff_flows(fab.switches['h1'].flows(),
+                      fl.compute_flows(apart)['h1'])
+    assert [f.match for f in d.modify] == [(('in_port', 1),)]
+    sync(fab, apart)
+    assert fab.send('h1', 1) == [('h2', 4)]
+    assert fab.send('h2', 4) == [('h1', 1)]
+    sync(fab, together)
+    assert fab.send('h1', 1) == [('h1', 2)]
+    assert fab.switches['h2'].flows() == fl.default_flows()
+
+
+def test_sister_rewire_changes_only_the_tunnel_destination():
+    wire = Wire(12, 'a', 'b')
+    before = world([host(*H1, ('a', 1)), host(*H2, ('b', 1)), host(*H3)],
+                   [wire])
+    after = world([host(*H1, ('a', 1)), host(*H2), host(*H3, ('b', 1))],
+                  [wire])
+    d = fl.diff_flows(fl.compute_flows(before)['h1'],
+                      fl.compute_flows(after)['h1'])
+    # The encap flow is modified in place (counters kept); the decap flow
+    # changes its match (tun_src), so it is replaced.
+    assert len(d.modify) == 1 and ('set_field', 'tun_ipv4_dst', H3[1]) in \
+        d.modify[0].actions
+    assert len(d.add) == 1 and len(d.delete) == 1
+
+
+def test_diff_of_identical_tables_is_empty():
+    w = world([host(*H1, ('a', 1)), host(*H2, ('b', 1))], [Wire(3, 'a', 'b')])
+    t = fl.compute_flows(w)['h1']
+    assert not fl.diff_flows(set(t), set(t))
+
+
+def test_diff_removes_foreign_and_stale_flows():
+    stale = fl.make_flow(100, {'in_port': 9}, [('output', 8)],
+                         ids.wire_cookie(77))
+    foreign = fl.make_flow(5, {}, [('output', 1)], 0)
+    d = fl.diff_flows({stale, foreign} | fl.default_flows(),
+                      fl.default_flows())
+    assert set(d.delete) == {stale, foreign} and not d.add and not d.modify
+
+
+def test_changed_cookie_is_readded_not_modified():
+    old = fl.make_flow(100, {'in_port': 1}, [('output', 2)],
+                       ids.wire_cookie(1))
+    new = fl.make_flow(100, {'in_port': 1}, [('output', 2)],
+                       ids.wire_cookie(2))
+    d = fl.diff_flows({old}, {new})
+    assert d.add == [new] and not d.modify and not d.delete
+
+
+def test_host_without_tunnel_port_waits():
+    h2 = Host('h2', 2, '198.19.0.12', tunnel_ofport=None,
+              vnics=(VnicPort('b', 'vnet1', 1),))
+    w = world([host(*H1, ('a', 1)), h2], [Wire(4, 'a', 'b')])
+    assert fl.wire_state(w.wires[4], w.hosts, w.locations()) == fl.WAITING
+    assert fl.compute_flows(w)['h1'] == fl.default_flows()
+
+
+@pytest.mark.parametrize('n_wires', [1, 50])
+def test_every_wire_has_its_own_cookie(n_wires):
+    hosts = [host(*H1, *[('a%d' % i, i + 1) for i in range(n_wires)]),
+             host(*H2, *[('b%d' % i, i + 1) for i in range(n_wires)])]
+    w = world(hosts, [Wire(1000 + i, 'a%d' % i, 'b%d' % i)
+                      for i in range(n_wires)])
+    for name, table in fl.compute_flows(w).items():
+        by_cookie = {}
+        for f in table:
+            by_cookie.setdefault(f.cookie, []).append(f)
+        assert len(by_cookie) == n_wires + 1     # + the default drop
+        for i in range(n_wires):
+            assert len(by_cookie[ids.wire_cookie(1000 + i)]) == 2
