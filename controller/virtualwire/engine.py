@@ -41,7 +41,8 @@ class Engine:
         self.ovsdb_port = ovsdb_port
         self.wires = {}
         self.host_dbs = {}           # remote -> HostDb
-        self.hosts_by_remote = {}    # remote -> [Host]
+        self.hosts_by_remote = {}    # remote -> [Host], live from OVSDB
+        self.remembered = {}         # name -> Host, as last persisted
         self.dps = {}                # dpid -> DpConn
         self.pending_replies = {}    # xid -> (list, Event)
         self.api_lock = hub.Semaphore()
@@ -55,6 +56,7 @@ class Engine:
     # ---- lifecycle -------------------------------------------------------
     def start(self):
         self.wires = self.store.wires()
+        self.remembered = self.store.hosts()
         self._thread = hub.spawn(self._loop)
 
     def mark_dirty(self):
@@ -73,12 +75,17 @@ class Engine:
 
     # ---- observed state --------------------------------------------------
     def world(self):
-        hosts = {}
+        """Live host views over remembered ones: a host whose OVSDB we have
+        not read (yet, or since it went away) keeps its last known state,
+        so missing knowledge never removes a working wire's flows."""
+        hosts = dict(self.remembered)
+        live = set()
         for remote in sorted(self.hosts_by_remote):
             for h in self.hosts_by_remote[remote]:
-                if h.name in hosts:
+                if h.name in live:
                     LOG.warning('host name %s is used by two bridges', h.name)
                     continue
+                live.add(h.name)
                 hosts[h.name] = h
         return World(wires=dict(self.wires), hosts=hosts)
 
@@ -111,6 +118,13 @@ class Engine:
 
     def _host_update(self, remote, hosts):
         self.hosts_by_remote[remote] = hosts
+        for h in hosts:
+            if self.remembered.get(h.name) != h:
+                try:
+                    self.store.save_host(h)
+                    self.remembered[h.name] = h
+                except Exception as e:
+                    LOG.error('could not persist host %s: %s', h.name, e)
         self.mark_dirty()
 
     # ---- switches --------------------------------------------------------

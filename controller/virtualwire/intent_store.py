@@ -12,7 +12,7 @@ import random
 import ovs.db.idl
 
 from virtualwire import ids
-from virtualwire.model import Wire
+from virtualwire.model import Wire, host_from_json, host_to_json
 from virtualwire.ovsdb_client import IdlClient, fetch_schema
 
 LOG = logging.getLogger(__name__)
@@ -88,6 +88,46 @@ class IntentStore:
                           ovs.db.idl.Transaction.UNCHANGED):
             raise StoreError('deleting wire failed: %s (%s)'
                              % (status, txn.get_error()))
+
+
+    # ---- last observed southbound state ----------------------------------
+    def hosts(self):
+        """Hosts as last seen: the view the controller starts from, so a
+        restart never acts on a partial picture (see Engine.world)."""
+        out = {}
+        with self.client.lock:
+            rows = list(self.client.idl.tables['Host'].rows.values())
+            snaps = [(r.name, r.snapshot) for r in rows]
+        for name, snap in snaps:
+            try:
+                out[name] = host_from_json(snap)
+            except (ValueError, TypeError) as e:
+                LOG.warning('ignoring unreadable host snapshot %s: %s',
+                            name, e)
+        return out
+
+    def save_host(self, host):
+        snap = host_to_json(host)
+        now = datetime.datetime.now(datetime.timezone.utc) \
+            .isoformat(timespec='seconds')
+
+        def build(txn, idl):
+            for r in idl.tables['Host'].rows.values():
+                if r.name == host.name:
+                    if r.snapshot != snap:
+                        r.snapshot = snap
+                        r.updated_at = now
+                    return
+            row = txn.insert(idl.tables['Host'])
+            row.name = host.name
+            row.snapshot = snap
+            row.updated_at = now
+
+        status, txn = self.client.transact(build)
+        if status not in (ovs.db.idl.Transaction.SUCCESS,
+                          ovs.db.idl.Transaction.UNCHANGED):
+            raise StoreError('saving host %s failed: %s (%s)'
+                             % (host.name, status, txn.get_error()))
 
 
 def _wire(row):

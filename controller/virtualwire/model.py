@@ -77,3 +77,16 @@ class World:
             m[w.end_a] = w.connector_id
             m[w.end_b] = w.connector_id
         return m
+
+
+def host_to_json(h: Host) -> str:
+    import json
+    from dataclasses import asdict
+    return json.dumps(asdict(h), sort_keys=True)
+
+
+def host_from_json(text: str) -> Host:
+    import json
+    d = json.loads(text)
+    d['vnics'] = tuple(VnicPort(**v) for v in d.get('vnics', ()))
+    return Host(**d)

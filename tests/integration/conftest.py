@@ -58,7 +58,11 @@ class Api:
                           % (wid, state))
 
     def synced(self):
-        hosts = self.ok('GET', '/v1/hosts')['hosts']
+        """Controller answering, every lab host connected and synced."""
+        try:
+            hosts = self.ok('GET', '/v1/hosts')['hosts']
+        except requests.RequestException:
+            return False
         return len(hosts) == len(self.lab.hosts) and \
             all(h['connected'] and h['synced'] for h in hosts)
 
@@ -68,15 +72,8 @@ def lab():
     with Lab(3) as lab:
         lab.start_controller()
         api = Api(lab)
-        wait_until(lambda: _up(api), 30, what='controller and 3 hosts')
+        wait_until(api.synced, 30, what='controller and 3 hosts')
         yield lab
-
-
-def _up(api):
-    try:
-        return api.synced()
-    except requests.RequestException:
-        return False
 
 
 @pytest.fixture(scope='session')
