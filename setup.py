@@ -17,6 +17,7 @@ setup(
         'ovs>=3.1',
         'requests>=2.28',
         'tabulate>=0.9',
+        'PyYAML>=6',
     ],
     extras_require={'test': ['pytest>=7', 'scapy>=2.5']},
     entry_points={'console_scripts': [

@@ -1,0 +1,39 @@
+import os
+
+import pytest
+
+from virtualwire import topology
+
+TOPO_DIR = os.path.join(os.path.dirname(__file__), '..', '..', 'topologies')
+
+
+def test_embedded_demo_has_a_cross_host_and_a_collapsed_link():
+    t = topology.parse(topology.DEMO)
+    hosts = [(t.nodes[a.split(':')[0]].host, t.nodes[b.split(':')[0]].host)
+             for a, b in t.links]
+    assert any(x != y for x, y in hosts) and any(x == y for x, y in hosts)
+    assert t.vnic_id('client:eth0') == 'demo-client-eth0'
+
+
+@pytest.mark.parametrize('name', sorted(os.listdir(TOPO_DIR)))
+def test_shipped_topologies_parse(name):
+    t = topology.load(os.path.join(TOPO_DIR, name))
+    assert t.links
+
+
+@pytest.mark.parametrize('text,words', [
+    ('nodes: {}', '"name" is required'),
+    ('[1, 2]', 'expected a mapping'),
+    ('name: x\nnodes: {a: {nics: {eth0: null}}}', 'needs a "host"'),
+    ('name: x\nnodes: {a: {host: h1}}\nlinks: [{endpoints: ["a:eth0"]}]',
+     'exactly two endpoints'),
+    ('name: x\nnodes: {a: {host: h1}}\nlinks: [{endpoints: ["a:eth0", "b:eth0"]}]',
+     "unknown endpoint 'b:eth0'"),
+    ('name: x\nnodes: {a: {host: h1, nics: {eth0: null, eth1: null}}, '
+     'b: {host: h2}}\nlinks: [{endpoints: ["a:eth0", "b:eth0"]}, '
+     '{endpoints: ["a:eth1", "b:eth0"]}]', 'holds one wire'),
+    ('name: x\n  bad: [', 'not valid YAML'),
+])
+def test_bad_topologies_say_what_is_wrong(text, words):
+    with pytest.raises(topology.TopologyError, match=words):
+        topology.parse(text)
