@@ -13,6 +13,7 @@ from os_ken.lib import hub
 from virtualwire import flows as fl
 from virtualwire import ids, ofmsg
 from virtualwire.host_ovsdb import HostDb
+from virtualwire.intent_store import VnicTaken
 from virtualwire.model import World
 
 LOG = logging.getLogger(__name__)
@@ -39,7 +40,9 @@ class Engine:
     def __init__(self, store, ovsdb_port=6640, static_host_dbs=()):
         self.store = store
         self.ovsdb_port = ovsdb_port
-        self.wires = {}
+        self.wires = {}              # connector id -> Wire
+        self.vnic_wire = {}          # vNIC id -> connector id
+        self._reload_intent = False
         self.host_dbs = {}           # remote -> HostDb
         self.hosts_by_remote = {}    # remote -> [Host], live from OVSDB
         self.remembered = {}         # name -> Host, as last persisted
@@ -54,8 +57,13 @@ class Engine:
             self.watch_host_db(remote)
 
     # ---- lifecycle -------------------------------------------------------
-    def start(self):
+    def _load_intent(self):
         self.wires = self.store.wires()
+        self.vnic_wire = {v: w.connector_id for w in self.wires.values()
+                          for v in w.ends()}
+
+    def start(self):
+        self._load_intent()
         self.remembered = self.store.hosts()
         self._thread = hub.spawn(self._loop)
 
@@ -94,7 +102,8 @@ class Engine:
         return {h.dpid: h for h in world.hosts.values()}
 
     def intent_changed(self):
-        self.wires = self.store.wires()
+        # Reloaded once per sync, not per change: bulk writes stay O(n).
+        self._reload_intent = True
         self.mark_dirty()
 
     def watch_host_db(self, remote):
@@ -191,6 +200,10 @@ class Engine:
     def sync(self):
         """Bring every synced switch to its desired table."""
         self.stats['syncs'] += 1
+        if self._reload_intent:
+            self._reload_intent = False
+            with self.api_lock:
+                self._load_intent()
         world = self.world()
         desired = fl.compute_flows(world)
         by_dpid = self.host_by_dpid(world)
@@ -220,27 +233,29 @@ class Engine:
             raise ApiError(422, 'a wire needs two different vNICs, got %s '
                                 'twice' % end_a)
         with self.api_lock:
-            self.wires = self.store.wires()
-            used = {}
-            for w in self.wires.values():
-                used[w.end_a] = used[w.end_b] = w.connector_id
             for v in (end_a, end_b):
-                if v in used:
+                if v in self.vnic_wire:
                     raise ApiError(409, 'vNIC %s is already wired (connector '
-                                        '%s)' % (v, ids.fmt_connector(used[v])))
-            wire = self.store.create_wire(end_a, end_b)
+                                        '%s)' % (v, ids.fmt_connector(
+                                            self.vnic_wire[v])))
+            try:
+                wire = self.store.create_wire(end_a, end_b)
+            except VnicTaken as e:      # another writer got there first
+                raise ApiError(409, str(e))
             self.wires[wire.connector_id] = wire
+            self.vnic_wire[end_a] = self.vnic_wire[end_b] = wire.connector_id
         self.mark_dirty()
         return wire
 
     def disconnect(self, connector_id):
         with self.api_lock:
-            self.wires = self.store.wires()
             if connector_id not in self.wires:
                 raise ApiError(404, 'no wire with connector id %s'
                                % ids.fmt_connector(connector_id))
             self.store.delete_wire(connector_id)
-            self.wires.pop(connector_id, None)
+            wire = self.wires.pop(connector_id)
+            for v in wire.ends():
+                self.vnic_wire.pop(v, None)
         self.mark_dirty()
 
     def wire_view(self, wire, world=None):

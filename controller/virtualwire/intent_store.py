@@ -25,6 +25,10 @@ class StoreError(Exception):
     pass
 
 
+class VnicTaken(StoreError):
+    """The database refused a second wire on a vNIC."""
+
+
 class IntentStore:
     def __init__(self, remote, on_change=None):
         helper = ovs.db.idl.SchemaHelper(
@@ -46,8 +50,10 @@ class IntentStore:
                     for r in self.client.idl.tables['Wire'].rows.values()}
 
     def create_wire(self, end_a, end_b, connector_id=None):
-        """Insert a wire; the connector id is random (unguessable, and no
-        coordination needed between controllers) unless given."""
+        """Insert a wire and a Binding per end. The connector id is random
+        (unguessable, no coordination between controllers) unless given.
+        Binding.vnic is a unique index, so "a vNIC holds one wire" holds in
+        the database itself, whoever writes. Raises VnicTaken."""
         for _ in range(16):
             cid = connector_id or self._rng.randint(ids.CONNECTOR_MIN,
                                                     ids.CONNECTOR_MAX)
@@ -55,33 +61,36 @@ class IntentStore:
                 .isoformat(timespec='seconds')
 
             def build(txn, idl):
-                for r in idl.tables['Wire'].rows.values():
-                    # Re-checked inside the transaction: 'verify' makes the
-                    # commit fail if another writer changed these rows.
-                    r.verify('end_a')
-                    r.verify('end_b')
                 row = txn.insert(idl.tables['Wire'])
                 row.connector_id = cid
                 row.end_a = end_a
                 row.end_b = end_b
                 row.created_at = created
+                for v in (end_a, end_b):
+                    b = txn.insert(idl.tables['Binding'])
+                    b.vnic = v
+                    b.connector_id = cid
 
             status, txn = self.client.transact(build)
             if status in (ovs.db.idl.Transaction.SUCCESS,
                           ovs.db.idl.Transaction.UNCHANGED):
                 return Wire(cid, end_a, end_b, created)
-            if connector_id is not None or 'constraint' not in \
-                    (txn.get_error() or ''):
+            err = txn.get_error() or ''
+            if 'constraint violation' in err and 'Binding' in err:
+                raise VnicTaken('vNIC %s or %s is already wired'
+                                % (end_a, end_b))
+            if connector_id is not None or 'constraint' not in err:
                 raise StoreError('storing wire failed: %s (%s)'
-                                 % (status, txn.get_error()))
+                                 % (status, err))
             LOG.info('connector id %#x collided, drawing another', cid)
         raise StoreError('could not allocate a connector id')
 
     def delete_wire(self, connector_id):
         def build(txn, idl):
-            for r in list(idl.tables['Wire'].rows.values()):
-                if r.connector_id == connector_id:
-                    r.delete()
+            for table in ('Wire', 'Binding'):
+                for r in list(idl.tables[table].rows.values()):
+                    if r.connector_id == connector_id:
+                        r.delete()
 
         status, txn = self.client.transact(build)
         if status not in (ovs.db.idl.Transaction.SUCCESS,
