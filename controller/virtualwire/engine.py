@@ -32,6 +32,7 @@ class DpConn:
     def __init__(self, dp):
         self.dp = dp
         self.installed = None        # set(Flow) once the initial dump is in
+        self.needs_full = True       # diff the whole table on next sync
         self.bundle_id = 1
         self.connected_at = time.time()
 
@@ -45,7 +46,10 @@ class Engine:
         self._reload_intent = False
         self.host_dbs = {}           # remote -> HostDb
         self.hosts_by_remote = {}    # remote -> [Host], live from OVSDB
+        self.host_owner = {}         # host name -> remote it is live from
         self.remembered = {}         # name -> Host, as last persisted
+        self.tables = fl.IncrementalTables()
+        self.state_lock = hub.Semaphore()
         self.dps = {}                # dpid -> DpConn
         self.pending_replies = {}    # xid -> (list, Event)
         self.api_lock = hub.Semaphore()
@@ -58,13 +62,21 @@ class Engine:
 
     # ---- lifecycle -------------------------------------------------------
     def _load_intent(self):
-        self.wires = self.store.wires()
-        self.vnic_wire = {v: w.connector_id for w in self.wires.values()
-                          for v in w.ends()}
+        wires = self.store.wires()
+        with self.state_lock:
+            self.wires = wires
+            self.vnic_wire = {v: w.connector_id for w in wires.values()
+                              for v in w.ends()}
+            self.tables.set_wires(wires)
 
     def start(self):
-        self._load_intent()
+        # Start from the last observed hosts: live views replace them as
+        # each host's OVSDB is read, so missing knowledge never removes a
+        # working wire's flows.
         self.remembered = self.store.hosts()
+        for h in self.remembered.values():
+            self.tables.set_host(h)
+        self._load_intent()
         self._thread = hub.spawn(self._loop)
 
     def mark_dirty(self):
@@ -83,28 +95,38 @@ class Engine:
 
     # ---- observed state --------------------------------------------------
     def world(self):
-        """Live host views over remembered ones: a host whose OVSDB we have
-        not read (yet, or since it went away) keeps its last known state,
-        so missing knowledge never removes a working wire's flows."""
-        hosts = dict(self.remembered)
-        live = set()
-        for remote in sorted(self.hosts_by_remote):
-            for h in self.hosts_by_remote[remote]:
-                if h.name in live:
-                    LOG.warning('host name %s is used by two bridges', h.name)
-                    continue
-                live.add(h.name)
-                hosts[h.name] = h
-        return World(wires=dict(self.wires), hosts=hosts)
+        """Intent and host state as one value (for views and checks)."""
+        with self.state_lock:
+            return World(wires=dict(self.wires), hosts=dict(self.tables.hosts))
 
-    def host_by_dpid(self, world=None):
-        world = world or self.world()
-        return {h.dpid: h for h in world.hosts.values()}
-
-    def intent_changed(self):
-        # Reloaded once per sync, not per change: bulk writes stay O(n).
-        self._reload_intent = True
+    def intent_changed(self, events=(), n_wires=None):
+        """Apply Wire changes seen in the intent database (ours or another
+        writer's). If the count still disagrees (e.g. rows deleted while we
+        were disconnected), reload it all, once, in the sync loop."""
+        with self.state_lock:
+            for kind, cid, wire in events:
+                self._apply(kind, cid, wire)
+            if n_wires is not None and n_wires != len(self.wires):
+                self._reload_intent = True
         self.mark_dirty()
+
+    def _apply(self, kind, cid, wire=None):
+        """One wire change, idempotent: our own writes come back as
+        database events too, and may arrive before the writer applies them.
+        Caller holds state_lock."""
+        if kind == 'upsert':
+            if self.wires.get(cid) == wire:
+                return
+            self._apply('delete', cid)
+            self.wires[cid] = wire
+            for v in wire.ends():
+                self.vnic_wire[v] = cid
+            self.tables.add_wire(wire)
+        elif cid in self.wires:
+            for v in self.wires.pop(cid).ends():
+                if self.vnic_wire.get(v) == cid:
+                    del self.vnic_wire[v]
+            self.tables.remove_wire(cid)
 
     def watch_host_db(self, remote):
         if remote in self.host_dbs:
@@ -128,6 +150,13 @@ class Engine:
     def _host_update(self, remote, hosts):
         self.hosts_by_remote[remote] = hosts
         for h in hosts:
+            owner = self.host_owner.setdefault(h.name, remote)
+            if owner != remote:
+                LOG.warning('host name %s is used by %s and %s; ignoring the '
+                            'second', h.name, owner, remote)
+                continue
+            with self.state_lock:
+                self.tables.set_host(h)
             if self.remembered.get(h.name) != h:
                 try:
                     self.store.save_host(h)
@@ -163,6 +192,7 @@ class Engine:
         if conn is None or conn.dp is not dp:
             return
         conn.installed = {ofmsg.flow_from_stats(s) for s in stats}
+        conn.needs_full = True
         LOG.info('switch %016x holds %d flows', dp.id, len(conn.installed))
         self.mark_dirty()
 
@@ -198,20 +228,24 @@ class Engine:
             entry[1].set()
 
     def sync(self):
-        """Bring every synced switch to its desired table."""
+        """Bring switches whose desired table changed (or that just
+        connected) to it: one atomic bundle each, only the difference."""
         self.stats['syncs'] += 1
         if self._reload_intent:
             self._reload_intent = False
             with self.api_lock:
                 self._load_intent()
-        world = self.world()
-        desired = fl.compute_flows(world)
-        by_dpid = self.host_by_dpid(world)
-        for dpid, conn in list(self.dps.items()):
-            host = by_dpid.get(dpid)
-            if host is None or conn.installed is None:
-                continue
-            want = desired.get(host.name, fl.default_flows())
+        with self.state_lock:
+            dirty = self.tables.pop_dirty()
+            work = []
+            for h in self.tables.hosts.values():
+                conn = self.dps.get(h.dpid)
+                if conn is None or conn.installed is None:
+                    continue
+                if h.name in dirty or conn.needs_full:
+                    conn.needs_full = False
+                    work.append((h, conn, self.tables.table(h.name)))
+        for host, conn, want in work:
             diff = fl.diff_flows(conn.installed, want)
             if not diff:
                 continue
@@ -219,7 +253,7 @@ class Engine:
             for m in ofmsg.bundle(conn.dp, conn.bundle_id, msgs):
                 conn.dp.send_msg(m)
             conn.bundle_id = (conn.bundle_id + 1) & 0xFFFFFFFF or 1
-            conn.installed = set(want)
+            conn.installed = want
             self.stats['bundles'] += 1
             self.stats['flow_mods'] += len(msgs)
             LOG.info('host %s: +%d ~%d -%d flows', host.name, len(diff.add),
@@ -242,8 +276,8 @@ class Engine:
                 wire = self.store.create_wire(end_a, end_b)
             except VnicTaken as e:      # another writer got there first
                 raise ApiError(409, str(e))
-            self.wires[wire.connector_id] = wire
-            self.vnic_wire[end_a] = self.vnic_wire[end_b] = wire.connector_id
+            with self.state_lock:
+                self._apply('upsert', wire.connector_id, wire)
         self.mark_dirty()
         return wire
 
@@ -253,20 +287,26 @@ class Engine:
                 raise ApiError(404, 'no wire with connector id %s'
                                % ids.fmt_connector(connector_id))
             self.store.delete_wire(connector_id)
-            wire = self.wires.pop(connector_id)
-            for v in wire.ends():
-                self.vnic_wire.pop(v, None)
+            with self.state_lock:
+                self._apply('delete', connector_id)
         self.mark_dirty()
 
-    def wire_view(self, wire, world=None):
-        world = world or self.world()
-        loc = world.locations()
+    def _ends(self, wire):
+        """Where a wire's ends are plugged, without building a World (this
+        runs on every API call: O(1), not O(vNICs))."""
+        with self.state_lock:
+            loc = {v: l for v in wire.ends()
+                   for l in [self.tables.location(v)] if l is not None}
+            return loc, fl.wire_state(wire, self.tables.hosts, loc)
+
+    def wire_view(self, wire):
+        loc, state = self._ends(wire)
         la, lb = loc.get(wire.end_a), loc.get(wire.end_b)
         return {
             'id': wire.connector_id,
             'connector_id': ids.fmt_connector(wire.connector_id),
             'a': wire.end_a, 'b': wire.end_b,
-            'state': fl.wire_state(wire, world.hosts, loc),
+            'state': state,
             'host_a': la.host if la else None,
             'host_b': lb.host if lb else None,
             'created_at': wire.created_at,
@@ -282,13 +322,12 @@ class Engine:
     def wire_stats(self, connector_id):
         """Packets and bytes each way, from the wire's flow counters."""
         wire = self.get_wire(connector_id)
-        world = self.world()
-        loc = world.locations()
-        by_name = {h.name: h for h in world.hosts.values()}
+        loc, state = self._ends(wire)
+        by_name = dict(self.tables.hosts)
         cookie = ids.wire_cookie(connector_id)
         out = {'id': connector_id,
                'connector_id': ids.fmt_connector(connector_id),
-               'state': fl.wire_state(wire, world.hosts, loc)}
+               'state': state}
         for src, dst, key in ((wire.end_a, wire.end_b, 'a_to_b'),
                               (wire.end_b, wire.end_a, 'b_to_a')):
             out[key] = {'sent_packets': 0, 'sent_bytes': 0,

@@ -29,20 +29,53 @@ class VnicTaken(StoreError):
     """The database refused a second wire on a vNIC."""
 
 
+class _WireEvents(ovs.db.idl.Idl):
+    """Records Wire row changes, so a writer learns what changed without
+    re-reading the table (which would make bulk writes O(n^2))."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.events = []
+
+    def notify(self, event, row, updates=None):
+        if row._table.name != 'Wire':
+            return
+        if event == ovs.db.idl.ROW_DELETE:
+            self.events.append(('delete', row.connector_id, None))
+        else:
+            self.events.append(('upsert', row.connector_id, _wire(row)))
+
+
 class IntentStore:
+    """on_change(events, n_wires) is called with the Wire changes seen
+    (('upsert', cid, Wire) / ('delete', cid, None)) and the table's size."""
+
     def __init__(self, remote, on_change=None):
         helper = ovs.db.idl.SchemaHelper(
             schema_json=fetch_schema(remote, DB_NAME))
         helper.register_all()
-        self.client = IdlClient(remote, helper, name='intent-db')
-        self.client.on_change = lambda _c: on_change and on_change()
+        self.client = IdlClient(remote, helper, name='intent-db',
+                                idl_class=_WireEvents)
+        self.client.on_change = self._changed
+        self._on_change = on_change
         self._rng = random.SystemRandom()
+
+    def _changed(self, client):
+        with client.lock:
+            events, client.idl.events = client.idl.events, []
+            n = len(client.idl.tables['Wire'].rows)
+        if self._on_change:
+            self._on_change(events, n)
 
     def start(self, timeout=10.0):
         if not self.client.wait_connected(timeout):
             raise StoreError('intent database %s did not answer within %ss'
                              % (self.client.remote, timeout))
         self.client.start()
+        return self
+
+    def stop(self):
+        self.client.stop()
 
     def wires(self):
         with self.client.lock:

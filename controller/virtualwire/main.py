@@ -120,9 +120,9 @@ def main(argv=None):
 
     engine = None
 
-    def on_intent_change():
+    def on_intent_change(events, n_wires):
         if engine is not None:
-            engine.intent_changed()
+            engine.intent_changed(events, n_wires)
 
     store = IntentStore(remote, on_change=on_intent_change)
     store.start()

@@ -42,11 +42,12 @@ def os_strerror(err):
 
 
 class IdlClient:
-    def __init__(self, remote, helper, on_change=None, name=None):
+    def __init__(self, remote, helper, on_change=None, name=None,
+                 idl_class=ovs.db.idl.Idl):
         self.remote = remote
         self.name = name or remote
         self.lock = hub.Semaphore()
-        self.idl = ovs.db.idl.Idl(remote, helper)
+        self.idl = idl_class(remote, helper)
         self.on_change = on_change
         self._seqno = None
         self._stopped = False
@@ -56,10 +57,19 @@ class IdlClient:
         self._thread = hub.spawn(self._pump)
         return self
 
-    def stop(self):
-        self._stopped = True
+    def stop(self, timeout=5.0):
+        """Close the connection and end the pump (under the native hub it
+        is a non-daemon thread: a client left running keeps the process
+        alive after main() returns)."""
         with self.lock:
+            self._stopped = True
             self.idl.close()
+        # Native threads are joined; green threads end on their own at the
+        # pump's next wake-up (<= 0.5 s) and never hold the process.
+        join = getattr(self._thread, 'join', None)
+        if join is not None:
+            join(timeout)
+        self._thread = None
 
     def wait_connected(self, timeout=10.0):
         waited = 0.0
@@ -76,6 +86,8 @@ class IdlClient:
         while not self._stopped:
             changed = False
             with self.lock:
+                if self._stopped:
+                    return
                 self.idl.run()
                 if self.idl.change_seqno != self._seqno:
                     self._seqno = self.idl.change_seqno

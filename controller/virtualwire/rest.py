@@ -158,9 +158,8 @@ class RestApi:
         return _json(200, v)
 
     def list_wires(self, req):
-        world = self.engine.world()
         return _json(200, {'wires': [
-            self.engine.wire_view(w, world)
+            self.engine.wire_view(w)
             for _, w in sorted(self.engine.wires.items())]})
 
     def connect(self, req):

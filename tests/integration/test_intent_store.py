@@ -13,10 +13,21 @@ def db(tmp_path):
     local_ovsdb.stop(str(tmp_path))
 
 
-def test_second_writer_cannot_wire_a_taken_vnic(db):
-    one, two = IntentStore(db), IntentStore(db)
-    one.start()
-    two.start()
+@pytest.fixture
+def stores():
+    """IntentStore factory; every store made is stopped afterwards."""
+    made = []
+
+    def make(remote):
+        made.append(IntentStore(remote).start())
+        return made[-1]
+    yield make
+    for s in made:
+        s.stop()
+
+
+def test_second_writer_cannot_wire_a_taken_vnic(db, stores):
+    one, two = stores(db), stores(db)
     w = one.create_wire('a', 'b')
     with pytest.raises(VnicTaken):
         two.create_wire('b', 'c')          # two has not even seen w yet
@@ -26,14 +37,12 @@ def test_second_writer_cannot_wire_a_taken_vnic(db):
     assert w2.end_a == 'b'
 
 
-def test_wires_outlive_the_client_and_the_server(db, tmp_path):
-    s = IntentStore(db)
-    s.start()
+def test_wires_outlive_the_client_and_the_server(db, tmp_path, stores):
+    s = stores(db)
     w = s.create_wire('x', 'y', connector_id=0xFFFFFFFF)
     local_ovsdb.stop(str(tmp_path))
     import time
     time.sleep(0.3)
-    again = IntentStore(local_ovsdb.ensure(str(tmp_path)))
-    again.start()
+    again = stores(local_ovsdb.ensure(str(tmp_path)))
     assert again.wires()[0xFFFFFFFF].ends() == ('x', 'y')
     assert w.connector_id == 0xFFFFFFFF
