@@ -31,7 +31,7 @@ class ApiError(Exception):
 class DpConn:
     def __init__(self, dp):
         self.dp = dp
-        self.installed = None        # set(Flow) once the initial dump is in
+        self.installed = None        # {key: Flow} once the dump is in
         self.needs_full = True       # diff the whole table on next sync
         self.bundle_id = 1
         self.connected_at = time.time()
@@ -191,7 +191,8 @@ class Engine:
         conn = self.dps.get(dp.id)
         if conn is None or conn.dp is not dp:
             return
-        conn.installed = {ofmsg.flow_from_stats(s) for s in stats}
+        conn.installed = {f.key: f for f in map(ofmsg.flow_from_stats,
+                                                 stats)}
         conn.needs_full = True
         LOG.info('switch %016x holds %d flows', dp.id, len(conn.installed))
         self.mark_dirty()
@@ -242,18 +243,24 @@ class Engine:
                 conn = self.dps.get(h.dpid)
                 if conn is None or conn.installed is None:
                     continue
-                if h.name in dirty or conn.needs_full:
+                table = self.tables.table_map(h.name)
+                if conn.needs_full:
+                    # Just connected (or re-dumped): the whole table.
                     conn.needs_full = False
-                    work.append((h, conn, self.tables.table(h.name)))
-        for host, conn, want in work:
-            diff = fl.diff_flows(conn.installed, want)
-            if not diff:
-                continue
+                    diff = fl.diff_flows(conn.installed.values(),
+                                         table.values())
+                elif h.name in dirty:
+                    diff = fl.diff_keys(conn.installed, table, dirty[h.name])
+                else:
+                    continue
+                if diff:
+                    fl.apply_diff(conn.installed, diff)
+                    work.append((h, conn, diff))
+        for host, conn, diff in work:
             msgs = ofmsg.diff_messages(conn.dp, diff)
             for m in ofmsg.bundle(conn.dp, conn.bundle_id, msgs):
                 conn.dp.send_msg(m)
             conn.bundle_id = (conn.bundle_id + 1) & 0xFFFFFFFF or 1
-            conn.installed = want
             self.stats['bundles'] += 1
             self.stats['flow_mods'] += len(msgs)
             LOG.info('host %s: +%d ~%d -%d flows', host.name, len(diff.add),

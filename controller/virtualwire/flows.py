@@ -156,6 +156,31 @@ def diff_flows(installed: Iterable[Flow], desired: Iterable[Flow]) -> FlowDiff:
     return FlowDiff(sorted(add), sorted(modify), sorted(delete))
 
 
+def diff_keys(installed, table, keys) -> FlowDiff:
+    """diff_flows restricted to the flow keys that changed: `installed` and
+    `table` map key -> Flow. Work is proportional to len(keys), not to the
+    table size, so one more wire costs the same on a full switch."""
+    add, modify, delete = [], [], []
+    for key in keys:
+        old, f = installed.get(key), table.get(key)
+        if f is None:
+            if old is not None:
+                delete.append(old)
+        elif old is None or old.cookie != f.cookie:
+            add.append(f)
+        elif old.actions != f.actions:
+            modify.append(f)
+    return FlowDiff(sorted(add), sorted(modify), sorted(delete))
+
+
+def apply_diff(installed, diff):
+    """Update a key -> Flow map as a switch does when it applies `diff`."""
+    for f in diff.delete:
+        installed.pop(f.key, None)
+    for f in diff.add + diff.modify:
+        installed[f.key] = f
+
+
 class IncrementalTables:
     """`compute_flows(world)` kept up to date with work proportional to what
     changed: each wire's flows are recomputed only when the wire or one of
@@ -172,7 +197,7 @@ class IncrementalTables:
         self.wire_out = {}         # cid -> {host: set(Flow)}
         self.wire_hosts = {}       # cid -> hosts its ends are on
         self.tables = {}           # host -> {key: Flow}
-        self.dirty = set()
+        self.dirty = {}            # host -> keys changed since pop_dirty
 
     # -- inputs ------------------------------------------------------------
     def set_wires(self, wires):
@@ -204,8 +229,7 @@ class IncrementalTables:
         old = self.hosts.get(host.name)
         self.hosts[host.name] = host
         if host.name not in self.tables:
-            self.tables[host.name] = {f.key: f for f in default_flows()}
-            self.dirty.add(host.name)
+            self._new_table(host.name)
         touched = set()
         old_ports = {v.vnic_id: v.ofport for v in old.vnics} if old else {}
         new_ports = {v.vnic_id: v.ofport for v in host.vnics}
@@ -227,11 +251,22 @@ class IncrementalTables:
             self._recompute(cid)
 
     def pop_dirty(self):
-        d, self.dirty = self.dirty, set()
+        """{host: flow keys changed} since the last call."""
+        d, self.dirty = self.dirty, {}
         return d
 
     def table(self, host):
         return set(self.tables.get(host, {}).values()) or default_flows()
+
+    def table_map(self, host):
+        """The live key -> Flow map of a host (read under the owner's lock)."""
+        if host not in self.tables:
+            self._new_table(host)
+        return self.tables[host]
+
+    def _new_table(self, host):
+        self.tables[host] = {f.key: f for f in default_flows()}
+        self.dirty.setdefault(host, set()).update(self.tables[host])
 
     # -- internals ---------------------------------------------------------
     def location(self, vnic):
@@ -265,14 +300,15 @@ class IncrementalTables:
             before, after = old.get(host, set()), out.get(host, set())
             if before == after:
                 continue
-            table = self.tables.setdefault(
-                host, {f.key: f for f in default_flows()})
+            table = self.table_map(host)
+            keys = self.dirty.setdefault(host, set())
             for f in before - after:
                 if table.get(f.key) == f:
                     del table[f.key]
+                keys.add(f.key)
             for f in after:
                 table[f.key] = f
-            self.dirty.add(host)
+                keys.add(f.key)
         if out:
             self.wire_out[cid] = out
         else:

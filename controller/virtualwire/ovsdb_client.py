@@ -52,6 +52,7 @@ class IdlClient:
         self._seqno = None
         self._stopped = False
         self._thread = None
+        self._ran = hub.Event()      # set each time the pump ran the IDL
 
     def start(self):
         self._thread = hub.spawn(self._pump)
@@ -89,6 +90,7 @@ class IdlClient:
                 if self._stopped:
                     return
                 self.idl.run()
+                self._ran.set()
                 if self.idl.change_seqno != self._seqno:
                     self._seqno = self.idl.change_seqno
                     changed = True
@@ -112,11 +114,12 @@ class IdlClient:
                 build(txn, self.idl)
                 status = txn.commit()
                 while status == txn.INCOMPLETE:
-                    # The pump thread owns the socket wait (eventlet allows
-                    # one waiter per fd): yield to it, then look again.
+                    # The pump owns the socket wait (eventlet allows one
+                    # waiter per fd): let it read the reply, then look again.
+                    self._ran.clear()
                     self.lock.release()
                     try:
-                        hub.sleep(0.002)
+                        self._ran.wait(0.05)
                     finally:
                         self.lock.acquire()
                     self.idl.run()

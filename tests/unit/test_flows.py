@@ -207,6 +207,7 @@ def test_incremental_tables_match_the_reference_under_random_changes():
                 for i, n in enumerate(names)}
 
     prev = {}
+    switch = {}                  # host -> key -> Flow, as a switch holds it
     for step in range(400):
         op = rng.choice(['connect', 'disconnect', 'plug', 'unplug', 'tunnel'])
         if op == 'connect':
@@ -241,4 +242,12 @@ def test_incremental_tables_match_the_reference_under_random_changes():
             assert inc.table(n) == want[n], (step, op, n)
             if prev and prev[n] != want[n]:
                 assert n in dirty, (step, op, n)
+            # Sending only the changed keys brings a switch to the table.
+            if n not in switch:
+                switch[n] = {}
+                fl.apply_diff(switch[n], fl.diff_flows((), want[n]))
+            elif n in dirty:
+                fl.apply_diff(switch[n], fl.diff_keys(
+                    switch[n], inc.table_map(n), dirty[n]))
+            assert set(switch[n].values()) == want[n], (step, op, n)
         prev = want

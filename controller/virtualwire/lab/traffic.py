@@ -7,6 +7,9 @@
   udp-send --dst IP --port P --rate R --seconds S
   tcp-recv --port P                  prints {"bytes", "sha256"} of one stream
   tcp-send --dst IP --port P --bytes N
+  beacon IFACE --interval-us U       raw frames (ethertype 0x88b5) until killed
+  first-frame IFACE --timeout S      print the CLOCK_MONOTONIC arrival time of
+                                     the first beacon frame (JSON)
 """
 import argparse
 import hashlib
@@ -163,6 +166,44 @@ def tcp_send(dst, port, nbytes, seed=1):
     print(json.dumps({'bytes': sent, 'sha256': h.hexdigest()}))
 
 
+BEACON_ETHERTYPE = 0x88b5         # IEEE local experimental
+
+
+def beacon(iface, interval_us, src_mac):
+    """A steady stream of small frames, so the moment a wire starts carrying
+    traffic shows up (to within interval_us) at the far end."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    mac = bytes.fromhex(src_mac.replace(':', ''))
+    frame = b'\xff' * 6 + mac + struct.pack('!H', BEACON_ETHERTYPE) + \
+        b'\0' * 46
+    interval = interval_us / 1e6
+    nxt = time.monotonic()
+    while True:
+        try:
+            s.send(frame)
+        except OSError:
+            pass
+        nxt += interval
+        left = nxt - time.monotonic()
+        if left > 0:
+            time.sleep(left)
+        else:
+            nxt = time.monotonic()
+
+
+def first_frame(iface, timeout, ready_file=None):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
+                      socket.htons(BEACON_ETHERTYPE))
+    s.bind((iface, 0))
+    if ready_file:
+        open(ready_file, 'w').close()
+    r, _, _ = select.select([s], [], [], timeout)
+    t = time.monotonic() if r else None
+    print(json.dumps({'monotonic': t}))
+    return 0 if r else 1
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog='virtualwire.lab.traffic')
     sub = p.add_subparsers(dest='cmd', required=True)
@@ -190,6 +231,14 @@ def main(argv=None):
     a.add_argument('--dst', required=True)
     a.add_argument('--port', type=int, required=True)
     a.add_argument('--bytes', type=int, required=True)
+    a = sub.add_parser('beacon')
+    a.add_argument('iface')
+    a.add_argument('--interval-us', type=int, default=250)
+    a.add_argument('--src-mac', default='02:00:00:00:00:01')
+    a = sub.add_parser('first-frame')
+    a.add_argument('iface')
+    a.add_argument('--timeout', type=float, default=10)
+    a.add_argument('--ready-file')
     args = p.parse_args(argv)
     if args.cmd == 'frames-send':
         frames_send(args.iface, args.frames)
@@ -203,6 +252,10 @@ def main(argv=None):
         tcp_recv(args.port, args.ready_file)
     elif args.cmd == 'tcp-send':
         tcp_send(args.dst, args.port, args.bytes)
+    elif args.cmd == 'beacon':
+        beacon(args.iface, args.interval_us, args.src_mac)
+    elif args.cmd == 'first-frame':
+        return first_frame(args.iface, args.timeout, args.ready_file)
     return 0
 
 

@@ -1,0 +1,141 @@
+"""Time to set up N wires across H simulated hosts (default 10,000 across 50).
+
+Ours: N sequential REST connects (what a cloud's API layer would send) until
+every simulated host's switch holds all of its flows. Baseline, side by side
+in the same run: the identical flow set (computed by the same pure function)
+installed by hand with one `ovs-ofctl --bundle add-flows` per bridge on
+identical bridges of the same kind: the raw floor of flow installation.
+
+    python bench/bench_scale.py [--hosts 50] [--wires 10000]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Api, ofctl_flow, summary, write_result  # noqa: E402
+
+from virtualwire import flows as fl                          # noqa: E402
+from virtualwire.lab import Lab, SimHosts                    # noqa: E402
+from virtualwire.model import Host, VnicPort, Wire, World    # noqa: E402
+
+
+def plan(n_hosts, n_wires):
+    """Wire j joins host k=j%H (port m) to host k+1 (port per/2+m)."""
+    per_side = -(-n_wires // n_hosts)
+    pairs = []
+    for j in range(n_wires):
+        k, m = j % n_hosts, j // n_hosts
+        pairs.append(((k, m), ((k + 1) % n_hosts, per_side + m)))
+    return pairs, 2 * per_side
+
+
+def wait_flows(sim, expected, timeout):
+    end = time.time() + timeout
+    while time.time() < end:
+        counts = sim.flow_counts()
+        if counts == expected:
+            return time.time()
+        time.sleep(0.2)
+    raise RuntimeError('switches did not converge: %s' % counts[:10])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--hosts', type=int, default=50)
+    ap.add_argument('--wires', type=int, default=10000)
+    args = ap.parse_args()
+    pairs, per = plan(args.hosts, args.wires)
+    with Lab(0) as lab:
+        lab.start_controller()
+        print('building %d simulated hosts x %d vNICs (controller-connected)'
+              % (args.hosts, per), flush=True)
+        sim = SimHosts(lab, args.hosts, per, name='sim', mgmt_index=200)
+        sim.up(progress=lambda m: print('  ' + m, flush=True))
+        base = SimHosts(lab, args.hosts, per, name='base', mgmt_index=220,
+                        connect=False)
+        print('building %d baseline bridges (no controller)' % args.hosts,
+              flush=True)
+        base.up()
+        api = Api(lab)
+        api.wait_hosts(args.hosts)
+
+        # Expected per-host flow count, from the pure model.
+        expected = [1] * args.hosts
+        for (ka, _), (kb, _) in pairs:
+            expected[ka] += 2
+            expected[kb] += 2
+
+        print('connecting %d wires over REST' % args.wires, flush=True)
+        lat, wires = [], []
+        t0 = time.time()
+        for j, ((ka, ma), (kb, mb)) in enumerate(pairs):
+            s = time.perf_counter()
+            w = api.call('POST', '/v1/wires', {'a': sim.vnic_id(ka, ma),
+                                               'b': sim.vnic_id(kb, mb)})
+            lat.append(time.perf_counter() - s)
+            wires.append(w['id'])
+            if (j + 1) % 1000 == 0:
+                print('  %d wires, %.1fs' % (j + 1, time.time() - t0),
+                      flush=True)
+        t_posted = time.time()
+        t_done = wait_flows(sim, expected, 600)
+        ours = t_done - t0
+        print('ours: %.2fs (REST %.2fs, then converged in %.2fs)'
+              % (ours, t_posted - t0, t_done - t_posted), flush=True)
+
+        # Baseline: the same flows, by hand, on the baseline bridges.
+        hosts = {}
+        for k in range(args.hosts):
+            hosts[base.bridge(k)] = Host(
+                base.bridge(k), k + 1, sim.tunnel_ip(k), tunnel_ofport=65000,
+                vnics=tuple(VnicPort(sim.vnic_id(k, i), 'p%d' % i, i + 1)
+                            for i in range(per)))
+        world = World({cid: Wire(cid, sim.vnic_id(*a), sim.vnic_id(*b))
+                       for cid, (a, b) in zip(wires, pairs)}, hosts)
+        tables = fl.compute_flows(world)
+        files = []
+        tmp = tempfile.mkdtemp()
+        for k in range(args.hosts):
+            path = os.path.join(tmp, '%d.flows' % k)
+            with open(path, 'w') as f:
+                f.write('\n'.join(ofctl_flow(x) for x in
+                                  sorted(tables[base.bridge(k)])) + '\n')
+            files.append(path)
+        b0 = time.time()
+        for k in range(args.hosts):
+            subprocess.run(['ovs-ofctl', '-O', 'OpenFlow14', '--bundle',
+                            'add-flows', base.ofctl_target(k), files[k]],
+                           check=True)
+        b_done = wait_flows(base, expected, 120)
+        baseline = b_done - b0
+        print('baseline (ovs-ofctl --bundle add-flows per bridge): %.2fs'
+              % baseline)
+        n_flows = sum(expected)
+        doc = {
+            'hosts': args.hosts, 'wires': args.wires, 'flows': n_flows,
+            'ours_seconds': round(ours, 2),
+            'ours_rest_seconds': round(t_posted - t0, 2),
+            'ours_converge_after_last_call_seconds': round(t_done - t_posted,
+                                                           2),
+            'ours_wires_per_second': round(args.wires / ours, 1),
+            'connect_call_ms': summary(lat, 1000),
+            'baseline_seconds': round(baseline, 2),
+            'ratio_ours_to_baseline': round(ours / baseline, 1),
+        }
+        print('\n%-44s %10s %10s %8s' % ('', 'ours', 'baseline', 'ratio'))
+        print('%-44s %9.2fs %9.2fs %7.1fx' % (
+            'set up %d wires / %d flows on %d hosts' % (args.wires, n_flows,
+                                                        args.hosts),
+            ours, baseline, ours / baseline))
+        print('connect call latency ms: p50 %.2f  p99 %.2f  max %.2f' % (
+            doc['connect_call_ms']['p50'], doc['connect_call_ms']['p99'],
+            doc['connect_call_ms']['max']))
+        write_result('scale', doc)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,100 @@
+"""Shared helpers for benchmarks: percentiles, results files, a REST client."""
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import requests
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'results')
+
+
+def pct(values, p):
+    if not values:
+        return None
+    s = sorted(values)
+    k = (len(s) - 1) * p / 100.0
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def summary(values, scale=1.0, digits=2):
+    return {'n': len(values),
+            'min': round(min(values) * scale, digits),
+            'p50': round(pct(values, 50) * scale, digits),
+            'p99': round(pct(values, 99) * scale, digits),
+            'max': round(max(values) * scale, digits),
+            'mean': round(statistics.mean(values) * scale, digits)}
+
+
+def machine():
+    def ver(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True
+                                  ).stdout.splitlines()[0]
+        except (OSError, IndexError):
+            return None
+    return {'cpus': os.cpu_count(), 'python': platform.python_version(),
+            'ovs': ver(['ovs-vswitchd', '--version']),
+            'kernel': platform.release()}
+
+
+def write_result(name, doc):
+    os.makedirs(RESULTS, exist_ok=True)
+    doc = dict(doc, benchmark=name, command=' '.join([sys.executable] +
+                                                      sys.argv),
+               when=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+               machine=machine())
+    path = os.path.join(RESULTS, name + '.json')
+    with open(path, 'w') as f:
+        json.dump(doc, f, indent=2)
+        f.write('\n')
+    print('wrote %s' % os.path.relpath(path))
+    return path
+
+
+class Api:
+    def __init__(self, lab):
+        self.s = requests.Session()
+        with open(lab.token_file) as f:
+            self.s.headers['Authorization'] = 'Bearer ' + f.read().strip()
+        self.url = lab.url
+
+    def call(self, method, path, body=None):
+        r = self.s.request(method, self.url + path, json=body, timeout=60)
+        if r.status_code >= 300:
+            raise RuntimeError('%s %s -> %d %s' % (method, path,
+                                                    r.status_code, r.text))
+        return r.json() if r.content else None
+
+    def wait_hosts(self, n, timeout=120):
+        end = time.time() + timeout
+        while time.time() < end:
+            try:
+                hosts = self.call('GET', '/v1/hosts')['hosts']
+                if len(hosts) >= n and all(h['synced'] for h in hosts):
+                    return
+            except (requests.RequestException, RuntimeError):
+                pass
+            time.sleep(0.2)
+        raise RuntimeError('%d hosts did not connect in %ds' % (n, timeout))
+
+
+def ofctl_flow(f):
+    """A flows.Flow in ovs-ofctl syntax (for the hand-installed baseline)."""
+    names = {'tunnel_id': 'tun_id', 'tun_ipv4_src': 'tun_src',
+             'tun_ipv4_dst': 'tun_dst'}
+    m = ','.join('%s=%s' % (names.get(k, k), v) for k, v in f.match)
+    acts = []
+    for a in f.actions:
+        if a[0] == 'output':
+            acts.append('output:%d' % a[1])
+        else:
+            v = hex(a[2]) if isinstance(a[2], int) else a[2]
+            acts.append('set_field:%s->%s' % (v, names.get(a[1], a[1])))
+    return 'table=%d,priority=%d,cookie=%#x%s actions=%s' % (
+        f.table, f.priority, f.cookie, (',' + m) if m else '',
+        ','.join(acts) or 'drop')
