@@ -8,7 +8,7 @@ from scapy.contrib.lldp import (LLDPDUChassisID, LLDPDUEndOfLLDPDU,
                                 LLDPDUPortID, LLDPDUTimeToLive)
 
 from virtualwire import ids
-from conftest import flows_of, wait_until
+from conftest import _seq, flows_of, wait_until
 
 
 def cookie_hex(wid):
@@ -229,3 +229,29 @@ def test_stats_count_each_direction(pair, api):
         assert after[d]['sent_bytes'] - before[d]['sent_bytes'] >= 10 * 64
         assert after[d]['delivered_bytes'] - before[d]['delivered_bytes'] \
             >= 10 * 64
+
+
+def test_a_wire_written_by_another_writer_is_built_and_removed(lab, api):
+    """The intent database is the contract (a clustered deployment has
+    several writers): a wire another writer stores gets flows and carries
+    traffic; its deletion there takes it down here."""
+    from virtualwire.intent_store import IntentStore
+    n = next(_seq)
+    va = lab.host('h1').add_vm('ow%da' % n, [('ow%da-nic' % n,
+                                             '192.0.2.1/24')])
+    lab.host('h2').add_vm('ow%db' % n, [('ow%db-nic' % n, '192.0.2.2/24')])
+    other = IntentStore('unix:%s/controller/intent.sock' % lab.dir).start()
+    try:
+        w = other.create_wire('ow%da-nic' % n, 'ow%db-nic' % n)
+        api.wait_state(w.connector_id, 'tunnelled')
+        wait_until(lambda: va.ping('192.0.2.2', count=1)[1] == 1, 10,
+                   what='ping over the other writer\'s wire')
+        other.delete_wire(w.connector_id)
+        wait_until(lambda: not flows_of(lab.host('h1'),
+                                        cookie_hex(w.connector_id)), 10,
+                   what='flows removed after the other writer deleted it')
+        assert api.req('GET', '/v1/wires/%d' % w.connector_id
+                       ).status_code == 404
+        assert va.ping('192.0.2.2', count=2, interval=0.2, wait=1)[1] == 0
+    finally:
+        other.stop()
