@@ -67,12 +67,34 @@ class Api:
             all(h['connected'] and h['synced'] for h in hosts)
 
 
+def _tail(path, n=40):
+    try:
+        with open(path, errors='replace') as f:
+            return ''.join(f.readlines()[-n:])
+    except OSError as e:
+        return '(%s)' % e
+
+
+def lab_diagnostics(lab):
+    """What a failed lab start leaves for whoever reads the CI log."""
+    out = ['--- controller (exit %r) ---' % (
+        lab.controller.poll() if lab.controller else None),
+        _tail(os.path.join(lab.dir, 'controller', 'controller.log'))]
+    for h in lab.hosts:
+        out += ['--- %s ovs-vswitchd ---' % h.name,
+                _tail(os.path.join(h.dir, 'vswitchd.log'), 15)]
+    return '\n'.join(out)
+
+
 @pytest.fixture(scope='session')
 def lab():
     with Lab(3) as lab:
         lab.start_controller()
         api = Api(lab)
-        wait_until(api.synced, 30, what='controller and 3 hosts')
+        try:
+            wait_until(api.synced, 60, what='controller and 3 hosts')
+        except AssertionError as e:
+            raise AssertionError('%s\n%s' % (e, lab_diagnostics(lab)))
         yield lab
 
 
