@@ -41,8 +41,6 @@ class Engine:
     def __init__(self, store, ovsdb_port=6640, static_host_dbs=()):
         self.store = store
         self.ovsdb_port = ovsdb_port
-        self.wires = {}              # connector id -> Wire
-        self.vnic_wire = {}          # vNIC id -> connector id
         self._reload_intent = False
         self.host_dbs = {}           # remote -> HostDb
         self.hosts_by_remote = {}    # remote -> [Host], live from OVSDB
@@ -64,9 +62,6 @@ class Engine:
     def _load_intent(self):
         wires = self.store.wires()
         with self.state_lock:
-            self.wires = wires
-            self.vnic_wire = {v: w.connector_id for w in wires.values()
-                              for v in w.ends()}
             self.tables.set_wires(wires)
 
     def start(self):
@@ -110,22 +105,24 @@ class Engine:
                 self._reload_intent = True
         self.mark_dirty()
 
+    @property
+    def wires(self):
+        """connector id -> Wire (the flow tables' own copy of the intent)."""
+        return self.tables.wires
+
+    @property
+    def vnic_wire(self):
+        """vNIC id -> connector id."""
+        return self.tables.by_vnic
+
     def _apply(self, kind, cid, wire=None):
         """One wire change, idempotent: our own writes come back as
         database events too, and may arrive before the writer applies them.
         Caller holds state_lock."""
         if kind == 'upsert':
-            if self.wires.get(cid) == wire:
-                return
-            self._apply('delete', cid)
-            self.wires[cid] = wire
-            for v in wire.ends():
-                self.vnic_wire[v] = cid
-            self.tables.add_wire(wire)
-        elif cid in self.wires:
-            for v in self.wires.pop(cid).ends():
-                if self.vnic_wire.get(v) == cid:
-                    del self.vnic_wire[v]
+            if self.wires.get(cid) != wire:
+                self.tables.add_wire(wire)
+        else:
             self.tables.remove_wire(cid)
 
     def watch_host_db(self, remote):
