@@ -7,7 +7,7 @@ setup(
     long_description=open('README.rst').read() if __import__('os').path.exists('README.rst') else '',
     package_dir={'': 'controller'},
     packages=find_packages('controller'),
-    package_data={'virtualwire': ['schema/*.ovsschema']},
+    package_data={'virtualwire': ['schema/*.ovsschema', 'lab/guest/*']},
     python_requires='>=3.11',
     install_requires=[
         'os-ken>=4.2,<5',

@@ -92,6 +92,28 @@ class Vm:
 
 
 @dataclass
+class Guest:
+    """A real QEMU guest (the lab guest image, TCG) whose NICs are taps
+    plugged into the host bridge as libvirt plugs them. Inside it,
+    vw-responder echoes UDP on port 7000."""
+    name: str
+    host: 'LabHost'
+    pidfile: str
+    console: str
+    nics: Dict[str, dict] = field(default_factory=dict)   # vnic_id -> info
+
+    def console_text(self):
+        try:
+            with open(self.console, errors='replace') as f:
+                return f.read()
+        except OSError:
+            return ''
+
+    def stop(self):
+        _kill_pidfile(self.pidfile)
+
+
+@dataclass
 class LabHost:
     lab: 'Lab'
     index: int
@@ -216,6 +238,57 @@ class LabHost:
         vm.nics[vnic_id] = {'port': port, 'ifname': ifname, 'mac': mac,
                             'cidr': cidr}
         return vm.nics[vnic_id]
+
+    def add_guest(self, name, nics, memory_mb=128, boot_timeout=60):
+        """Boot the lab guest under QEMU (TCG, single-threaded: see the lab
+        notes) with one virtio-net NIC per (vnic_id, ip_cidr); waits until
+        its /init says it is ready."""
+        from virtualwire.lab import guest_image
+        img = guest_image.build()
+        os.makedirs(self.dir, exist_ok=True)
+        g = Guest(name, self, os.path.join(self.dir, name + '.qemu.pid'),
+                  os.path.join(self.dir, name + '.console'))
+        vm_uuid = secrets.token_hex(16)
+        net_args, nets = [], []
+        for i, (vnic_id, cidr) in enumerate(nics):
+            self._nic_seq += 1
+            tap = 'vnet%d' % self._nic_seq
+            mac = '52:54:00:%02x:%02x:%02x' % (
+                self.index, 0x80 | self._nic_seq >> 8 & 127,
+                self._nic_seq & 255)
+            # csum=off: the guest writes full checksums (notes, section 5).
+            net_args += ['-netdev', 'tap,id=n%d,ifname=%s,script=no,'
+                         'downscript=no' % (i, tap), '-device',
+                         'virtio-net-pci,netdev=n%d,mac=%s,csum=off' % (i,
+                                                                       mac)]
+            nets.append('eth%d=%s' % (i, cidr))
+            g.nics[vnic_id] = {'port': tap, 'ifname': 'eth%d' % i,
+                               'mac': mac, 'cidr': cidr}
+        sh(['qemu-system-x86_64', '-name', 'guest=%s,debug-threads=on' % name,
+            '-accel', 'tcg,thread=single', '-m', str(memory_mb), '-smp', '1',
+            '-no-reboot', '-kernel', img['kernel'],
+            '-initrd', img['initrd'], '-append',
+            'console=ttyS0 quiet panic=-1 vw.net=' + ','.join(nets),
+            '-serial', 'file:' + g.console, '-monitor', 'none',
+            '-display', 'none', '-pidfile', g.pidfile, '-daemonize']
+           + net_args, ns=self.ns)
+        for vnic_id, info in g.nics.items():
+            sh(['ip', 'link', 'set', info['port'], 'up'], ns=self.ns)
+            self.vsctl('add-port', 'br-int', info['port'], '--', 'set',
+                       'interface', info['port'],
+                       'external_ids:iface-id=%s' % vnic_id,
+                       'external_ids:attached-mac=%s' % info['mac'],
+                       'external_ids:vm-id=%s' % vm_uuid,
+                       'external_ids:iface-status=active')
+        end = time.time() + boot_timeout
+        while 'vw-guest: ready' not in g.console_text():
+            if time.time() > end:
+                raise LabError('guest %s did not boot in %ds; console:\n%s'
+                               % (name, boot_timeout,
+                                  g.console_text()[-2000:]))
+            time.sleep(0.1)
+        self.vms[name] = g
+        return g
 
     def unplug(self, vm, vnic_id):
         """Unplug a vNIC (its info dict is returned, to plug it again)."""

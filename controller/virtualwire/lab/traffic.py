@@ -7,6 +7,11 @@
   udp-send --dst IP --port P --rate R --seconds S
   tcp-recv --port P                  prints {"bytes", "sha256"} of one stream
   tcp-send --dst IP --port P --bytes N
+  udp-echo --dst IP --port P --rate R --seconds S
+                                     sequenced stream to a responder that
+                                     echoes (the lab guest's vw-responder);
+                                     reports losses each way, duplicates
+                                     and the lost windows (JSON)
   beacon IFACE --interval-us U       raw frames (ethertype 0x88b5) until killed
   first-frame IFACE --timeout S      print the CLOCK_MONOTONIC arrival time of
                                      the first beacon frame (JSON)
@@ -166,6 +171,81 @@ def tcp_send(dst, port, nbytes, seed=1):
     print(json.dumps({'bytes': sent, 'sha256': h.hexdigest()}))
 
 
+ECHO = struct.Struct('!QQ')     # our sequence, the responder's rx counter
+
+
+def echo_report(sent_at, echoes):
+    """sent_at: {seq: send time}; echoes: [(seq, responder counter, t)].
+    Between two consecutive echoes the responder's counter tells how many
+    of the missing datagrams reached it (lost on the way back) and how
+    many did not (lost on the way in)."""
+    seen, dups = {}, 0
+    for seq, ctr, t in echoes:
+        if seq in seen:
+            dups += 1
+        else:
+            seen[seq] = ctr
+    lost_in = lost_back = 0
+    prev = None                     # (seq, counter)
+    for seq in sorted(seen):
+        ctr = seen[seq]
+        gap = seq - (prev[0] + 1 if prev else 0)
+        reached = ctr - (prev[1] + 1 if prev else 1)
+        if gap > 0:
+            lost_back += max(0, min(gap, reached))
+            lost_in += gap - max(0, min(gap, reached))
+        prev = (seq, ctr)
+    missing = [q for q in sorted(sent_at) if q not in seen]
+    runs = []
+    for q in missing:
+        if runs and runs[-1][1] == q - 1:
+            runs[-1][1] = q
+        else:
+            runs.append([q, q])
+    return {'sent': len(sent_at), 'echoed': len(seen), 'duplicates': dups,
+            'lost': len(missing), 'lost_tail': len(sent_at) - 1 - max(
+                seen, default=-1),
+            'lost_on_the_way_in': lost_in, 'lost_on_the_way_back': lost_back,
+            'lost_runs': [{'first': a, 'last': b, 'packets': b - a + 1,
+                           'from': sent_at[a], 'to': sent_at[b]}
+                          for a, b in runs]}
+
+
+def udp_echo(dst, port, rate, seconds, size=64, linger=0.5):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.setblocking(False)
+    pad = b'\0' * max(0, size - ECHO.size)
+    interval = 1.0 / rate
+    n = int(rate * seconds)
+    sent_at, echoes = {}, []
+    start = time.perf_counter()
+    wall0 = time.time() - start
+
+    def drain(timeout):
+        r, _, _ = select.select([s], [], [], max(0.0, timeout))
+        while r:
+            try:
+                data = s.recv(65535)
+            except BlockingIOError:
+                break
+            if len(data) >= ECHO.size:
+                seq, ctr = ECHO.unpack_from(data)
+                echoes.append((seq, ctr, time.time()))
+    for seq in range(n):
+        target = start + seq * interval
+        drain(target - time.perf_counter())
+        sent_at[seq] = wall0 + time.perf_counter()
+        try:
+            s.sendto(ECHO.pack(seq, 0) + pad, (dst, port))
+        except OSError:
+            pass            # e.g. no ARP answer yet: counted as lost
+    end = time.perf_counter() + linger
+    while time.perf_counter() < end:
+        drain(end - time.perf_counter())
+    print(json.dumps(echo_report(sent_at, echoes)))
+
+
 BEACON_ETHERTYPE = 0x88b5         # IEEE local experimental
 
 
@@ -231,6 +311,12 @@ def main(argv=None):
     a.add_argument('--dst', required=True)
     a.add_argument('--port', type=int, required=True)
     a.add_argument('--bytes', type=int, required=True)
+    a = sub.add_parser('udp-echo')
+    a.add_argument('--dst', required=True)
+    a.add_argument('--port', type=int, default=7000)
+    a.add_argument('--rate', type=float, default=1000)
+    a.add_argument('--seconds', type=float, required=True)
+    a.add_argument('--size', type=int, default=64)
     a = sub.add_parser('beacon')
     a.add_argument('iface')
     a.add_argument('--interval-us', type=int, default=250)
@@ -252,6 +338,8 @@ def main(argv=None):
         tcp_recv(args.port, args.ready_file)
     elif args.cmd == 'tcp-send':
         tcp_send(args.dst, args.port, args.bytes)
+    elif args.cmd == 'udp-echo':
+        udp_echo(args.dst, args.port, args.rate, args.seconds, args.size)
     elif args.cmd == 'beacon':
         beacon(args.iface, args.interval_us, args.src_mac)
     elif args.cmd == 'first-frame':

@@ -1,0 +1,49 @@
+/* vw-responder: the lab guest's traffic responder.
+ *
+ * Echoes every UDP datagram it receives on PORT back to its sender, with
+ * the guest's own receive counter (8 bytes, network order) written over
+ * bytes 8..15 of the payload when the payload is at least 16 bytes long.
+ * A sender that puts its sequence number in bytes 0..7 then sees both
+ * directions: a missing echo whose counter gap is zero was lost on the way
+ * back, one with a gap was lost on the way in.
+ *
+ * Static, no dependencies: it runs from a busybox initramfs.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+int main(int argc, char **argv)
+{
+    int port = argc > 1 ? atoi(argv[1]) : 7000;
+    int s = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) < 0) {
+        perror("vw-responder: bind");
+        return 1;
+    }
+    fprintf(stderr, "vw-responder: echoing UDP on port %d\n", port);
+    uint64_t received = 0;
+    unsigned char buf[65536];
+    for (;;) {
+        struct sockaddr_in from;
+        socklen_t fl = sizeof from;
+        ssize_t n = recvfrom(s, buf, sizeof buf, 0,
+                             (struct sockaddr *)&from, &fl);
+        if (n < 0)
+            continue;
+        received++;
+        if (n >= 16) {
+            for (int i = 0; i < 8; i++)
+                buf[8 + i] = (unsigned char)(received >> (56 - 8 * i));
+        }
+        sendto(s, buf, (size_t)n, 0, (struct sockaddr *)&from, fl);
+    }
+}
