@@ -19,7 +19,11 @@ setup(
         'tabulate>=0.9',
         'PyYAML>=6',
     ],
-    extras_require={'test': ['pytest>=7', 'scapy>=2.5']},
+    extras_require={
+        # libvirt-python builds against libvirt-dev (scripts/install-deps).
+        'libvirt': ['libvirt-python>=9'],
+        'test': ['pytest>=7', 'scapy>=2.5', 'libvirt-python>=9'],
+    },
     entry_points={'console_scripts': [
         'virtualwire-controller = virtualwire.main:main',
         'vwctl = virtualwire.cli:main',

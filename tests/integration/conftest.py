@@ -88,7 +88,7 @@ def lab_diagnostics(lab):
 
 @pytest.fixture(scope='session')
 def lab():
-    with Lab(3) as lab:
+    with Lab(3, libvirt=True) as lab:
         lab.start_controller()
         api = Api(lab)
         try:

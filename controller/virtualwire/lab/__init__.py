@@ -91,6 +91,14 @@ class Vm:
         return (int(m.group(1)), int(m.group(2))) if m else (count, 0)
 
 
+def _read_text(path):
+    try:
+        with open(path, errors='replace') as f:
+            return f.read()
+    except OSError:
+        return ''
+
+
 @dataclass
 class Guest:
     """A real QEMU guest (the lab guest image, TCG) whose NICs are taps
@@ -103,14 +111,22 @@ class Guest:
     nics: Dict[str, dict] = field(default_factory=dict)   # vnic_id -> info
 
     def console_text(self):
-        try:
-            with open(self.console, errors='replace') as f:
-                return f.read()
-        except OSError:
-            return ''
+        return _read_text(self.console)
 
     def stop(self):
         _kill_pidfile(self.pidfile)
+
+
+@dataclass
+class LibvirtGuest:
+    """A lab guest run by libvirt (it may move between hosts)."""
+    name: str
+    console: str
+    xml: str
+    nics: Dict[str, dict] = field(default_factory=dict)   # vnic_id -> info
+
+    def console_text(self):
+        return _read_text(self.console)
 
 
 @dataclass
@@ -122,6 +138,7 @@ class LabHost:
     dir: str
     vms: Dict[str, Vm] = field(default_factory=dict)
     _nic_seq: int = 0
+    libvirt: Optional[object] = None      # LibvirtHost when the lab has it
 
     @property
     def mgmt_ip(self):
@@ -290,6 +307,40 @@ class LabHost:
         self.vms[name] = g
         return g
 
+    def define_guest(self, name, nics, boot_timeout=60):
+        """Start the lab guest through this host's libvirtd, NICs as
+        <interface type='bridge'><virtualport type='openvswitch'> with an
+        interfaceid each. nics: [(interfaceid (a UUID), ip_cidr)]."""
+        from virtualwire.lab import guest_image
+        from virtualwire.lab.libvirt_host import domain_xml
+        if self.libvirt is None:
+            raise LabError('lab was made without libvirt (Lab(libvirt=True))')
+        img = guest_image.build()
+        d = os.path.join(self.lab.dir, 'guests')
+        os.makedirs(d, exist_ok=True)
+        g = LibvirtGuest(name, os.path.join(d, name + '.console'),
+                         os.path.join(d, name + '.xml'))
+        spec = []
+        for vnic_id, cidr in nics:
+            self._nic_seq += 1
+            mac = '52:54:00:%02x:%02x:%02x' % (
+                self.index, 0x40 | self._nic_seq >> 8 & 63,
+                self._nic_seq & 255)
+            spec.append((vnic_id, mac, cidr))
+            g.nics[vnic_id] = {'mac': mac, 'cidr': cidr}
+        with open(g.xml, 'w') as f:
+            f.write(domain_xml(name, spec, img['kernel'], img['initrd'],
+                               g.console))
+        self.libvirt.virsh('create', g.xml)
+        end = time.time() + boot_timeout
+        while 'vw-guest: ready' not in g.console_text():
+            if time.time() > end:
+                raise LabError('guest %s did not boot in %ds; console:\n%s'
+                               % (name, boot_timeout,
+                                  g.console_text()[-2000:]))
+            time.sleep(0.1)
+        return g
+
     def unplug(self, vm, vnic_id):
         """Unplug a vNIC (its info dict is returned, to plug it again)."""
         info = vm.nics.pop(vnic_id)
@@ -303,8 +354,10 @@ class Lab:
     """A lab of `n_hosts` hypervisors. Use as a context manager or call
     up()/down(). `sites` labels hosts (e.g. ['cloud-a','cloud-a','cloud-b'])."""
 
-    def __init__(self, n_hosts=3, prefix=None, sites=None, of_port=6653):
+    def __init__(self, n_hosts=3, prefix=None, sites=None, of_port=6653,
+                 libvirt=False):
         self.prefix = prefix or 'vw' + secrets.token_hex(3)
+        self.libvirt = libvirt
         self.n_hosts = n_hosts
         self.sites = sites
         self.of_port = of_port
@@ -350,6 +403,11 @@ class Lab:
             progress('host %d/%d: namespace, OVS, bootstrap' % (i, self.n_hosts))
             self.hosts.append(self._make_host(i))
         self.warm_tunnel_neighbours()
+        if self.libvirt:
+            from virtualwire.lab.libvirt_host import LibvirtHost
+            for h in self.hosts:
+                progress('host %s: libvirtd' % h.name)
+                h.libvirt = LibvirtHost(h).start()
 
     def _make_host(self, i):
         name = 'h%d' % i
@@ -380,6 +438,19 @@ class Lab:
                 if peer is not h:
                     h.appctl('tnl/neigh/set', 'br-phy', peer.tunnel_ip,
                              macs[peer.name])
+
+    def migrate(self, guest, src, dst, timeout=120):
+        """`virsh migrate --live` of a libvirt guest from host src to dst;
+        returns the seconds it took (raises LabError with virsh's message
+        if the migration fails)."""
+        t = time.time()
+        p = subprocess.run(['virsh', '-c', src.libvirt.uri, 'migrate',
+                            '--live', guest.name, dst.libvirt.uri],
+                           capture_output=True, text=True, timeout=timeout)
+        if p.returncode != 0:
+            raise LabError('migrating %s %s -> %s failed: %s' % (
+                guest.name, src.name, dst.name, p.stderr.strip()))
+        return time.time() - t
 
     # ---- controller ----------------------------------------------------
     def start_controller(self, rest_port=None, extra=()):

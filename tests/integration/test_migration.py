@@ -1,0 +1,64 @@
+"""Live migration of a real libvirt/QEMU guest between lab hosts: its wires
+follow it (tunnelled wires re-point, a collapsed wire re-expands and
+collapses again when the guest comes back), with traffic running."""
+import json
+import uuid
+
+from conftest import _seq, wait_until
+
+
+def _report(proc):
+    out = proc.communicate(timeout=120)[0]
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _wire_hosts(api, wid):
+    w = api.wire(wid)
+    return w['state'], {w['host_a'], w['host_b']}
+
+
+def test_wires_follow_a_live_migrated_guest(lab, api):
+    h1, h2, h3 = lab.hosts
+    n = next(_seq)
+    e0, e1 = str(uuid.uuid4()), str(uuid.uuid4())
+    g = h1.define_guest('mig%d' % n, [(e0, '10.81.0.1/24'),
+                                      (e1, '10.82.0.1/24')])
+    far = h3.add_vm('mf%d' % n, [('mf%d-nic' % n, '10.81.0.2/24')])
+    near = h1.add_vm('mn%d' % n, [('mn%d-nic' % n, '10.82.0.2/24')])
+    w_far = api.connect(e0, 'mf%d-nic' % n)['id']
+    w_near = api.connect(e1, 'mn%d-nic' % n)['id']
+    try:
+        api.wait_state(w_far, 'tunnelled')
+        api.wait_state(w_near, 'collapsed')
+        for vm, dst in ((far, '10.81.0.1'), (near, '10.82.0.1')):
+            wait_until(lambda: vm.ping(dst, count=1)[1] == 1, 20,
+                       what='guest answers on %s' % dst)
+        streams = [vm.tool_bg('udp-echo', '--dst', dst, '--rate', 1000,
+                              '--seconds', 12)
+                   for vm, dst in ((far, '10.81.0.1'), (near, '10.82.0.1'))]
+        import time
+        time.sleep(1)
+        lab.migrate(g, h1, h2)
+        wait_until(lambda: _wire_hosts(api, w_far) ==
+                   ('tunnelled', {'h2', 'h3'}), 15, what='far wire on h2')
+        # The collapsed wire re-expands: its ends are now on two hosts.
+        wait_until(lambda: _wire_hosts(api, w_near) ==
+                   ('tunnelled', {'h1', 'h2'}), 15, what='near wire expands')
+        time.sleep(1)
+        lab.migrate(g, h2, h1)
+        wait_until(lambda: _wire_hosts(api, w_near) ==
+                   ('collapsed', {'h1'}), 15, what='near wire collapses')
+        reports = [_report(p) for p in streams]
+        for r in reports:
+            assert r['duplicates'] == 0, reports
+            # Nothing lost once the moves are over: the tail is clean.
+            assert r['lost_tail'] == 0, reports
+            assert r['echoed'] > r['sent'] - 2000, reports
+        # And afterwards both wires carry a clean stream.
+        for vm, dst in ((far, '10.81.0.1'), (near, '10.82.0.1')):
+            r = vm.tool('udp-echo', '--dst', dst, '--rate', 1000,
+                        '--seconds', 1)
+            assert r['lost'] == 0 and r['duplicates'] == 0, r
+    finally:
+        for w in (w_far, w_near):
+            api.req('DELETE', '/v1/wires/%d' % w)
