@@ -14,6 +14,7 @@ from virtualwire import flows as fl
 from virtualwire import ids, ofmsg
 from virtualwire.host_ovsdb import HostDb
 from virtualwire.intent_store import VnicTaken
+from virtualwire.migrations import MigrationBook, MigrationRefused
 from virtualwire.model import World
 
 LOG = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ class Engine:
         self.host_owner = {}         # host name -> remote it is live from
         self.remembered = {}         # name -> Host, as last persisted
         self.tables = fl.IncrementalTables()
+        self.migrations = MigrationBook()
         self.state_lock = hub.Semaphore()
         self.dps = {}                # dpid -> DpConn
         self.pending_replies = {}    # xid -> (list, Event)
@@ -322,6 +324,35 @@ class Engine:
             raise ApiError(404, 'no wire with connector id %s'
                            % ids.fmt_connector(connector_id))
         return wire
+
+    # ---- live migrations (announced by the libvirt hook) ----------------
+    def announce_migration(self, doc):
+        with self.state_lock:
+            hosts = self.tables.hosts
+            connected = {h.name for h in hosts.values()
+                         if h.dpid in self.dps and
+                         self.dps[h.dpid].installed is not None}
+
+            def location(v):
+                loc = self.tables.location(v)
+                return loc.host if loc else None
+            try:
+                m = self.migrations.announce(doc, set(hosts), connected,
+                                             location)
+            except MigrationRefused as e:
+                LOG.warning('migration refused: %s', e.message)
+                raise ApiError(e.status, e.message)
+        LOG.info('migration %s: %s (%s) %s -> %s', m.id, m.vm, m.vm_uuid,
+                 sorted(set(m.sources.values())), m.destination)
+        return m
+
+    def migration_released(self, vm_uuid, host):
+        with self.state_lock:
+            m = self.migrations.released(vm_uuid, host)
+        if m is not None:
+            LOG.info('migration %s of %s %s (%.2fs)', m.id, m.vm, m.state,
+                     m.ended_at - m.started_at)
+        return m
 
     def wire_stats(self, connector_id):
         """Packets and bytes each way, from the wire's flow counters."""

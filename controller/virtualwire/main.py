@@ -43,6 +43,10 @@ def parse_args(argv=None):
                    help='open OpenFlow/OVSDB sockets in this network '
                         'namespace (a management VRF); REST stays in the '
                         'namespace the controller started in')
+    p.add_argument('--southbound-rest-listen', default='',
+                   help='also serve the REST API on HOST:PORT in the '
+                        'southbound namespace, for hypervisor-side callers '
+                        '(libvirt migration hooks); same token')
     p.add_argument('--log-file', default='')
     p.add_argument('--log-level', default='INFO')
     return p.parse_args(argv)
@@ -117,6 +121,10 @@ def main(argv=None):
     server = make_server(rest_host, rest_port, api)
     if args.southbound_netns:
         enter_netns(args.southbound_netns)
+    servers = [server]
+    if args.southbound_rest_listen:
+        servers.append(make_server(*_split(args.southbound_rest_listen,
+                                           '--southbound-rest-listen'), api))
 
     engine = None
 
@@ -138,7 +146,7 @@ def main(argv=None):
     mgr.load_apps(['os_ken.controller.ofp_handler', 'virtualwire.app'])
     services = mgr.instantiate_apps(**mgr.create_contexts())
     engine.start()
-    services.append(hub.spawn(server.serve_forever))
+    services += [hub.spawn(s.serve_forever) for s in servers]
     logging.getLogger('virtualwire').info(
         'controller up: OpenFlow %s:%d, REST http://%s:%d/v1, intent %s',
         of_host, of_port, rest_host, rest_port, remote)

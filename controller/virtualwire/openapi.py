@@ -85,6 +85,35 @@ def openapi_document():
                         'responses': {'200': _ok(_ref('WireStats')),
                                       '401': _ERR, '404': _ERR, '422': _ERR,
                                       '504': _ERR}}},
+            '/v1/migrations': {
+                'get': {'summary': 'Live migrations: in progress, then the '
+                                   'last 200 finished',
+                        'responses': {'200': _ok({'type': 'object'}),
+                                      '401': _ERR}},
+                'post': {'summary': "A guest is arriving (the destination's "
+                                    "libvirt hook, at 'migrate begin'); a "
+                                    'refusal fails the migration',
+                         'requestBody': {'required': True, 'content': {
+                             'application/json': {'schema': _ref(
+                                 'MigrationAnnounce')}}},
+                         'responses': {'201': _ok(_ref('Migration')),
+                                       '400': _ERR, '401': _ERR, '404': _ERR,
+                                       '409': _ERR, '413': _ERR,
+                                       '422': _ERR}}},
+            '/v1/migrations/{vm_uuid}/released': {
+                'parameters': [{'name': 'vm_uuid', 'in': 'path',
+                                'required': True,
+                                'schema': {'type': 'string'}}],
+                'post': {'summary': "The guest left a host (libvirt hook, "
+                                    "'release end'): completes or aborts "
+                                    'its migration',
+                         'requestBody': {'required': True, 'content': {
+                             'application/json': {'schema': {
+                                 'type': 'object', 'required': ['host'],
+                                 'properties': {'host': {
+                                     'type': 'string'}}}}}},
+                         'responses': {'200': _ok({'type': 'object'}),
+                                       '400': _ERR, '401': _ERR}}},
         },
         'components': {
             'securitySchemes': {'bearer': {'type': 'http',
@@ -96,6 +125,26 @@ def openapi_document():
                               'type': 'object',
                               'properties': {'status': {'type': 'integer'},
                                              'message': {'type': 'string'}}}}},
+                'MigrationAnnounce': {
+                    'type': 'object',
+                    'required': ['vm', 'vm_uuid', 'vnics', 'destination'],
+                    'additionalProperties': False,
+                    'properties': {
+                        'vm': {'type': 'string'},
+                        'vm_uuid': {'type': 'string', 'format': 'uuid'},
+                        'vnics': {'type': 'array', 'maxItems': 64,
+                                  'items': {'type': 'string'}},
+                        'destination': {'type': 'string'}}},
+                'Migration': {'type': 'object', 'properties': {
+                    'id': {'type': 'string'}, 'vm': {'type': 'string'},
+                    'vm_uuid': {'type': 'string'},
+                    'vnics': {'type': 'array', 'items': {'type': 'string'}},
+                    'sources': {'type': 'object'},
+                    'destination': {'type': 'string'},
+                    'state': {'type': 'string', 'enum': [
+                        'prepared', 'completed', 'aborted']},
+                    'started_at': {'type': 'number'},
+                    'ended_at': {'type': ['number', 'null']}}},
                 'ConnectRequest': {
                     'type': 'object', 'required': ['a', 'b'],
                     'additionalProperties': False,

@@ -47,6 +47,11 @@ class RestApi:
                   conditions=delete)
         m.connect('/v1/wires/{wire_id}/stats', action='wire_stats',
                   conditions=get)
+        m.connect('/v1/migrations', action='list_migrations', conditions=get)
+        m.connect('/v1/migrations', action='announce_migration',
+                  conditions=post)
+        m.connect('/v1/migrations/{vm_uuid}/released',
+                  action='migration_released', conditions=post)
         self.mapper = m
 
     @webob.dec.wsgify
@@ -183,6 +188,21 @@ class RestApi:
     def disconnect(self, req, wire_id):
         self.engine.disconnect(ids.parse_connector_id(wire_id))
         return webob.Response(status=204)
+
+    def list_migrations(self, req):
+        return _json(200, {'migrations': [
+            m.view() for m in self.engine.migrations.all()]})
+
+    def announce_migration(self, req):
+        return _json(201, self.engine.announce_migration(
+            self._body(req)).view())
+
+    def migration_released(self, req, vm_uuid):
+        doc = self._body(req)
+        if set(doc) != {'host'} or not isinstance(doc['host'], str):
+            raise ApiError(400, 'body must be {"host": host name}')
+        m = self.engine.migration_released(vm_uuid, doc['host'])
+        return _json(200, {'migration': m.view() if m else None})
 
     def wire_stats(self, req, wire_id):
         try:

@@ -49,11 +49,18 @@ def test_wires_follow_a_live_migrated_guest(lab, api):
         wait_until(lambda: _wire_hosts(api, w_near) ==
                    ('collapsed', {'h1'}), 15, what='near wire collapses')
         reports = [_report(p) for p in streams]
+        why = (reports, 'guest console:', g.console_text()[-1500:])
         for r in reports:
-            assert r['duplicates'] == 0, reports
+            assert r['duplicates'] == 0, why
             # Nothing lost once the moves are over: the tail is clean.
-            assert r['lost_tail'] == 0, reports
-            assert r['echoed'] > r['sent'] - 2000, reports
+            assert r['lost_tail'] == 0, why
+            assert r['echoed'] > r['sent'] - 2000, why
+        # The hooks announced both moves and reported both departures.
+        moves = [(m['destination'], m['state'], sorted(m['sources'].values()))
+                 for m in api.ok('GET', '/v1/migrations')['migrations']
+                 if m['vm_uuid'] == g.uuid]
+        assert moves == [('h1', 'completed', ['h2', 'h2']),
+                         ('h2', 'completed', ['h1', 'h1'])], moves
         # And afterwards both wires carry a clean stream.
         for vm, dst in ((far, '10.81.0.1'), (near, '10.82.0.1')):
             r = vm.tool('udp-echo', '--dst', dst, '--rate', 1000,
@@ -62,3 +69,51 @@ def test_wires_follow_a_live_migrated_guest(lab, api):
     finally:
         for w in (w_far, w_near):
             api.req('DELETE', '/v1/wires/%d' % w)
+
+
+def _domstate(host, name):
+    p = host.libvirt.virsh('domstate', name, check=False)
+    return p.stdout.strip() if p.returncode == 0 else None
+
+
+def test_refused_migration_fails_and_the_guest_stays(lab, api):
+    """The destination's switch is not connected to the controller: the
+    hook's announcement is refused, libvirt fails the migration with the
+    controller's reason, and the guest keeps running on its source with
+    its wire undisturbed."""
+    h1, h2, h3 = lab.hosts
+    n = next(_seq)
+    nic = str(uuid.uuid4())
+    g = h1.define_guest('ref%d' % n, [(nic, '10.83.0.1/24')])
+    far = h3.add_vm('rf%d' % n, [('rf%d-nic' % n, '10.83.0.2/24')])
+    wid = api.connect(nic, 'rf%d-nic' % n)['id']
+    target = h2.vsctl('get-controller', 'br-int').strip()
+    try:
+        api.wait_state(wid, 'tunnelled')
+        wait_until(lambda: far.ping('10.83.0.1', count=1)[1] == 1, 20,
+                   what='guest answers')
+        h2.vsctl('del-controller', 'br-int')
+        wait_until(lambda: not api.ok('GET', '/v1/hosts/h2')['connected'],
+                   15, what='controller sees h2 gone')
+        stream = far.tool_bg('udp-echo', '--dst', '10.83.0.1', '--rate',
+                             1000, '--seconds', 4)
+        import time
+        time.sleep(0.5)
+        from virtualwire.lab import LabError
+        try:
+            lab.migrate(g, h1, h2)
+        except LabError as e:
+            assert 'not connected to the controller' in str(e), e
+        else:
+            raise AssertionError('migration to a disconnected host went on')
+        assert _domstate(h1, g.name) == 'running'
+        assert _domstate(h2, g.name) is None
+        r = _report(stream)
+        assert r['lost'] == 0 and r['duplicates'] == 0, r
+        assert api.wire(wid)['host_a'] == 'h1'
+        assert not [m for m in api.ok('GET', '/v1/migrations')['migrations']
+                    if m['vm_uuid'] == g.uuid]
+    finally:
+        h2.vsctl('set-controller', 'br-int', target)
+        wait_until(api.synced, 20, what='h2 back')
+        api.req('DELETE', '/v1/wires/%d' % wid)

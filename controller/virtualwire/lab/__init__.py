@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid as uuid_mod
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -114,7 +115,13 @@ class Guest:
         return _read_text(self.console)
 
     def stop(self):
+        """Stop QEMU and unplug its taps, as libvirt does when a guest
+        stops. A stale port left in OVSDB would be re-added under the same
+        name by the next tap's `del-port; add-port`, and the userspace
+        datapath keeps the dead device open: frames to it vanish."""
         _kill_pidfile(self.pidfile)
+        for info in self.nics.values():
+            self.host.vsctl('--if-exists', 'del-port', 'br-int', info['port'])
 
 
 @dataclass
@@ -123,6 +130,7 @@ class LibvirtGuest:
     name: str
     console: str
     xml: str
+    uuid: str = ''
     nics: Dict[str, dict] = field(default_factory=dict)   # vnic_id -> info
 
     def console_text(self):
@@ -319,7 +327,8 @@ class LabHost:
         d = os.path.join(self.lab.dir, 'guests')
         os.makedirs(d, exist_ok=True)
         g = LibvirtGuest(name, os.path.join(d, name + '.console'),
-                         os.path.join(d, name + '.xml'))
+                         os.path.join(d, name + '.xml'),
+                         str(uuid_mod.uuid4()))
         spec = []
         for vnic_id, cidr in nics:
             self._nic_seq += 1
@@ -330,7 +339,7 @@ class LabHost:
             g.nics[vnic_id] = {'mac': mac, 'cidr': cidr}
         with open(g.xml, 'w') as f:
             f.write(domain_xml(name, spec, img['kernel'], img['initrd'],
-                               g.console))
+                               g.console, dom_uuid=g.uuid))
         self.libvirt.virsh('create', g.xml)
         end = time.time() + boot_timeout
         while 'vw-guest: ready' not in g.console_text():
@@ -470,7 +479,10 @@ class Lab:
                '--of-listen', '%s:%d' % (CONTROLLER_IP, self.of_port),
                '--rest-listen', '127.0.0.1:%d' % self.rest_port,
                '--token-file', self.token_file,
-               '--southbound-netns', self.mgmt_ns] + list(extra)
+               '--southbound-netns', self.mgmt_ns,
+               # For the hosts' libvirt hooks (lab.libvirt_host.HOOK_PORT).
+               '--southbound-rest-listen', '%s:8781' % CONTROLLER_IP] + \
+            list(extra)
         self.controller = subprocess.Popen(cmd, stdout=log,
                                            stderr=subprocess.STDOUT)
         self.url = 'http://127.0.0.1:%d' % self.rest_port

@@ -20,6 +20,9 @@ import uuid
 from xml.sax.saxutils import escape, quoteattr
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+HOOK = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(HERE))),
+                    'migration_hooks', 'qemu')
+HOOK_PORT = 8781           # the controller's southbound REST, in the lab
 EMULATOR = os.path.join(HERE, 'guest', 'qemu-tcg-single')
 
 # Host path -> folder (under the host's libvirt root) bound over it.
@@ -120,7 +123,7 @@ class LibvirtHost:
             shutil.copytree('/etc/libvirt', self.path('etc-libvirt'),
                             dirs_exist_ok=True)
         os.makedirs(self.path('var-log-libvirt', 'qemu'), exist_ok=True)
-        os.makedirs(self.path('etc-libvirt', 'hooks'), exist_ok=True)
+        os.makedirs(self.hook_dir(), exist_ok=True)
         # libvirt runs ovs-vsctl with the default socket: lead it to ours.
         ovs_run = self.path('run', 'openvswitch')
         os.makedirs(ovs_run, exist_ok=True)
@@ -131,6 +134,21 @@ class LibvirtHost:
             f.write(libvirtd_conf(self.host.mgmt_ip, uuid.uuid4()))
         with open(self.path('etc-libvirt', 'qemu.conf'), 'w') as f:
             f.write(qemu_conf(self.host.mgmt_ip))
+        self.install_hook()
+
+    def install_hook(self, on_unreachable='allow', timeout=3):
+        """Our libvirt hook, configured for this lab's controller. libvirtd
+        looks for hooks when it starts; the config is read on each call."""
+        from virtualwire.lab import CONTROLLER_IP
+        shutil.copy(HOOK, os.path.join(self.hook_dir(), 'qemu'))
+        with open(os.path.join(self.hook_dir(), 'virtualwire.conf'),
+                  'w') as f:
+            f.write('[controller]\nurl = http://%s:%d\ntoken_file = %s\n'
+                    'host = %s\ntimeout = %s\non_unreachable = %s\n' % (
+                        CONTROLLER_IP, HOOK_PORT,
+                        os.path.join(self.host.lab.dir, 'controller',
+                                     'api-token'),
+                        self.host.name, timeout, on_unreachable))
 
     def hook_dir(self):
         """Where this host's libvirt looks for hooks (/etc/libvirt/hooks)."""

@@ -1,0 +1,131 @@
+"""Live migrations announced by the libvirt hook: validation and records.
+
+The destination's `migrate begin` hook announces a guest arriving with its
+vNICs; the controller accepts only what it can follow (every vNIC known,
+the destination host connected), otherwise the hook fails the migration
+and the guest stays on its source. `release end` from a host says the guest
+left it: on the source that completes the move, on the destination it is an
+abort. Pure logic: the engine passes in what it observes.
+"""
+import time
+import uuid as uuidlib
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field
+from typing import Dict, Optional, Tuple
+
+from virtualwire import ids
+
+HISTORY = 200          # finished migrations kept for `GET /v1/migrations`
+
+PREPARED = 'prepared'      # announced; the guest is being copied
+COMPLETED = 'completed'    # the guest left its source
+ABORTED = 'aborted'        # the guest left (or never reached) the destination
+
+
+class MigrationRefused(Exception):
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class Migration:
+    id: str
+    vm: str
+    vm_uuid: str
+    vnics: Tuple[str, ...]
+    sources: Dict[str, Optional[str]]     # vNIC -> host it was on
+    destination: str
+    state: str = PREPARED
+    started_at: float = field(default_factory=time.time)
+    ended_at: Optional[float] = None
+
+    def view(self):
+        d = asdict(self)
+        d['vnics'] = list(self.vnics)
+        return d
+
+
+def parse_announce(doc):
+    """Validate a `POST /v1/migrations` body; returns (vm, vm_uuid, vnics,
+    destination) or raises MigrationRefused(400/422)."""
+    unknown = sorted(set(doc) - {'vm', 'vm_uuid', 'vnics', 'destination'})
+    if unknown:
+        raise MigrationRefused(400, 'unknown field(s): %s' % ', '.join(unknown))
+    for k in ('vm', 'vm_uuid', 'vnics', 'destination'):
+        if k not in doc:
+            raise MigrationRefused(400, 'missing field: %s' % k)
+    vm, vm_uuid, vnics, dest = (doc['vm'], doc['vm_uuid'], doc['vnics'],
+                                doc['destination'])
+    if not isinstance(vm, str) or not vm or len(vm) > 256:
+        raise MigrationRefused(422, 'vm must be a domain name')
+    try:
+        vm_uuid = str(uuidlib.UUID(str(vm_uuid)))
+    except ValueError:
+        raise MigrationRefused(422, 'vm_uuid must be a UUID, got %r'
+                               % (vm_uuid,))
+    if not isinstance(vnics, list) or len(vnics) > 64:
+        raise MigrationRefused(422, 'vnics must be a list of up to 64 vNIC '
+                                    'ids')
+    for v in vnics:
+        ids.check_vnic_id(v)
+    if len(set(vnics)) != len(vnics):
+        raise MigrationRefused(422, 'vnics lists a vNIC twice')
+    if not isinstance(dest, str) or not dest:
+        raise MigrationRefused(422, 'destination must be a host name')
+    return vm, vm_uuid, tuple(vnics), dest
+
+
+class MigrationBook:
+    def __init__(self):
+        self.active: Dict[str, Migration] = {}           # vm_uuid -> record
+        self.history: "OrderedDict[str, Migration]" = OrderedDict()
+
+    def announce(self, doc, hosts, connected, location):
+        """hosts: known host names; connected: names with a live switch;
+        location(vnic) -> host name or None. Returns the Migration."""
+        vm, vm_uuid, vnics, dest = parse_announce(doc)
+        if dest not in hosts:
+            raise MigrationRefused(404, 'destination host %s is unknown to '
+                                        'the controller' % dest)
+        if dest not in connected:
+            raise MigrationRefused(409, 'destination host %s is not '
+                                        'connected to the controller' % dest)
+        missing = [v for v in vnics if location(v) is None]
+        if missing:
+            raise MigrationRefused(404, 'vNIC(s) %s not plugged on any host: '
+                                        'the controller cannot follow them'
+                                   % ', '.join(missing))
+        old = self.active.get(vm_uuid)
+        if old is not None:
+            # A retry after a failed attempt the hook never reported.
+            self._end(old, ABORTED)
+        m = Migration(id=str(uuidlib.uuid4()), vm=vm, vm_uuid=vm_uuid,
+                      vnics=vnics, sources={v: location(v) for v in vnics},
+                      destination=dest)
+        self.active[vm_uuid] = m
+        return m
+
+    def released(self, vm_uuid, host):
+        """The guest left `host`. Returns the ended Migration, or None."""
+        m = self.active.get(vm_uuid)
+        if m is None:
+            return None
+        if host == m.destination:
+            return self._end(m, ABORTED)
+        if host in m.sources.values():
+            return self._end(m, COMPLETED)
+        return None
+
+    def _end(self, m, state):
+        m.state, m.ended_at = state, time.time()
+        self.active.pop(m.vm_uuid, None)
+        self.history[m.id] = m
+        while len(self.history) > HISTORY:
+            self.history.popitem(last=False)
+        return m
+
+    def all(self):
+        return list(self.active.values()) + list(reversed(
+            self.history.values()))

@@ -1,0 +1,69 @@
+"""Migration announcements: what the controller accepts, refuses, and how a
+'release' from each side ends a migration (pure logic)."""
+import uuid
+
+import pytest
+
+from virtualwire import ids
+from virtualwire.migrations import (ABORTED, COMPLETED, PREPARED,
+                                    MigrationBook, MigrationRefused)
+
+VM = str(uuid.uuid4())
+HOSTS = {'h1', 'h2', 'h3'}
+WHERE = {'nic-a': 'h1', 'nic-b': 'h1'}
+
+
+def announce(book, connected=HOSTS, **over):
+    doc = dict(vm='g', vm_uuid=VM, vnics=['nic-a', 'nic-b'],
+               destination='h2')
+    doc.update(over)
+    return book.announce(doc, HOSTS, connected, WHERE.get)
+
+
+def test_accepts_and_records_sources():
+    m = announce(MigrationBook())
+    assert m.state == PREPARED
+    assert m.sources == {'nic-a': 'h1', 'nic-b': 'h1'}
+    assert m.destination == 'h2'
+
+
+@pytest.mark.parametrize('over,connected,status,words', [
+    ({'destination': 'h9'}, HOSTS, 404, 'unknown'),
+    ({}, {'h1', 'h3'}, 409, 'not connected'),
+    ({'vnics': ['nic-a', 'ghost']}, HOSTS, 404, 'ghost'),
+    ({'vm_uuid': 'nope'}, HOSTS, 422, 'uuid'),
+    ({'vnics': 'nic-a'}, HOSTS, 422, 'list'),
+    ({'vnics': ['nic-a', 'nic-a']}, HOSTS, 422, 'twice'),
+    ({'extra': 1}, HOSTS, 400, 'extra'),
+])
+def test_refusals_say_why_and_record_nothing(over, connected, status, words):
+    book = MigrationBook()
+    with pytest.raises(MigrationRefused) as e:
+        announce(book, connected, **over)
+    assert e.value.status == status
+    assert words in e.value.message.lower()
+    assert book.all() == []
+
+
+def test_bad_vnic_id_is_an_invalid_id():
+    with pytest.raises(ids.InvalidId):
+        announce(MigrationBook(), vnics=['bad id with spaces'])
+
+
+def test_release_on_source_completes_on_destination_aborts():
+    book = MigrationBook()
+    announce(book)
+    assert book.released(VM, 'h3') is None          # not involved
+    assert book.released(VM, 'h1').state == COMPLETED
+    assert book.released(VM, 'h1') is None          # already over
+    announce(book)
+    assert book.released(VM, 'h2').state == ABORTED
+    assert [m.state for m in book.all()] == [ABORTED, COMPLETED]
+
+
+def test_reannounce_aborts_the_stale_attempt():
+    book = MigrationBook()
+    first = announce(book)
+    second = announce(book)
+    assert first.state == ABORTED and second.state == PREPARED
+    assert len(book.active) == 1
