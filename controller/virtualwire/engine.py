@@ -94,7 +94,8 @@ class Engine:
     def world(self):
         """Intent and host state as one value (for views and checks)."""
         with self.state_lock:
-            return World(wires=dict(self.wires), hosts=dict(self.tables.hosts))
+            return World(wires=dict(self.wires), hosts=dict(self.tables.hosts),
+                         incumbents=self.tables.incumbents())
 
     def intent_changed(self, events=(), n_wires=None):
         """Apply Wire changes seen in the intent database (ours or another

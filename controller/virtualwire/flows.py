@@ -250,6 +250,12 @@ class IncrementalTables:
         for cid in touched:
             self._recompute(cid)
 
+    def incumbents(self):
+        """vNIC -> incumbent host, for vNICs claimed by two hosts (the
+        World.incumbents equivalent of this state)."""
+        return {v: next(iter(c)) for v, c in self.claims.items()
+                if len(c) > 1}
+
     def pop_dirty(self):
         """{host: flow keys changed} since the last call."""
         d, self.dirty = self.dirty, {}
@@ -273,7 +279,7 @@ class IncrementalTables:
         claims = self.claims.get(vnic)
         if not claims:
             return None
-        name = min(claims)          # as World.locations: first host by name
+        name = next(iter(claims))   # the incumbent: claims keep arrival order
         from virtualwire.model import Location
         return Location(name, claims[name])
 

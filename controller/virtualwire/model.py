@@ -58,17 +58,23 @@ class World:
     """Everything the flow computation needs: intent plus where vNICs are."""
     wires: Dict[int, Wire] = field(default_factory=dict)
     hosts: Dict[str, Host] = field(default_factory=dict)
+    # vNIC -> the host that held it first, for vNICs plugged on two hosts
+    # at once (a live migration: the destination's tap appears while the
+    # guest still runs on the source).
+    incumbents: Dict[str, str] = field(default_factory=dict)
 
     def locations(self) -> Dict[str, Location]:
-        """vNIC id -> where it is plugged. A vNIC plugged on two hosts at
-        once (a migration in progress) resolves to the first host by name;
-        the migration state machine overrides this."""
+        """vNIC id -> where it is plugged. A vNIC plugged on two hosts stays
+        with its incumbent until it leaves it (then the newcomer has it);
+        without a known incumbent, the first host by name."""
         loc = {}
         for name in sorted(self.hosts):
             h = self.hosts[name]
             for v in h.vnics:
                 if v.ofport and v.ofport > 0:
-                    loc.setdefault(v.vnic_id, Location(name, v.ofport))
+                    if v.vnic_id not in loc or \
+                            self.incumbents.get(v.vnic_id) == name:
+                        loc[v.vnic_id] = Location(name, v.ofport)
         return loc
 
     def wire_of_vnic(self) -> Dict[str, int]:

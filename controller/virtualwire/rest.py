@@ -140,16 +140,19 @@ class RestApi:
         return _json(200, self._host_view(h))
 
     def _vnics(self):
+        """Every plugged vNIC, once, on the host its traffic goes to (the
+        incumbent, while a migration has it plugged on two)."""
         world = self.engine.world()
         wired = world.wire_of_vnic()
         out = {}
-        for hname in sorted(world.hosts):
-            for v in world.hosts[hname].vnics:
-                cid = wired.get(v.vnic_id)
-                out.setdefault(v.vnic_id, {
-                    'id': v.vnic_id, 'host': hname, 'port': v.port_name,
-                    'ofport': v.ofport, 'mac': v.mac, 'vm_id': v.vm_id,
-                    'wire': ids.fmt_connector(cid) if cid else None})
+        for vid, loc in sorted(world.locations().items()):
+            v = next(x for x in world.hosts[loc.host].vnics
+                     if x.vnic_id == vid)
+            cid = wired.get(vid)
+            out[vid] = {
+                'id': vid, 'host': loc.host, 'port': v.port_name,
+                'ofport': v.ofport, 'mac': v.mac, 'vm_id': v.vm_id,
+                'wire': ids.fmt_connector(cid) if cid else None}
         return out
 
     def list_vnics(self, req):

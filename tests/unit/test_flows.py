@@ -193,7 +193,7 @@ def test_incremental_tables_match_the_reference_under_random_changes():
     rng = random.Random(7)
     names = ['h%d' % i for i in range(4)]
     vnics = ['v%d' % i for i in range(12)]
-    placement = {}                       # vnic -> (host, ofport)
+    placement = {}          # vnic -> [(host, ofport)], incumbent first
     tun = {n: ('198.19.0.%d' % (i + 1), TUN) for i, n in enumerate(names)}
     wires = {}
     inc = fl.IncrementalTables()
@@ -201,15 +201,16 @@ def test_incremental_tables_match_the_reference_under_random_changes():
     def hosts():
         return {n: Host(n, i, tun[n][0], tunnel_ofport=tun[n][1],
                         vnics=tuple(sorted(
-                            (VnicPort(v, 'p', p) for v, (h, p) in
-                             placement.items() if h == n),
+                            (VnicPort(v, 'p', p) for v, claims in
+                             placement.items() for h, p in claims if h == n),
                             key=lambda x: x.vnic_id)))
                 for i, n in enumerate(names)}
 
     prev = {}
     switch = {}                  # host -> key -> Flow, as a switch holds it
     for step in range(400):
-        op = rng.choice(['connect', 'disconnect', 'plug', 'unplug', 'tunnel'])
+        op = rng.choice(['connect', 'disconnect', 'plug', 'unplug', 'tunnel',
+                         'arrive', 'leave'])
         if op == 'connect':
             free = [v for v in vnics
                     if all(v not in w.ends() for w in wires.values())]
@@ -226,8 +227,20 @@ def test_incremental_tables_match_the_reference_under_random_changes():
             v = rng.choice(vnics)
             # OVS gives each port of a bridge its own ofport; a re-plugged
             # vNIC may get another one.
-            placement[v] = (rng.choice(names),
-                            vnics.index(v) + 1 + 100 * rng.randint(0, 3))
+            placement[v] = [(rng.choice(names),
+                             vnics.index(v) + 1 + 100 * rng.randint(0, 3))]
+        elif op == 'arrive' and placement:
+            # A migration's destination tap appears; the source keeps it.
+            v = rng.choice(sorted(placement))
+            free = [n for n in names if n not in
+                    {h for h, _ in placement[v]}]
+            if len(placement[v]) == 1 and free:
+                placement[v].append((rng.choice(free), 50 + vnics.index(v)))
+        elif op == 'leave':
+            # ... and then the source's goes.
+            moving = sorted(v for v, c in placement.items() if len(c) > 1)
+            if moving:
+                placement[rng.choice(moving)].pop(0)
         elif op == 'unplug' and placement:
             del placement[rng.choice(sorted(placement))]
         elif op == 'tunnel':
@@ -236,7 +249,9 @@ def test_incremental_tables_match_the_reference_under_random_changes():
         hs = hosts()
         for h in hs.values():
             inc.set_host(h)
-        want = fl.compute_flows(World(dict(wires), hs))
+        inc_by = {v: c[0][0] for v, c in placement.items() if len(c) > 1}
+        assert inc.incumbents() == inc_by, step
+        want = fl.compute_flows(World(dict(wires), hs, inc_by))
         dirty = inc.pop_dirty()
         for n in names:
             assert inc.table(n) == want[n], (step, op, n)

@@ -1,0 +1,110 @@
+"""Network-added outage of live migration: what the wire costs beyond the
+guest's own pause.
+
+A libvirt/QEMU guest on h1 has one wire to a far end on h3 and one to a
+co-located end; it is migrated h1 -> h2 -> h1 ... --migrations times with
+`virsh migrate --live` while each far end runs a 1 kHz sequenced UDP echo
+stream through it. Per migration:
+
+  pause        QEMU STOP (source) to RESUME (destination), from QMP events:
+               the outage no network can avoid (the baseline, same run)
+  lost window  from the first to the last lost datagram (send times) + 1 ms
+  added        lost window - pause: what the network added
+
+    python bench/bench_migration.py [--migrations 20]
+"""
+import argparse
+import json
+import os
+import sys
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Api, summary, write_result               # noqa: E402
+
+from virtualwire.lab import Lab                               # noqa: E402
+from virtualwire.lab.qemu_events import (EventWatch,          # noqa: E402
+                                         stop_resume_windows)
+
+RATE = 1000
+
+
+def lost_window(report):
+    runs = report['lost_runs']
+    if not runs:
+        return 0.0
+    return runs[-1]['to'] - runs[0]['from'] + 1.0 / RATE
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--migrations', type=int, default=20)
+    args = ap.parse_args()
+    with Lab(3, libvirt=True) as lab:
+        h1, h2, h3 = lab.hosts
+        lab.start_controller()
+        api = Api(lab)
+        api.wait_hosts(3)
+        e0, e1 = str(uuid.uuid4()), str(uuid.uuid4())
+        g = h1.define_guest('bench-g', [(e0, '10.91.0.1/24'),
+                                        (e1, '10.92.0.1/24')])
+        far = h3.add_vm('bench-far', [('bench-far', '10.91.0.2/24')])
+        near = h1.add_vm('bench-near', [('bench-near', '10.92.0.2/24')])
+        api.call('POST', '/v1/wires', {'a': e0, 'b': 'bench-far'})
+        api.call('POST', '/v1/wires', {'a': e1, 'b': 'bench-near'})
+        ends = {'far (tunnelled)': (far, '10.91.0.1'),
+                'near (collapsed/expanded)': (near, '10.92.0.1')}
+        for vm, dst in ends.values():
+            for _ in range(200):
+                if vm.ping(dst, count=1, wait=1)[1]:
+                    break
+        rows = {k: [] for k in ends}
+        pauses = []
+        where, other = h1, h2
+        for i in range(args.migrations):
+            streams = {k: vm.tool_bg('udp-echo', '--dst', dst, '--rate', RATE,
+                                     '--seconds', 5)
+                       for k, (vm, dst) in ends.items()}
+            time.sleep(1.0)
+            with EventWatch([where, other]) as ev:
+                took = lab.migrate(g, where, other)
+                time.sleep(0.5)
+            (stop, _s, resume, _d), = stop_resume_windows(ev.events, g.name)
+            pause = resume - stop
+            pauses.append(pause)
+            line = ['%2d %s->%s %.2fs pause %6.1f ms' % (
+                i + 1, where.name, other.name, took, pause * 1000)]
+            for k, p in streams.items():
+                r = json.loads(p.communicate(timeout=60)[0].splitlines()[-1])
+                lw = lost_window(r)
+                rows[k].append({'pause': pause, 'lost_window': lw,
+                                'added': lw - pause, 'lost': r['lost'],
+                                'duplicates': r['duplicates']})
+                line.append('%s: lost %d (%.1f ms) added %.1f ms dup %d' % (
+                    k.split()[0], r['lost'], lw * 1000, (lw - pause) * 1000,
+                    r['duplicates']))
+            print('  '.join(line), flush=True)
+            where, other = other, where
+            time.sleep(0.5)
+        doc = {'migrations': args.migrations, 'rate_hz': RATE,
+               'pause_ms': summary(pauses, 1000, 1)}
+        print('\n%-28s %10s %10s %10s %8s' % ('', 'pause p50', 'lost p50',
+                                             'added p50', 'add max'))
+        for k, rs in rows.items():
+            added = [r['added'] for r in rs]
+            lost = [r['lost_window'] for r in rs]
+            doc[k] = {'added_ms': summary(added, 1000, 1),
+                      'lost_window_ms': summary(lost, 1000, 1),
+                      'duplicates': sum(r['duplicates'] for r in rs),
+                      'ratio_lost_to_pause_p50': round(
+                          summary(lost, 1, 4)['p50'] /
+                          summary(pauses, 1, 4)['p50'], 2)}
+            print('%-28s %9.1f  %9.1f  %9.1f  %7.1f' % (
+                k, doc['pause_ms']['p50'], doc[k]['lost_window_ms']['p50'],
+                doc[k]['added_ms']['p50'], doc[k]['added_ms']['max']))
+        write_result('migration', doc)
+
+
+if __name__ == '__main__':
+    main()
