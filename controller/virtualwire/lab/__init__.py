@@ -92,6 +92,17 @@ class Vm:
         return (int(m.group(1)), int(m.group(2))) if m else (count, 0)
 
 
+def _wait_booted(guest, timeout):
+    """Until the guest's /init has said it is ready on the console."""
+    end = time.time() + timeout
+    while 'vw-guest: ready' not in guest.console_text():
+        if time.time() > end:
+            raise LabError('guest %s did not boot in %ds; console:\n%s'
+                           % (guest.name, timeout,
+                              guest.console_text()[-2000:]))
+        time.sleep(0.1)
+
+
 def _read_text(path):
     try:
         with open(path, errors='replace') as f:
@@ -305,13 +316,7 @@ class LabHost:
                        'external_ids:attached-mac=%s' % info['mac'],
                        'external_ids:vm-id=%s' % vm_uuid,
                        'external_ids:iface-status=active')
-        end = time.time() + boot_timeout
-        while 'vw-guest: ready' not in g.console_text():
-            if time.time() > end:
-                raise LabError('guest %s did not boot in %ds; console:\n%s'
-                               % (name, boot_timeout,
-                                  g.console_text()[-2000:]))
-            time.sleep(0.1)
+        _wait_booted(g, boot_timeout)
         self.vms[name] = g
         return g
 
@@ -341,13 +346,7 @@ class LabHost:
             f.write(domain_xml(name, spec, img['kernel'], img['initrd'],
                                g.console, dom_uuid=g.uuid))
         self.libvirt.virsh('create', g.xml)
-        end = time.time() + boot_timeout
-        while 'vw-guest: ready' not in g.console_text():
-            if time.time() > end:
-                raise LabError('guest %s did not boot in %ds; console:\n%s'
-                               % (name, boot_timeout,
-                                  g.console_text()[-2000:]))
-            time.sleep(0.1)
+        _wait_booted(g, boot_timeout)
         return g
 
     def unplug(self, vm, vnic_id):
