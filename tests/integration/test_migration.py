@@ -69,6 +69,7 @@ def test_wires_follow_a_live_migrated_guest(lab, api):
     finally:
         for w in (w_far, w_near):
             api.req('DELETE', '/v1/wires/%d' % w)
+        lab.destroy_guest(g)
 
 
 def _domstate(host, name):
@@ -117,3 +118,62 @@ def test_refused_migration_fails_and_the_guest_stays(lab, api):
         h2.vsctl('set-controller', 'br-int', target)
         wait_until(api.synced, 20, what='h2 back')
         api.req('DELETE', '/v1/wires/%d' % wid)
+        lab.destroy_guest(g)
+
+
+def test_aborted_migration_leaves_every_wire_as_it_was(lab, api):
+    """`virsh domjobabort` while the guest is being copied: the guest stays
+    on its source, its wire never left it, nothing is lost, and the
+    migration is recorded as aborted (the destination's release hook)."""
+    import subprocess
+    import time
+    h1, h2, h3 = lab.hosts
+    n = next(_seq)
+    nic = str(uuid.uuid4())
+    g = h1.define_guest('ab%d' % n, [(nic, '10.84.0.1/24')])
+    far = h3.add_vm('af%d' % n, [('af%d-nic' % n, '10.84.0.2/24')])
+    wid = api.connect(nic, 'af%d-nic' % n)['id']
+    try:
+        api.wait_state(wid, 'tunnelled')
+        wait_until(lambda: far.ping('10.84.0.1', count=1)[1] == 1, 20,
+                   what='guest answers')
+        before = sorted(l.split(' actions')[0].split('priority')[1] + ' ' +
+                        l.split('actions=')[1] for l in
+                        _wire_flows(lab, wid))
+        stream = far.tool_bg('udp-echo', '--dst', '10.84.0.1', '--rate',
+                             1000, '--seconds', 6)
+        time.sleep(0.5)
+        # Throttle the copy so there is time to abort it.
+        h1.libvirt.virsh('migrate-setspeed', g.name, '1')
+        mig = subprocess.Popen(['virsh', '-c', h1.libvirt.uri, 'migrate',
+                                '--live', g.name, h2.libvirt.uri],
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        wait_until(lambda: _domstate(h2, g.name) is not None, 20,
+                   what='destination guest created')
+        time.sleep(0.5)
+        h1.libvirt.virsh('domjobabort', g.name)
+        _out, err = mig.communicate(timeout=60)
+        assert mig.returncode != 0 and 'cancel' in err.lower(), err
+        assert _domstate(h1, g.name) == 'running'
+        wait_until(lambda: _domstate(h2, g.name) is None, 20,
+                   what='destination guest gone')
+        r = _report(stream)
+        assert r['lost'] == 0 and r['duplicates'] == 0, r
+        assert api.wire(wid)['host_a'] == 'h1'
+        after = sorted(l.split(' actions')[0].split('priority')[1] + ' ' +
+                       l.split('actions=')[1] for l in _wire_flows(lab, wid))
+        assert after == before
+        wait_until(lambda: [m['state'] for m in api.ok(
+            'GET', '/v1/migrations')['migrations']
+            if m['vm_uuid'] == g.uuid] == ['aborted'], 10,
+            what='migration recorded as aborted')
+    finally:
+        api.req('DELETE', '/v1/wires/%d' % wid)
+        lab.destroy_guest(g)
+
+
+def _wire_flows(lab, wid):
+    from conftest import flows_of
+    cookie = '0x%x' % (0x5657 << 48 | wid)
+    return [l for h in lab.hosts for l in flows_of(h, cookie)]

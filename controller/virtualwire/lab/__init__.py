@@ -447,6 +447,12 @@ class Lab:
                     h.appctl('tnl/neigh/set', 'br-phy', peer.tunnel_ip,
                              macs[peer.name])
 
+    def destroy_guest(self, guest):
+        """Stop a libvirt guest wherever it runs (libvirt unplugs it)."""
+        for h in self.hosts:
+            if h.libvirt is not None:
+                h.libvirt.virsh('destroy', guest.name, check=False)
+
     def migrate(self, guest, src, dst, timeout=120):
         """`virsh migrate --live` of a libvirt guest from host src to dst;
         returns the seconds it took (raises LabError with virsh's message
