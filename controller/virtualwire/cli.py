@@ -130,6 +130,15 @@ def cmd_status(c, a):
     return doc, tabulate(sorted(flat.items()))
 
 
+def cmd_migrate(c, a):
+    from virtualwire import cli_migrate
+    path = a.config or os.environ.get('VWCTL_CONFIG') or DEFAULT_CONFIG
+    try:
+        return cli_migrate.migrate(c, a, path)
+    except cli_migrate.MigrateError as e:
+        raise CliError(str(e))
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog='vwctl',
                                 description='VirtualWire controller client')
@@ -157,6 +166,12 @@ def build_parser():
     s = sub.add_parser('stats', help="a wire's packet and byte counters")
     s.add_argument('wire', help='connector id')
     s.set_defaults(fn=cmd_stats)
+    s = sub.add_parser('migrate', help='live-migrate a guest (libvirt) with '
+                                       'progress; its wires follow')
+    s.add_argument('vm', help='libvirt domain name')
+    s.add_argument('dest', help='destination host (VirtualWire name)')
+    s.add_argument('--source', help='source host (default: look it up)')
+    s.set_defaults(fn=cmd_migrate)
     return p
 
 

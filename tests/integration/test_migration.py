@@ -45,7 +45,19 @@ def test_wires_follow_a_live_migrated_guest(lab, api):
         wait_until(lambda: _wire_hosts(api, w_near) ==
                    ('tunnelled', {'h1', 'h2'}), 15, what='near wire expands')
         time.sleep(1)
-        lab.migrate(g, h2, h1)
+        # Back with vwctl: libvirt-python, progress, then the wires.
+        import subprocess
+        import sys
+        p = subprocess.run([sys.executable, '-m', 'virtualwire.cli',
+                            '--config', lab.vwctl_config, 'migrate', g.name,
+                            'h1'], capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == 0, p.stderr
+        assert 'migrating %s h2 -> h1 (2 vNICs)' % g.name in p.stderr
+        assert 'MiB sent' in p.stderr and 'expected downtime' in p.stderr
+        assert 'migrated %s h2 -> h1' % g.name in p.stdout
+        assert p.stdout.count(' h1 ') >= 1 and 'collapsed' in p.stdout, \
+            p.stdout
         wait_until(lambda: _wire_hosts(api, w_near) ==
                    ('collapsed', {'h1'}), 15, what='near wire collapses')
         reports = [_report(p) for p in streams]
@@ -177,3 +189,19 @@ def _wire_flows(lab, wid):
     from conftest import flows_of
     cookie = '0x%x' % (0x5657 << 48 | wid)
     return [l for h in lab.hosts for l in flows_of(h, cookie)]
+
+
+def test_vwctl_migrate_says_what_is_wrong(lab):
+    import subprocess
+    import sys
+
+    def vwctl(*args):
+        return subprocess.run([sys.executable, '-m', 'virtualwire.cli',
+                               '--config', lab.vwctl_config, 'migrate'] +
+                              list(args), capture_output=True, text=True,
+                              timeout=60)
+    p = vwctl('no-such-guest', 'h2')
+    assert p.returncode == 1
+    assert 'guest no-such-guest is not running on h1, h3' in p.stderr
+    p = vwctl('whatever', 'h9')
+    assert p.returncode == 1 and 'no libvirt URI for host h9' in p.stderr

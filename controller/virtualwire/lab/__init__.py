@@ -499,6 +499,10 @@ class Lab:
         with open(self.vwctl_config, 'w') as f:
             f.write('[vwctl]\nurl = %s\ntoken_file = %s\n'
                     % (self.url, self.token_file))
+            if self.libvirt:
+                f.write('\n[libvirt]\n' + ''.join(
+                    '%s = %s\n' % (h.name, h.libvirt.uri)
+                    for h in self.hosts))
 
     def stop_controller(self, kill=False):
         if self.controller and self.controller.poll() is None:
