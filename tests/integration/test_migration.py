@@ -205,3 +205,36 @@ def test_vwctl_migrate_says_what_is_wrong(lab):
     assert 'guest no-such-guest is not running on h1, h3' in p.stderr
     p = vwctl('whatever', 'h9')
     assert p.returncode == 1 and 'no libvirt URI for host h9' in p.stderr
+
+
+def test_a_four_vnic_guest_migrates_with_all_four_wires(lab, api):
+    h1, h2, h3 = lab.hosts
+    n = next(_seq)
+    nics = [str(uuid.uuid4()) for _ in range(4)]
+    g = h1.define_guest('four%d' % n, [(v, '10.9%d.0.1/24' % i)
+                                       for i, v in enumerate(nics)])
+    # Far ends on every host, the guest's destination included.
+    spots = [h3, h2, h1, h3]
+    ends = [spots[i].add_vm('fe%d-%d' % (n, i), [('fe%d-%d' % (n, i),
+                                                 '10.9%d.0.2/24' % i)])
+            for i in range(4)]
+    wires = [api.connect(v, 'fe%d-%d' % (n, i))['id']
+             for i, v in enumerate(nics)]
+    try:
+        for i, vm in enumerate(ends):
+            wait_until(lambda: vm.ping('10.9%d.0.1' % i, count=1)[1] == 1,
+                       30, what='guest NIC %d answers' % i)
+        lab.migrate(g, h1, h2)
+        expect = [('tunnelled', {'h2', 'h3'}), ('collapsed', {'h2'}),
+                  ('tunnelled', {'h1', 'h2'}), ('tunnelled', {'h2', 'h3'})]
+        for wid, want in zip(wires, expect):
+            wait_until(lambda: _wire_hosts(api, wid) == want, 15,
+                       what='wire %s %s' % (wid, want))
+        for i, vm in enumerate(ends):
+            r = vm.tool('udp-echo', '--dst', '10.9%d.0.1' % i, '--rate',
+                        1000, '--seconds', 1)
+            assert r['lost'] == 0 and r['duplicates'] == 0, (i, r)
+    finally:
+        for wid in wires:
+            api.req('DELETE', '/v1/wires/%d' % wid)
+        lab.destroy_guest(g)
