@@ -2,9 +2,16 @@
 follow it (tunnelled wires re-point, a collapsed wire re-expands and
 collapses again when the guest comes back), with traffic running."""
 import json
+import subprocess
+import sys
+import time
 import uuid
 
-from conftest import _seq, wait_until
+import pytest
+
+from conftest import _seq, flows_of, wait_until
+from virtualwire import ids
+from virtualwire.lab import LabError
 
 
 def _report(proc):
@@ -15,6 +22,36 @@ def _report(proc):
 def _wire_hosts(api, wid):
     w = api.wire(wid)
     return w['state'], {w['host_a'], w['host_b']}
+
+
+@pytest.fixture
+def wired_guest(lab, api):
+    """make(subnet) -> (guest on h1, far-end VM on h3, wire id), traffic
+    flowing; both removed afterwards."""
+    made = []
+
+    def make(subnet):
+        h1, _h2, h3 = lab.hosts
+        n = next(_seq)
+        nic = str(uuid.uuid4())
+        g = h1.define_guest('wg%d' % n, [(nic, '%s.1/24' % subnet)])
+        far = h3.add_vm('wf%d' % n, [('wf%d-nic' % n, '%s.2/24' % subnet)])
+        wid = api.connect(nic, 'wf%d-nic' % n)['id']
+        made.append((g, wid))
+        api.wait_state(wid, 'tunnelled')
+        wait_until(lambda: far.ping(subnet + '.1', count=1)[1] == 1, 20,
+                   what='guest answers')
+        return g, far, wid
+    yield make
+    for g, wid in made:
+        api.req('DELETE', '/v1/wires/%d' % wid)
+        lab.destroy_guest(g)
+
+
+def _vwctl(lab, *args, timeout=120):
+    return subprocess.run([sys.executable, '-m', 'virtualwire.cli',
+                           '--config', lab.vwctl_config] + list(args),
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def test_wires_follow_a_live_migrated_guest(lab, api):
@@ -36,7 +73,6 @@ def test_wires_follow_a_live_migrated_guest(lab, api):
         streams = [vm.tool_bg('udp-echo', '--dst', dst, '--rate', 1000,
                               '--seconds', 12)
                    for vm, dst in ((far, '10.81.0.1'), (near, '10.82.0.1'))]
-        import time
         time.sleep(1)
         lab.migrate(g, h1, h2)
         wait_until(lambda: _wire_hosts(api, w_far) ==
@@ -46,12 +82,7 @@ def test_wires_follow_a_live_migrated_guest(lab, api):
                    ('tunnelled', {'h1', 'h2'}), 15, what='near wire expands')
         time.sleep(1)
         # Back with vwctl: libvirt-python, progress, then the wires.
-        import subprocess
-        import sys
-        p = subprocess.run([sys.executable, '-m', 'virtualwire.cli',
-                            '--config', lab.vwctl_config, 'migrate', g.name,
-                            'h1'], capture_output=True, text=True,
-                           timeout=120)
+        p = _vwctl(lab, 'migrate', g.name, 'h1')
         assert p.returncode == 0, p.stderr
         assert 'migrating %s h2 -> h1 (2 vNICs)' % g.name in p.stderr
         assert 'MiB sent' in p.stderr and 'expected downtime' in p.stderr
@@ -89,36 +120,23 @@ def _domstate(host, name):
     return p.stdout.strip() if p.returncode == 0 else None
 
 
-def test_refused_migration_fails_and_the_guest_stays(lab, api):
+def test_refused_migration_fails_and_the_guest_stays(lab, api, wired_guest):
     """The destination's switch is not connected to the controller: the
     hook's announcement is refused, libvirt fails the migration with the
     controller's reason, and the guest keeps running on its source with
     its wire undisturbed."""
-    h1, h2, h3 = lab.hosts
-    n = next(_seq)
-    nic = str(uuid.uuid4())
-    g = h1.define_guest('ref%d' % n, [(nic, '10.83.0.1/24')])
-    far = h3.add_vm('rf%d' % n, [('rf%d-nic' % n, '10.83.0.2/24')])
-    wid = api.connect(nic, 'rf%d-nic' % n)['id']
+    h1, h2, _h3 = lab.hosts
+    g, far, wid = wired_guest('10.83.0')
     target = h2.vsctl('get-controller', 'br-int').strip()
     try:
-        api.wait_state(wid, 'tunnelled')
-        wait_until(lambda: far.ping('10.83.0.1', count=1)[1] == 1, 20,
-                   what='guest answers')
         h2.vsctl('del-controller', 'br-int')
         wait_until(lambda: not api.ok('GET', '/v1/hosts/h2')['connected'],
                    15, what='controller sees h2 gone')
         stream = far.tool_bg('udp-echo', '--dst', '10.83.0.1', '--rate',
                              1000, '--seconds', 4)
-        import time
         time.sleep(0.5)
-        from virtualwire.lab import LabError
-        try:
+        with pytest.raises(LabError, match='not connected to the controller'):
             lab.migrate(g, h1, h2)
-        except LabError as e:
-            assert 'not connected to the controller' in str(e), e
-        else:
-            raise AssertionError('migration to a disconnected host went on')
         assert _domstate(h1, g.name) == 'running'
         assert _domstate(h2, g.name) is None
         r = _report(stream)
@@ -129,81 +147,57 @@ def test_refused_migration_fails_and_the_guest_stays(lab, api):
     finally:
         h2.vsctl('set-controller', 'br-int', target)
         wait_until(api.synced, 20, what='h2 back')
-        api.req('DELETE', '/v1/wires/%d' % wid)
-        lab.destroy_guest(g)
 
 
-def test_aborted_migration_leaves_every_wire_as_it_was(lab, api):
+def test_aborted_migration_leaves_every_wire_as_it_was(lab, api,
+                                                      wired_guest):
     """`virsh domjobabort` while the guest is being copied: the guest stays
     on its source, its wire never left it, nothing is lost, and the
     migration is recorded as aborted (the destination's release hook)."""
-    import subprocess
-    import time
-    h1, h2, h3 = lab.hosts
-    n = next(_seq)
-    nic = str(uuid.uuid4())
-    g = h1.define_guest('ab%d' % n, [(nic, '10.84.0.1/24')])
-    far = h3.add_vm('af%d' % n, [('af%d-nic' % n, '10.84.0.2/24')])
-    wid = api.connect(nic, 'af%d-nic' % n)['id']
-    try:
-        api.wait_state(wid, 'tunnelled')
-        wait_until(lambda: far.ping('10.84.0.1', count=1)[1] == 1, 20,
-                   what='guest answers')
-        before = sorted(l.split(' actions')[0].split('priority')[1] + ' ' +
-                        l.split('actions=')[1] for l in
-                        _wire_flows(lab, wid))
-        stream = far.tool_bg('udp-echo', '--dst', '10.84.0.1', '--rate',
-                             1000, '--seconds', 6)
-        time.sleep(0.5)
-        # Throttle the copy so there is time to abort it.
-        h1.libvirt.virsh('migrate-setspeed', g.name, '1')
-        mig = subprocess.Popen(['virsh', '-c', h1.libvirt.uri, 'migrate',
-                                '--live', g.name, h2.libvirt.uri],
-                               stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-        wait_until(lambda: _domstate(h2, g.name) is not None, 20,
-                   what='destination guest created')
-        time.sleep(0.5)
-        h1.libvirt.virsh('domjobabort', g.name)
-        _out, err = mig.communicate(timeout=60)
-        assert mig.returncode != 0 and 'cancel' in err.lower(), err
-        assert _domstate(h1, g.name) == 'running'
-        wait_until(lambda: _domstate(h2, g.name) is None, 20,
-                   what='destination guest gone')
-        r = _report(stream)
-        assert r['lost'] == 0 and r['duplicates'] == 0, r
-        assert api.wire(wid)['host_a'] == 'h1'
-        after = sorted(l.split(' actions')[0].split('priority')[1] + ' ' +
-                       l.split('actions=')[1] for l in _wire_flows(lab, wid))
-        assert after == before
-        wait_until(lambda: [m['state'] for m in api.ok(
-            'GET', '/v1/migrations')['migrations']
-            if m['vm_uuid'] == g.uuid] == ['aborted'], 10,
-            what='migration recorded as aborted')
-    finally:
-        api.req('DELETE', '/v1/wires/%d' % wid)
-        lab.destroy_guest(g)
+    h1, h2, _h3 = lab.hosts
+    g, far, wid = wired_guest('10.84.0')
+    before = _wire_flows(lab, wid)
+    stream = far.tool_bg('udp-echo', '--dst', '10.84.0.1', '--rate',
+                         1000, '--seconds', 6)
+    time.sleep(0.5)
+    # Throttle the copy so there is time to abort it.
+    h1.libvirt.virsh('migrate-setspeed', g.name, '1')
+    mig = subprocess.Popen(['virsh', '-c', h1.libvirt.uri, 'migrate',
+                            '--live', g.name, h2.libvirt.uri],
+                           stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    wait_until(lambda: _domstate(h2, g.name) is not None, 20,
+               what='destination guest created')
+    time.sleep(0.5)
+    h1.libvirt.virsh('domjobabort', g.name)
+    _out, err = mig.communicate(timeout=60)
+    assert mig.returncode != 0 and 'cancel' in err.lower(), err
+    assert _domstate(h1, g.name) == 'running'
+    wait_until(lambda: _domstate(h2, g.name) is None, 20,
+               what='destination guest gone')
+    r = _report(stream)
+    assert r['lost'] == 0 and r['duplicates'] == 0, r
+    assert api.wire(wid)['host_a'] == 'h1'
+    assert _wire_flows(lab, wid) == before
+    wait_until(lambda: [m['state'] for m in api.ok(
+        'GET', '/v1/migrations')['migrations']
+        if m['vm_uuid'] == g.uuid] == ['aborted'], 10,
+        what='migration recorded as aborted')
 
 
 def _wire_flows(lab, wid):
-    from conftest import flows_of
-    cookie = '0x%x' % (0x5657 << 48 | wid)
-    return [l for h in lab.hosts for l in flows_of(h, cookie)]
+    """The wire's flows on every host, without counters or durations."""
+    cookie = '0x%x' % ids.wire_cookie(wid)
+    return sorted(l.split(' actions')[0].split('priority')[1] + ' ' +
+                  l.split('actions=')[1]
+                  for h in lab.hosts for l in flows_of(h, cookie))
 
 
 def test_vwctl_migrate_says_what_is_wrong(lab):
-    import subprocess
-    import sys
-
-    def vwctl(*args):
-        return subprocess.run([sys.executable, '-m', 'virtualwire.cli',
-                               '--config', lab.vwctl_config, 'migrate'] +
-                              list(args), capture_output=True, text=True,
-                              timeout=60)
-    p = vwctl('no-such-guest', 'h2')
+    p = _vwctl(lab, 'migrate', 'no-such-guest', 'h2')
     assert p.returncode == 1
     assert 'guest no-such-guest is not running on h1, h3' in p.stderr
-    p = vwctl('whatever', 'h9')
+    p = _vwctl(lab, 'migrate', 'whatever', 'h9')
     assert p.returncode == 1 and 'no libvirt URI for host h9' in p.stderr
 
 

@@ -249,7 +249,8 @@ class LabHost:
     def plug(self, vm, vnic_id, ifname, cidr=None, vm_uuid='', mtu=1500,
              mac=None):
         self._nic_seq += 1
-        port = 'vnet%d' % self._nic_seq
+        # Not libvirt's vnetN: a libvirt guest on this host takes those.
+        port = 'vwveth%d' % self._nic_seq
         tmp = 'vwtmp%d' % self._nic_seq
         mac = mac or '52:54:00:%02x:%02x:%02x' % (
             self.index, self._nic_seq >> 8 & 255, self._nic_seq & 255)
@@ -288,7 +289,7 @@ class LabHost:
         net_args, nets = [], []
         for i, (vnic_id, cidr) in enumerate(nics):
             self._nic_seq += 1
-            tap = 'vnet%d' % self._nic_seq
+            tap = 'vwtap%d' % self._nic_seq
             mac = '52:54:00:%02x:%02x:%02x' % (
                 self.index, 0x80 | self._nic_seq >> 8 & 127,
                 self._nic_seq & 255)
