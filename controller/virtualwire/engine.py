@@ -44,7 +44,6 @@ class Engine:
         self.ovsdb_port = ovsdb_port
         self._reload_intent = False
         self.host_dbs = {}           # remote -> HostDb
-        self.hosts_by_remote = {}    # remote -> [Host], live from OVSDB
         self.host_owner = {}         # host name -> remote it is live from
         self.remembered = {}         # name -> Host, as last persisted
         self.tables = fl.IncrementalTables()
@@ -148,7 +147,12 @@ class Engine:
                 delay = min(delay * 2, 5)
 
     def _host_update(self, remote, hosts):
-        self.hosts_by_remote[remote] = hosts
+        # A name this OVSDB no longer reports is free again (a bridge was
+        # renamed, or the host now answers from another address).
+        names = {h.name for h in hosts}
+        for name, owner in list(self.host_owner.items()):
+            if owner == remote and name not in names:
+                del self.host_owner[name]
         for h in hosts:
             owner = self.host_owner.setdefault(h.name, remote)
             if owner != remote:
