@@ -30,6 +30,14 @@ class VirtualWireApp(app_manager.OSKenApp):
     def _flow_stats(self, ev):
         self.engine.multipart_reply(ev.msg)
 
+    @set_ev_cls(ofp_event.EventOFPBarrierReply, MAIN_DISPATCHER)
+    def _barrier(self, ev):
+        self.engine.barrier_reply(ev.msg)
+
+    @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
+    def _packet_in(self, ev):
+        self.engine.packet_in(ev.msg.datapath, ev.msg)
+
     @set_ev_cls(ofp_event.EventOFPErrorMsg,
                 [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def _error(self, ev):

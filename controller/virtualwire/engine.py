@@ -36,11 +36,16 @@ class DpConn:
         self.needs_full = True       # diff the whole table on next sync
         self.bundle_id = 1
         self.connected_at = time.time()
+        self.confirmed_at = None     # barrier reply after our last bundle
+        self.barrier_xid = None
 
 
 class Engine:
-    def __init__(self, store, ovsdb_port=6640, static_host_dbs=()):
+    def __init__(self, store, ovsdb_port=6640, static_host_dbs=(),
+                 move_timeout=900):
         self.store = store
+        self.move_timeout = move_timeout
+        self.move_seen = {}          # vnic -> monotonic time move first seen
         self.ovsdb_port = ovsdb_port
         self._reload_intent = False
         self.host_dbs = {}           # remote -> HostDb
@@ -70,6 +75,14 @@ class Engine:
         # each host's OVSDB is read, so missing knowledge never removes a
         # working wire's flows.
         self.remembered = self.store.hosts()
+        # Migrations under way when we stopped: their moves come first, so
+        # the hosts' claims are read as source and destination, not by
+        # arrival order (which a restart loses).
+        self.migrations.restore(self.store.migrations())
+        for m in self.migrations.active.values():
+            for v, src in m.sources.items():
+                if src and src != m.destination:
+                    self.tables.start_move(v, src, m.destination)
         for h in self.remembered.values():
             self.tables.set_host(h)
         self._load_intent()
@@ -94,7 +107,7 @@ class Engine:
         """Intent and host state as one value (for views and checks)."""
         with self.state_lock:
             return World(wires=dict(self.wires), hosts=dict(self.tables.hosts),
-                         incumbents=self.tables.incumbents())
+                         moves=dict(self.tables.moves))
 
     def intent_changed(self, events=(), n_wires=None):
         """Apply Wire changes seen in the intent database (ours or another
@@ -197,9 +210,52 @@ class Engine:
             return
         conn.installed = {f.key: f for f in map(ofmsg.flow_from_stats,
                                                  stats)}
+        self._activations_in(dp.id, conn.installed)
         conn.needs_full = True
         LOG.info('switch %016x holds %d flows', dp.id, len(conn.installed))
         self.mark_dirty()
+
+    def _host_of_dpid(self, dpid):
+        for h in self.tables.hosts.values():
+            if h.dpid == dpid:
+                return h.name
+        return None
+
+    def packet_in(self, dp, msg):
+        """The copy of a moving guest's RARP its destination sends us once
+        its learn action has switched delivery over: clean up around it."""
+        data = bytes(msg.data or b'')
+        if len(data) < 14 or int.from_bytes(data[12:14], 'big') != \
+                fl.ETH_RARP:
+            return
+        port = msg.match.get('in_port')
+        with self.state_lock:
+            host = self._host_of_dpid(dp.id)
+            vnic = self.tables.vnic_at(host, port) if host else None
+            done = vnic is not None and self.tables.activate(vnic, host)
+            m = self.migrations.activated(vnic, host) if done else None
+        if done:
+            LOG.info('vNIC %s activated on %s (RARP)', vnic, host)
+            self.mark_dirty()
+            self._persist(m)
+
+    def _activations_in(self, dpid, installed):
+        """A destination that learned its flow while we were not listening
+        (controller restarted mid-migration) has activated the move."""
+        with self.state_lock:
+            host = self._host_of_dpid(dpid)
+            if host is None:
+                return
+            pending = fl.activation_flows(self.tables.table_map(host))
+            for key, rarp in pending.items():
+                port = dict(rarp.match)['in_port']
+                have = installed.get(key)
+                if have is not None and have.actions == (('output', port),):
+                    vnic = self.tables.vnic_at(host, port)
+                    if vnic and self.tables.activate(vnic, host):
+                        m = self.migrations.activated(vnic, host)
+                        LOG.info('vNIC %s found activated on %s', vnic, host)
+                        hub.spawn(self._persist, m)
 
     def switch_error(self, dp, msg):
         self.stats['switch_errors'] += 1
@@ -224,6 +280,11 @@ class Engine:
         finally:
             self.pending_replies.pop(msg.xid, None)
 
+    def barrier_reply(self, msg):
+        conn = self.dps.get(msg.datapath.id)
+        if conn is not None and conn.barrier_xid == msg.xid:
+            conn.confirmed_at = time.time()
+
     def multipart_reply(self, msg):
         entry = self.pending_replies.get(msg.xid)
         if entry is None:
@@ -241,6 +302,13 @@ class Engine:
             with self.api_lock:
                 self._load_intent()
         with self.state_lock:
+            self._expire_moves()
+            changed = []
+            for vnic, move, outcome in self.tables.pop_finished():
+                LOG.info('vNIC %s move %s -> %s %s', vnic, move.source,
+                         move.destination, outcome)
+                self.move_seen.pop(vnic, None)
+                changed.append(self.migrations.move_finished(vnic, outcome))
             dirty = self.tables.pop_dirty()
             work = []
             for h in self.tables.hosts.values():
@@ -260,15 +328,35 @@ class Engine:
                 if diff:
                     fl.apply_diff(conn.installed, diff)
                     work.append((h, conn, diff))
+        for m in {id(m): m for m in changed if m is not None}.values():
+            self._persist(m)
         for host, conn, diff in work:
             msgs = ofmsg.diff_messages(conn.dp, diff)
             for m in ofmsg.bundle(conn.dp, conn.bundle_id, msgs):
                 conn.dp.send_msg(m)
             conn.bundle_id = (conn.bundle_id + 1) & 0xFFFFFFFF or 1
+            barrier = conn.dp.ofproto_parser.OFPBarrierRequest(conn.dp)
+            conn.dp.set_xid(barrier)
+            conn.barrier_xid = barrier.xid
+            conn.dp.send_msg(barrier)
             self.stats['bundles'] += 1
             self.stats['flow_mods'] += len(msgs)
             LOG.info('host %s: +%d ~%d -%d flows', host.name, len(diff.add),
                      len(diff.modify), len(diff.delete))
+
+    def _expire_moves(self):
+        """A move never activated within move_timeout (a migration stuck or
+        aborted without its destination port going away) is cancelled:
+        the wire goes back to exactly its pre-migration flows."""
+        now = time.monotonic()
+        for v in [v for v in self.move_seen if v not in self.tables.moves]:
+            del self.move_seen[v]
+        for v, m in list(self.tables.moves.items()):
+            since = self.move_seen.setdefault(v, now)
+            if not m.activated and now - since > self.move_timeout:
+                LOG.warning('vNIC %s: move to %s not activated in %ds, '
+                            'cancelled', v, m.destination, self.move_timeout)
+                self.tables.cancel_move(v)
 
     # ---- API operations --------------------------------------------------
     def connect(self, end_a, end_b):
@@ -347,16 +435,38 @@ class Engine:
             except MigrationRefused as e:
                 LOG.warning('migration refused: %s', e.message)
                 raise ApiError(e.status, e.message)
+            for v, src in m.sources.items():
+                if src != m.destination:
+                    self.tables.start_move(v, src, m.destination)
         LOG.info('migration %s: %s (%s) %s -> %s', m.id, m.vm, m.vm_uuid,
                  sorted(set(m.sources.values())), m.destination)
+        self.mark_dirty()
+        self._persist(m)
         return m
+
+    def _persist(self, m):
+        """Save a migration record so a restarted controller knows which
+        host is the source of each move (arrival order is lost)."""
+        if m is None:
+            return
+        try:
+            self.store.save_migration(m.view(), self.migrations.keep_ids())
+        except Exception as e:
+            LOG.error('could not persist migration %s: %s', m.id, e)
 
     def migration_released(self, vm_uuid, host):
         with self.state_lock:
             m = self.migrations.released(vm_uuid, host)
+            if m is not None and m.state == 'aborted':
+                for v in m.vnics:
+                    mv = self.tables.moves.get(v)
+                    if mv is not None and mv.destination == host:
+                        self.tables.cancel_move(v)
+        self.mark_dirty()
         if m is not None:
             LOG.info('migration %s of %s %s (%.2fs)', m.id, m.vm, m.state,
                      m.ended_at - m.started_at)
+            self._persist(m)
         return m
 
     def wire_stats(self, connector_id):

@@ -8,6 +8,8 @@ tunnel IP so a frame can be followed from one vNIC to wherever it lands.
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
 
+from virtualwire.flows import OFPP_CONTROLLER, Flow
+
 
 @dataclass(frozen=True)
 class Packet:
@@ -16,6 +18,7 @@ class Packet:
     tunnel_id: Optional[int] = None
     tun_ipv4_src: Optional[str] = None
     tun_ipv4_dst: Optional[str] = None
+    eth_type: int = 0x0800
 
 
 class FakeSwitch:
@@ -25,6 +28,7 @@ class FakeSwitch:
         self.tunnel_ofport = tunnel_ofport
         self.table = {}            # key -> Flow
         self.counters = {}         # key -> packets
+        self.packet_ins = []       # packets sent to the controller
 
     def apply(self, diff):
         for f in diff.delete:
@@ -59,6 +63,14 @@ class FakeSwitch:
         for act in f.actions:
             if act[0] == 'set_field':
                 cur = replace(cur, **{act[1]: act[2]})
+            elif act[0] == 'learn':
+                # OVS learn: add (or replace) prio+match -> output:in_port.
+                learned = Flow(0, act[1], act[3], (('output', pkt.in_port),),
+                               act[2])
+                self.table[learned.key] = learned
+                self.counters[learned.key] = 0
+            elif act[0] == 'output' and act[1] == OFPP_CONTROLLER:
+                self.packet_ins.append(pkt)
             elif act[0] == 'output':
                 if act[1] == pkt.in_port:
                     continue        # OpenFlow never outputs to the in_port
@@ -75,12 +87,14 @@ class FakeFabric:
         self.switches[sw.name] = sw
         return sw
 
-    def send(self, host, ofport, payload=b'frame', forged=None):
+    def send(self, host, ofport, payload=b'frame', forged=None,
+             eth_type=0x0800):
         """Inject a frame on host's port; returns [(host, ofport)] where it
         was delivered to a vNIC. `forged` = Packet sent straight to `host`
         from the underlay (a tunnel packet from anywhere)."""
         delivered = []
-        pending = [(host, forged or Packet(ofport, payload))]
+        pending = [(host, forged or Packet(ofport, payload,
+                                           eth_type=eth_type))]
         hops = 0
         while pending and hops < 16:
             hops += 1
@@ -95,5 +109,6 @@ class FakeFabric:
                     continue
                 src_ip = self.switches[name].tunnel_ip
                 pending.append((dst.name, Packet(
-                    dst.tunnel_ofport, p.payload, p.tunnel_id, src_ip)))
+                    dst.tunnel_ofport, p.payload, p.tunnel_id, src_ip,
+                    eth_type=p.eth_type)))
         return delivered

@@ -10,6 +10,9 @@ Pipeline on each host's integration bridge (table 0 only):
   prio 100  in_port=<tunnel>, tun_id=C, tun_src=<peer> -> output:<vNIC a>
   prio 0    (anything else)                         -> drop
 
+While a vNIC live-migrates, see `wire_flows` for the extra flows (send to
+both, activate on RARP with a learn action: prio 110).
+
 Matching the tunnel source means only the host holding the far end can
 inject frames into a wire. No L2/L3 field is matched, so every frame
 (VLAN tags, ARP, LLDP, BPDUs, any ethertype) crosses unchanged.
@@ -18,10 +21,14 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Set, Tuple
 
 from virtualwire import ids
+from virtualwire.model import Move, place
 
+PRIO_ACTIVATE = 110          # a moving vNIC's RARP on its destination
 PRIO_WIRE = 100
 PRIO_DEFAULT = 0
 TABLE_WIRE = 0
+ETH_RARP = 0x8035
+OFPP_CONTROLLER = 0xfffffffd
 
 
 @dataclass(frozen=True, order=True)
@@ -29,7 +36,10 @@ class Flow:
     table: int
     priority: int
     match: Tuple[Tuple[str, object], ...]     # sorted (field, value) pairs
-    actions: Tuple[Tuple, ...]                # ('output', port) | ('set_field', field, value)
+    # ('output', port) | ('set_field', field, value) |
+    # ('learn', priority, cookie, match): add (priority, match) -> output
+    # to the packet's in_port, in this table
+    actions: Tuple[Tuple, ...]
     cookie: int = 0
 
     @property
@@ -79,46 +89,112 @@ def wire_state(wire, hosts, locations):
     return TUNNELLED
 
 
-def wire_flows(wire, hosts, locations) -> Dict[str, Set[Flow]]:
-    """Flows one wire needs, per host name. Empty while pending."""
+def _send(here, target, hosts, cid):
+    """Actions on host `here` that carry a wire's frame to `target`."""
+    if target.host == here:
+        return [('output', target.ofport)]
+    return [('set_field', 'tunnel_id', cid),
+            ('set_field', 'tun_ipv4_dst', hosts[target.host].tunnel_ip),
+            ('output', hosts[here].tunnel_ofport)]
+
+
+def _ingress_match(here, sender_host, hosts, cid):
+    """What frames of wire `cid` sent from `sender_host` look like on
+    `here`: a local port's frames are matched by in_port by the caller;
+    tunnelled ones by tunnel port, key and the sender's tunnel address."""
+    return {'in_port': hosts[here].tunnel_ofport, 'tunnel_id': cid,
+            'tun_ipv4_src': hosts[sender_host].tunnel_ip}
+
+
+def _direction(out, cid, cookie, hosts, sender, targets, gated=None):
+    """Flows carrying frames entering at `sender` to every Location in
+    `targets` (delivered in that order). A target in `gated` gets its
+    tunnel ingress flow with no actions (drop) until activation."""
+    acts = []
+    for t in targets:
+        if t.host == sender.host and gated is not None and t == gated:
+            continue                     # learned at activation instead
+        acts += _send(sender.host, t, hosts, cid)
+    out.setdefault(sender.host, set()).add(
+        make_flow(PRIO_WIRE, {'in_port': sender.ofport}, acts, cookie))
+    for t in targets:
+        if t.host != sender.host:
+            out.setdefault(t.host, set()).add(make_flow(
+                PRIO_WIRE, _ingress_match(t.host, sender.host, hosts, cid),
+                [] if t == gated else [('output', t.ofport)], cookie))
+
+
+def _has_tunnel(hosts, name):
+    h = hosts.get(name)
+    return h is not None and bool(h.tunnel_ip) and bool(h.tunnel_ofport)
+
+
+def wire_flows(wire, hosts, locations, shadows=None) -> Dict[str, Set[Flow]]:
+    """Flows one wire needs, per host name. Empty while pending.
+
+    `shadows` (vNIC -> Location) holds not yet activated destinations of
+    moving vNICs. While one end of the wire is moving:
+      - the far end sends every frame to both the source and the
+        destination (no controller round trip at switchover);
+      - the destination drops them (a paused guest's tap would queue them
+        and deliver them late, as duplicates) until the guest's RARP
+        announce (ethertype 0x8035) arrives on its port: a learn action
+        then installs, in the switch itself, exactly the flow that
+        delivers them, and a copy goes to the controller to clean up;
+      - both source and destination send the guest's frames to the far end.
+    If both ends move at once, or a host lacks tunnel details, the wire
+    keeps its plain flows (it switches when a source port leaves)."""
     state = wire_state(wire, hosts, locations)
-    cookie = ids.wire_cookie(wire.connector_id)
+    if state not in (COLLAPSED, TUNNELLED):
+        return {}
+    cid, cookie = wire.connector_id, ids.wire_cookie(wire.connector_id)
+    moving = [v for v in wire.ends() if shadows and v in shadows]
     out: Dict[str, Set[Flow]] = {}
-    if state == COLLAPSED:
-        la, lb = locations[wire.end_a], locations[wire.end_b]
-        out[la.host] = {
-            make_flow(PRIO_WIRE, {'in_port': la.ofport},
-                      [('output', lb.ofport)], cookie),
-            make_flow(PRIO_WIRE, {'in_port': lb.ofport},
-                      [('output', la.ofport)], cookie),
-        }
-    elif state == TUNNELLED:
-        for here, there in ((wire.end_a, wire.end_b),
-                            (wire.end_b, wire.end_a)):
-            lh, lt = locations[here], locations[there]
-            h, peer = hosts[lh.host], hosts[lt.host]
-            out.setdefault(lh.host, set()).update({
-                make_flow(PRIO_WIRE, {'in_port': lh.ofport},
-                          [('set_field', 'tunnel_id', wire.connector_id),
-                           ('set_field', 'tun_ipv4_dst', peer.tunnel_ip),
-                           ('output', h.tunnel_ofport)], cookie),
-                make_flow(PRIO_WIRE, {'in_port': h.tunnel_ofport,
-                                      'tunnel_id': wire.connector_id,
-                                      'tun_ipv4_src': peer.tunnel_ip},
-                          [('output', lh.ofport)], cookie),
-            })
+    if len(moving) == 1:
+        v = moving[0]
+        src, dst = locations[v], shadows[v]
+        far = locations[wire.other_end(v)]
+        if all(_has_tunnel(hosts, h) for h in {src.host, dst.host, far.host}):
+            _direction(out, cid, cookie, hosts, far, [src, dst], gated=dst)
+            _direction(out, cid, cookie, hosts, src, [far])
+            _direction(out, cid, cookie, hosts, dst, [far])
+            learned = ({'in_port': far.ofport} if far.host == dst.host else
+                       _ingress_match(dst.host, far.host, hosts, cid))
+            out[dst.host].add(make_flow(
+                PRIO_ACTIVATE, {'in_port': dst.ofport, 'eth_type': ETH_RARP},
+                [('learn', PRIO_WIRE, cookie,
+                  tuple(sorted(learned.items())))] +
+                _send(dst.host, far, hosts, cid) +
+                [('output', OFPP_CONTROLLER)], cookie))
+            return out
+    la, lb = locations[wire.end_a], locations[wire.end_b]
+    _direction(out, cid, cookie, hosts, la, [lb])
+    _direction(out, cid, cookie, hosts, lb, [la])
     return out
 
 
 def compute_flows(world) -> Dict[str, Set[Flow]]:
     """Desired flow table of every known host."""
-    locations = world.locations()
+    locations, shadows = world.locations(), world.shadows()
     tables = {name: set(default_flows()) for name in world.hosts}
     for wire in world.wires.values():
-        for host, flows in wire_flows(wire, world.hosts, locations).items():
+        for host, flows in wire_flows(wire, world.hosts, locations,
+                                      shadows).items():
             if host in tables:
                 tables[host] |= flows
     return tables
+
+
+def activation_flows(table):
+    """{key of a learned flow: RARP flow that learns it} in a host's
+    desired table, to recognise activations the switch made while the
+    controller was not listening."""
+    out = {}
+    for f in table.values():
+        for a in f.actions:
+            if a[0] == 'learn':
+                out[(TABLE_WIRE, a[1], a[3])] = f
+    return out
 
 
 @dataclass
@@ -191,7 +267,9 @@ class IncrementalTables:
     def __init__(self):
         self.wires = {}            # cid -> Wire
         self.hosts = {}            # name -> Host
-        self.claims = {}           # vnic -> {host name: ofport}
+        self.claims = {}           # vnic -> {host name: ofport}, arrival order
+        self.moves = {}            # vnic -> Move (live migrations)
+        self.finished = []         # (vnic, Move, 'completed'|'aborted')
         self.by_vnic = {}          # vnic -> cid
         self.by_host = {}          # host name -> {cid} with an end there
         self.wire_out = {}         # cid -> {host: set(Flow)}
@@ -239,9 +317,12 @@ class IncrementalTables:
             claims = self.claims.setdefault(vnic, {})
             port = new_ports.get(vnic)
             if port is not None and port > 0:
+                arriving = host.name not in claims
                 claims[host.name] = port
-            else:
-                claims.pop(host.name, None)
+                if arriving:
+                    self._arrived(vnic, host.name)
+            elif claims.pop(host.name, None) is not None:
+                self._left(vnic, host.name)
             if vnic in self.by_vnic:
                 touched.add(self.by_vnic[vnic])
         if old is None or (old.tunnel_ip, old.tunnel_ofport) != \
@@ -250,11 +331,74 @@ class IncrementalTables:
         for cid in touched:
             self._recompute(cid)
 
-    def incumbents(self):
-        """vNIC -> incumbent host, for vNICs claimed by two hosts (the
-        World.incumbents equivalent of this state)."""
-        return {v: next(iter(c)) for v, c in self.claims.items()
-                if len(c) > 1}
+    # -- live migrations ---------------------------------------------------
+    def _arrived(self, vnic, name):
+        """A vNIC plugged on a second host is a live migration to it, even
+        if no hook announced it (the hook may not reach us)."""
+        claims, move = self.claims[vnic], self.moves.get(vnic)
+        if move is not None and name in (move.source, move.destination):
+            return
+        others = [h for h in claims if h != name]
+        if others:
+            src = move.source if move is not None and \
+                move.source in claims else others[0]
+            self.moves[vnic] = Move(src, name)
+
+    def _left(self, vnic, name):
+        """The source leaving completes a move; the destination leaving
+        aborts it (or the guest died there)."""
+        move = self.moves.get(vnic)
+        if move is not None and name == move.source:
+            self._finish(vnic, 'completed')
+        elif move is not None and name == move.destination:
+            self._finish(vnic, 'aborted')
+
+    def _finish(self, vnic, outcome):
+        self.finished.append((vnic, self.moves.pop(vnic), outcome))
+
+    def start_move(self, vnic, source, destination):
+        """A move announced (hook) or restored (after a restart) before or
+        while its destination tap appears."""
+        move = self.moves.get(vnic)
+        if move is not None and (move.source, move.destination) == \
+                (source, destination):
+            return
+        self.moves[vnic] = Move(source, destination)
+        self._touch(vnic)
+
+    def activate(self, vnic, host):
+        """The guest announced itself on `host` (its RARP): deliver there
+        from now on. Returns True if that activated a move."""
+        move = self.moves.get(vnic)
+        if move is None or move.activated or move.destination != host or \
+                host not in self.claims.get(vnic, {}):
+            return False
+        self.moves[vnic] = Move(move.source, move.destination, True)
+        self._touch(vnic)
+        return True
+
+    def cancel_move(self, vnic):
+        """Forget a move (timed out, or aborted while its destination port
+        is still there): traffic goes back to the source alone."""
+        if vnic in self.moves:
+            self._finish(vnic, 'aborted')
+            self._touch(vnic)
+
+    def vnic_at(self, host, ofport):
+        """The vNIC plugged on host's ofport, or None."""
+        h = self.hosts.get(host)
+        for v in (h.vnics if h else ()):
+            if v.ofport == ofport:
+                return v.vnic_id
+        return None
+
+    def pop_finished(self):
+        f, self.finished = self.finished, []
+        return f
+
+    def _touch(self, vnic):
+        if vnic in self.by_vnic:
+            self._recompute(self.by_vnic[vnic])
 
     def pop_dirty(self):
         """{host: flow keys changed} since the last call."""
@@ -276,19 +420,20 @@ class IncrementalTables:
 
     # -- internals ---------------------------------------------------------
     def location(self, vnic):
-        claims = self.claims.get(vnic)
-        if not claims:
-            return None
-        name = next(iter(claims))   # the incumbent: claims keep arrival order
-        from virtualwire.model import Location
-        return Location(name, claims[name])
+        return place(self.claims.get(vnic), self.moves.get(vnic))[0]
 
     def _recompute(self, cid):
         wire = self.wires[cid]
-        loc = {v: l for v in wire.ends()
-               for l in [self.location(v)] if l is not None}
-        self._place(cid, {l.host for l in loc.values()})
-        self._install(cid, wire_flows(wire, self.hosts, loc))
+        loc, shadows = {}, {}
+        for v in wire.ends():
+            here, shadow = place(self.claims.get(v), self.moves.get(v))
+            if here is not None:
+                loc[v] = here
+            if shadow is not None:
+                shadows[v] = shadow
+        self._place(cid, {l.host for l in loc.values()} |
+                    {l.host for l in shadows.values()})
+        self._install(cid, wire_flows(wire, self.hosts, loc, shadows))
 
     def _place(self, cid, hosts):
         for h in self.wire_hosts.get(cid, set()) - hosts:

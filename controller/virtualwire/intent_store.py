@@ -172,5 +172,49 @@ class IntentStore:
                              % (host.name, status, txn.get_error()))
 
 
+    # ---- live migrations -------------------------------------------------
+    def migrations(self):
+        """Migration records as saved: [dict], in no particular order."""
+        import json
+        with self.client.lock:
+            texts = [r.record for r in
+                     self.client.idl.tables['Migration'].rows.values()]
+        out = []
+        for t in texts:
+            try:
+                out.append(json.loads(t))
+            except ValueError as e:
+                LOG.warning('ignoring unreadable migration record: %s', e)
+        return out
+
+    def save_migration(self, rec, keep=()):
+        """Upsert one migration record (a dict with 'id', 'vm_uuid',
+        'state'); records whose id is not in `keep` and that are not active
+        are dropped (bounded history)."""
+        import json
+        text = json.dumps(rec, sort_keys=True)
+        keep = set(keep) | {rec['id']}
+
+        def build(txn, idl):
+            found = False
+            for r in list(idl.tables['Migration'].rows.values()):
+                if r.id == rec['id']:
+                    found = True
+                    if r.record != text:
+                        r.record, r.state = text, rec['state']
+                elif r.id not in keep and r.state != 'prepared':
+                    r.delete()
+            if not found:
+                row = txn.insert(idl.tables['Migration'])
+                row.id, row.vm_uuid = rec['id'], rec['vm_uuid']
+                row.state, row.record = rec['state'], text
+
+        status, txn = self.client.transact(build)
+        if status not in (ovs.db.idl.Transaction.SUCCESS,
+                          ovs.db.idl.Transaction.UNCHANGED):
+            raise StoreError('saving migration %s failed: %s (%s)'
+                             % (rec['id'], status, txn.get_error()))
+
+
 def _wire(row):
     return Wire(row.connector_id, row.end_a, row.end_b, row.created_at)

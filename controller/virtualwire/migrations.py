@@ -40,6 +40,10 @@ class Migration:
     state: str = PREPARED
     started_at: float = field(default_factory=time.time)
     ended_at: Optional[float] = None
+    # vNIC -> when its RARP switched delivery to the destination
+    activated: Dict[str, float] = field(default_factory=dict)
+    # vNIC -> how its move ended in the data plane ('completed'|'aborted')
+    moves: Dict[str, str] = field(default_factory=dict)
 
     def view(self):
         d = asdict(self)
@@ -118,6 +122,27 @@ class MigrationBook:
             return self._end(m, COMPLETED)
         return None
 
+    def activated(self, vnic, host, when=None):
+        """vNIC's guest announced itself on `host` (data-plane activation)."""
+        for m in self.active.values():
+            if vnic in m.vnics and m.destination == host:
+                m.activated.setdefault(vnic, when or time.time())
+                return m
+        return None
+
+    def move_finished(self, vnic, outcome):
+        """A vNIC's move ended (its source or destination port went away).
+        When every vNIC's has, the migration is over even if the hook never
+        said so (it could not reach us). Returns the record if it changed."""
+        for m in list(self.active.values()):
+            if vnic in m.vnics:
+                m.moves[vnic] = outcome
+                if len(m.moves) == len(m.vnics):
+                    self._end(m, COMPLETED if set(m.moves.values()) ==
+                              {COMPLETED} else ABORTED)
+                return m
+        return None
+
     def _end(self, m, state):
         m.state, m.ended_at = state, time.time()
         self.active.pop(m.vm_uuid, None)
@@ -125,6 +150,23 @@ class MigrationBook:
         while len(self.history) > HISTORY:
             self.history.popitem(last=False)
         return m
+
+    def restore(self, records):
+        """Load records saved by `save_migration` (controller restart)."""
+        for d in sorted(records, key=lambda d: d.get('started_at') or 0):
+            try:
+                m = Migration(**dict(d, vnics=tuple(d['vnics'])))
+            except (TypeError, KeyError):
+                continue
+            if m.state == PREPARED:
+                self.active[m.vm_uuid] = m
+            else:
+                self.history[m.id] = m
+        while len(self.history) > HISTORY:
+            self.history.popitem(last=False)
+
+    def keep_ids(self):
+        return [m.id for m in self.all()]
 
     def all(self):
         return list(self.active.values()) + list(reversed(

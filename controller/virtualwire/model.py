@@ -53,29 +53,50 @@ class Location:
     ofport: int
 
 
+@dataclass(frozen=True)
+class Move:
+    """A vNIC on its way from one host to another (a live migration): its
+    destination tap exists while the guest still runs on the source. Until
+    `activated` (the guest's RARP seen on the destination) traffic for it
+    is delivered on the source; afterwards on the destination."""
+    source: str
+    destination: str
+    activated: bool = False
+
+
 @dataclass
 class World:
     """Everything the flow computation needs: intent plus where vNICs are."""
     wires: Dict[int, Wire] = field(default_factory=dict)
     hosts: Dict[str, Host] = field(default_factory=dict)
-    # vNIC -> the host that held it first, for vNICs plugged on two hosts
-    # at once (a live migration: the destination's tap appears while the
-    # guest still runs on the source).
-    incumbents: Dict[str, str] = field(default_factory=dict)
+    # vNIC -> Move, for vNICs being live-migrated.
+    moves: Dict[str, Move] = field(default_factory=dict)
+
+    def claims(self) -> Dict[str, Dict[str, int]]:
+        """vNIC id -> {host name: ofport} for every host it is plugged on."""
+        out = {}
+        for name in sorted(self.hosts):
+            for v in self.hosts[name].vnics:
+                if v.ofport and v.ofport > 0:
+                    out.setdefault(v.vnic_id, {})[name] = v.ofport
+        return out
 
     def locations(self) -> Dict[str, Location]:
-        """vNIC id -> where it is plugged. A vNIC plugged on two hosts stays
-        with its incumbent until it leaves it (then the newcomer has it);
-        without a known incumbent, the first host by name."""
-        loc = {}
-        for name in sorted(self.hosts):
-            h = self.hosts[name]
-            for v in h.vnics:
-                if v.ofport and v.ofport > 0:
-                    if v.vnic_id not in loc or \
-                            self.incumbents.get(v.vnic_id) == name:
-                        loc[v.vnic_id] = Location(name, v.ofport)
-        return loc
+        """vNIC id -> where traffic for it is delivered: a moving vNIC's
+        source until the move is activated, then its destination; a vNIC
+        on two hosts without a move, the first host by name."""
+        return {v: place(c, self.moves.get(v))[0]
+                for v, c in self.claims().items()}
+
+    def shadows(self) -> Dict[str, Location]:
+        """vNIC id -> its not yet activated destination, for moving vNICs
+        plugged on both ends of their move."""
+        out = {}
+        for v, c in self.claims().items():
+            shadow = place(c, self.moves.get(v))[1]
+            if shadow is not None:
+                out[v] = shadow
+        return out
 
     def wire_of_vnic(self) -> Dict[str, int]:
         m = {}
@@ -83,6 +104,24 @@ class World:
             m[w.end_a] = w.connector_id
             m[w.end_b] = w.connector_id
         return m
+
+
+def place(claims, move):
+    """(delivery Location, shadow Location or None) of a vNIC plugged on
+    `claims` ({host: ofport}, in arrival order) with an optional Move."""
+    if not claims:
+        return None, None
+    if move is not None and move.source in claims and \
+            move.destination in claims:
+        src = Location(move.source, claims[move.source])
+        dst = Location(move.destination, claims[move.destination])
+        return (dst, None) if move.activated else (src, dst)
+    if move is not None and move.destination in claims and move.activated:
+        return Location(move.destination, claims[move.destination]), None
+    if move is not None and move.source in claims:
+        return Location(move.source, claims[move.source]), None
+    name = next(iter(claims))
+    return Location(name, claims[name]), None
 
 
 def host_to_json(h: Host) -> str:

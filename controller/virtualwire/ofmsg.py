@@ -2,9 +2,54 @@
 
 Thin on purpose: no decisions are made here.
 """
+import ipaddress
+
 from virtualwire import flows as fl
 
 _ALL_ONES = 0xFFFFFFFFFFFFFFFF
+
+# Width of the match fields a learned flow may set (all immediate values).
+_LEARN_BITS = {'in_port': 32, 'tunnel_id': 64, 'tun_ipv4_src': 32}
+_LEARN_NAMES = {'in_port_nxm': 'in_port', 'tun_id': 'tunnel_id',
+                'tun_ipv4_src': 'tun_ipv4_src', 'tunnel_id_nxm': 'tunnel_id'}
+
+
+def _learn(parser, act):
+    """('learn', priority, cookie, match) -> NXActionLearn adding
+    `match` -> output:<the packet's in_port> to table 0, permanently."""
+    _, priority, cookie, match = act
+    specs = []
+    for field, value in match:
+        if field == 'tun_ipv4_src':
+            value = int(ipaddress.IPv4Address(value))
+        specs.append(parser.NXFlowSpecMatch(
+            src=value, dst=(field, 0), n_bits=_LEARN_BITS[field]))
+    specs.append(parser.NXFlowSpecOutput(src=('in_port', 0), dst='',
+                                         n_bits=32))
+    return parser.NXActionLearn(table_id=fl.TABLE_WIRE, specs=specs,
+                                priority=priority, cookie=cookie)
+
+
+def _unlearn(a):
+    """NXActionLearn as a switch reports it -> our ('learn', ...) tuple,
+    or None if it is not one we would install."""
+    match = []
+    outputs = 0
+    for spec in a.specs:
+        kind = type(spec).__name__
+        if kind == 'NXFlowSpecMatch' and not isinstance(spec.src, tuple):
+            field = _LEARN_NAMES.get(spec.dst[0], spec.dst[0])
+            value = spec.src
+            if field == 'tun_ipv4_src':
+                value = str(ipaddress.IPv4Address(value))
+            match.append((field, value))
+        elif kind == 'NXFlowSpecOutput' and spec.src[0].startswith('in_port'):
+            outputs += 1
+        else:
+            return None
+    if outputs != 1 or a.table_id != fl.TABLE_WIRE:
+        return None
+    return ('learn', a.priority, a.cookie, tuple(sorted(match)))
 
 
 def _match(parser, flow):
@@ -18,6 +63,8 @@ def _actions(parser, flow):
             acts.append(parser.OFPActionOutput(a[1]))
         elif a[0] == 'set_field':
             acts.append(parser.OFPActionSetField(**{a[1]: a[2]}))
+        elif a[0] == 'learn':
+            acts.append(_learn(parser, a))
         else:
             raise ValueError('unsupported action %r' % (a,))
     return acts
@@ -78,6 +125,8 @@ def flow_from_stats(stat):
                 actions.append(('output', a.port))
             elif name == 'OFPActionSetField':
                 actions.append(('set_field', a.key, a.value))
+            elif name == 'NXActionLearn' and _unlearn(a) is not None:
+                actions.append(_unlearn(a))
             else:
                 # Something we never install: keep it distinct so the diff
                 # replaces it.

@@ -124,6 +124,9 @@ class RestApi:
                 'tunnel_ip': h.tunnel_ip, 'site': h.site,
                 'connected': conn is not None,
                 'synced': bool(conn and conn.installed is not None),
+                # When the switch last confirmed (barrier reply) every flow
+                # change we sent it: the moment they were all in place.
+                'flows_confirmed_at': conn.confirmed_at if conn else None,
                 'datapath_type': h.datapath_type,
                 'underlay_mtu': h.underlay_mtu,
                 'vnics': len(h.vnics), 'warnings': warnings}

@@ -12,6 +12,18 @@ import pytest
 from conftest import _seq, flows_of, wait_until
 from virtualwire import ids
 from virtualwire.lab import LabError
+from virtualwire.lab.qemu_events import EventWatch, stop_resume_windows
+
+# A datagram the guest received just before QEMU's STOP may lose its echo
+# (the guest had not answered yet): one lab round trip plus the guest's
+# turnaround under TCG, well under 5 ms.
+MARGIN = 0.005
+# Seen in about half the migrations in this lab, on every NIC of the
+# migrated guest at once and on no other wire: a few datagrams (<= 14 in
+# 30 runs) lost on their way in 75-85 ms after RESUME, when no flow
+# changes anywhere (controller log). Not explained yet (docs/benchmarks.rst);
+# tolerated within these bounds so that anything larger still fails.
+SETTLE, SETTLE_MAX = 0.150, 20
 
 
 def _report(proc):
@@ -70,6 +82,7 @@ def test_wires_follow_a_live_migrated_guest(lab, api):
         for vm, dst in ((far, '10.81.0.1'), (near, '10.82.0.1')):
             wait_until(lambda: vm.ping(dst, count=1)[1] == 1, 20,
                        what='guest answers on %s' % dst)
+        watch = EventWatch([h1, h2]).__enter__()
         streams = [vm.tool_bg('udp-echo', '--dst', dst, '--rate', 1000,
                               '--seconds', 12)
                    for vm, dst in ((far, '10.81.0.1'), (near, '10.82.0.1'))]
@@ -92,18 +105,28 @@ def test_wires_follow_a_live_migrated_guest(lab, api):
         wait_until(lambda: _wire_hosts(api, w_near) ==
                    ('collapsed', {'h1'}), 15, what='near wire collapses')
         reports = [_report(p) for p in streams]
-        why = (reports, 'guest console:', g.console_text()[-1500:])
+        watch.__exit__(None, None, None)
+        windows = stop_resume_windows(watch.events, g.name)
+        assert [(w[1], w[3]) for w in windows] == [('h1', 'h2'),
+                                                   ('h2', 'h1')], windows
+        why = (reports, windows, 'guest console:', g.console_text()[-1500:])
         for r in reports:
             assert r['duplicates'] == 0, why
             # Nothing lost once the moves are over: the tail is clean.
             assert r['lost_tail'] == 0, why
-            assert r['echoed'] > r['sent'] - 2000, why
+            # Every datagram lost was sent while the guest was paused.
+            outside = _losses_outside(r, windows)
+            assert outside == [], (outside, _runs(r, windows), windows)
         # The hooks announced both moves and reported both departures.
         moves = [(m['destination'], m['state'], sorted(m['sources'].values()))
                  for m in api.ok('GET', '/v1/migrations')['migrations']
                  if m['vm_uuid'] == g.uuid]
         assert moves == [('h1', 'completed', ['h2', 'h2']),
                          ('h2', 'completed', ['h1', 'h1'])], moves
+        # ... and each vNIC switched over on its RARP, in the switch.
+        for m in api.ok('GET', '/v1/migrations')['migrations']:
+            if m['vm_uuid'] == g.uuid:
+                assert sorted(m['activated']) == sorted([e0, e1]), m
         # And afterwards both wires carry a clean stream.
         for vm, dst in ((far, '10.81.0.1'), (near, '10.82.0.1')):
             r = vm.tool('udp-echo', '--dst', dst, '--rate', 1000,
@@ -113,6 +136,34 @@ def test_wires_follow_a_live_migrated_guest(lab, api):
         for w in (w_far, w_near):
             api.req('DELETE', '/v1/wires/%d' % w)
         lab.destroy_guest(g)
+
+
+def _losses_outside(report, windows, margin=MARGIN):
+    """Lost runs not inside any STOP->RESUME window (+ margin), each as
+    (packets, ms after the nearest STOP, ms after its RESUME) to read;
+    the post-resume stray losses described at SETTLE are let through."""
+    out, settle = [], [0] * len(windows)
+    for run in report['lost_runs']:
+        if any(stop - margin <= run['from'] and run['to'] <= resume + margin
+               for stop, _, resume, _ in windows):
+            continue
+        after = [i for i, (_, _, resume, _) in enumerate(windows)
+                 if resume < run['from'] and run['to'] <= resume + SETTLE]
+        if after and settle[after[0]] + run['packets'] <= SETTLE_MAX:
+            settle[after[0]] += run['packets']
+            continue
+        stop, _, resume, _ = min(windows, key=lambda w: abs(w[0] -
+                                                           run['from']))
+        out.append((run['packets'], round((run['from'] - stop) * 1e3, 1),
+                    round((run['to'] - resume) * 1e3, 1)))
+    return out
+
+
+def _runs(report, windows):
+    """Lost runs as (packets, ms from the first STOP, ms to the end)."""
+    t0 = windows[0][0] if windows else 0
+    return [(r['packets'], round((r['from'] - t0) * 1e3, 1),
+             round((r['to'] - t0) * 1e3, 1)) for r in report['lost_runs']]
 
 
 def _domstate(host, name):
@@ -232,3 +283,65 @@ def test_a_four_vnic_guest_migrates_with_all_four_wires(lab, api):
         for wid in wires:
             api.req('DELETE', '/v1/wires/%d' % wid)
         lab.destroy_guest(g)
+
+
+def test_controller_killed_mid_migration_the_wire_still_converges(
+        lab, api, wired_guest):
+    """The controller dies (SIGKILL) once the destination is prepared; the
+    migration finishes without it: the destination switch activates itself
+    on the guest's RARP, so traffic follows the guest with the controller
+    still down. Restarted, the controller reads the migration from its
+    database and the activation from the switch, and cleans up."""
+    h1, h2, h3 = lab.hosts
+    g, far, wid = wired_guest('10.85.0')
+    nic = next(iter(g.nics))
+    h1.libvirt.virsh('migrate-setspeed', g.name, '1')   # slow copy
+    with EventWatch([h1, h2]) as watch:
+        stream = far.tool_bg('udp-echo', '--dst', '10.85.0.1', '--rate',
+                             1000, '--seconds', 14)
+        time.sleep(0.5)
+        mig = subprocess.Popen(['virsh', '-c', h1.libvirt.uri, 'migrate',
+                                '--live', g.name, h2.libvirt.uri],
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        try:
+            # Prepared: the far end's host sends the wire to both hosts.
+            wait_until(lambda: sum('set_field:%s->tun_dst' % h.tunnel_ip in l
+                                   for h in (h1, h2)
+                                   for l in flows_of(h3, '0x%x' %
+                                                     ids.wire_cookie(wid))
+                                   ) == 2, 30, what='dual send on h3')
+            lab.stop_controller(kill=True)
+            h1.libvirt.virsh('migrate-setspeed', g.name, '10000')
+            _out, err = mig.communicate(timeout=90)
+            assert mig.returncode == 0, err
+        finally:
+            if mig.poll() is None:
+                mig.kill()
+        assert _domstate(h2, g.name) == 'running'
+        # Controller still down: the guest already answers on h2.
+        r = far.tool('udp-echo', '--dst', '10.85.0.1', '--rate', 1000,
+                     '--seconds', 1)
+        assert r['lost'] == 0 and r['duplicates'] == 0, r
+        lab.start_controller()
+        wait_until(api.synced, 30, what='controller back')
+        wait_until(lambda: _wire_hosts(api, wid) == ('tunnelled',
+                                                     {'h2', 'h3'}),
+                   20, what='wire on h2')
+        report = _report(stream)
+    windows = stop_resume_windows(watch.events, g.name)
+    assert len(windows) == 1, windows
+    assert report['duplicates'] == 0 and report['lost_tail'] == 0, report
+    assert _losses_outside(report, windows) == [], (_runs(report, windows),
+                                                    windows)
+    # Cleaned up: exactly the flows a fresh start would have (no dual send,
+    # no RARP flow), and the record says how it went.
+    cookie = '0x%x' % ids.wire_cookie(wid)
+    wait_until(lambda: not flows_of(h1, cookie), 20, what='h1 clean')
+    assert not [l for h in lab.hosts for l in flows_of(h, cookie)
+                if 'learn' in l or 'rarp' in l]
+    assert sum('tun_dst' in l for l in flows_of(h3, cookie)) == 1
+    rec = [m for m in api.ok('GET', '/v1/migrations')['migrations']
+           if m['vm_uuid'] == g.uuid]
+    assert [(m['state'], m['vnics']) for m in rec] == \
+        [('completed', [nic])], rec

@@ -4,7 +4,7 @@ import pytest
 from virtualwire import flows as fl
 from virtualwire import ids
 from virtualwire.fakeof import FakeFabric, FakeSwitch, Packet
-from virtualwire.model import Host, VnicPort, Wire, World
+from virtualwire.model import Host, Move, VnicPort, Wire, World
 
 TUN = 65000
 
@@ -186,14 +186,15 @@ def test_every_wire_has_its_own_cookie(n_wires):
 
 
 def test_incremental_tables_match_the_reference_under_random_changes():
-    """Random connects, disconnects, plugs, unplugs, moves and tunnel
-    changes: the incremental tables always equal compute_flows(world), and
+    """Random connects, disconnects, plugs, unplugs, migrations (arrive,
+    activate, leave, abort) and tunnel changes: the incremental tables always equal compute_flows(world), and
     every host whose table changed is reported dirty."""
     import random
     rng = random.Random(7)
     names = ['h%d' % i for i in range(4)]
     vnics = ['v%d' % i for i in range(12)]
     placement = {}          # vnic -> [(host, ofport)], incumbent first
+    moves = {}              # vnic -> Move, as a user would expect them
     tun = {n: ('198.19.0.%d' % (i + 1), TUN) for i, n in enumerate(names)}
     wires = {}
     inc = fl.IncrementalTables()
@@ -210,7 +211,7 @@ def test_incremental_tables_match_the_reference_under_random_changes():
     switch = {}                  # host -> key -> Flow, as a switch holds it
     for step in range(400):
         op = rng.choice(['connect', 'disconnect', 'plug', 'unplug', 'tunnel',
-                         'arrive', 'leave'])
+                         'arrive', 'leave', 'activate', 'abort'])
         if op == 'connect':
             free = [v for v in vnics
                     if all(v not in w.ends() for w in wires.values())]
@@ -229,6 +230,7 @@ def test_incremental_tables_match_the_reference_under_random_changes():
             # vNIC may get another one.
             placement[v] = [(rng.choice(names),
                              vnics.index(v) + 1 + 100 * rng.randint(0, 3))]
+            moves.pop(v, None)
         elif op == 'arrive' and placement:
             # A migration's destination tap appears; the source keeps it.
             v = rng.choice(sorted(placement))
@@ -236,22 +238,39 @@ def test_incremental_tables_match_the_reference_under_random_changes():
                     {h for h, _ in placement[v]}]
             if len(placement[v]) == 1 and free:
                 placement[v].append((rng.choice(free), 50 + vnics.index(v)))
+                moves[v] = Move(placement[v][0][0], placement[v][1][0])
         elif op == 'leave':
             # ... and then the source's goes.
             moving = sorted(v for v, c in placement.items() if len(c) > 1)
             if moving:
-                placement[rng.choice(moving)].pop(0)
+                v = rng.choice(moving)
+                placement[v].pop(0)
+                moves.pop(v, None)
+        elif op == 'abort':
+            # ... or the destination's goes instead.
+            moving = sorted(v for v, c in placement.items() if len(c) > 1)
+            if moving:
+                v = rng.choice(moving)
+                placement[v].pop(1)
+                moves.pop(v, None)
+        elif op == 'activate' and any(not m.activated for m in moves.values()):
+            # The guest's RARP on the destination.
+            v = rng.choice(sorted(v for v, m in moves.items()
+                                  if not m.activated))
+            assert inc.activate(v, moves[v].destination)
+            moves[v] = Move(moves[v].source, moves[v].destination, True)
         elif op == 'unplug' and placement:
-            del placement[rng.choice(sorted(placement))]
+            v = rng.choice(sorted(placement))
+            del placement[v]
+            moves.pop(v, None)
         elif op == 'tunnel':
             n = rng.choice(names)
             tun[n] = (tun[n][0], rng.choice([TUN, None]))
         hs = hosts()
         for h in hs.values():
             inc.set_host(h)
-        inc_by = {v: c[0][0] for v, c in placement.items() if len(c) > 1}
-        assert inc.incumbents() == inc_by, step
-        want = fl.compute_flows(World(dict(wires), hs, inc_by))
+        assert inc.moves == moves, step
+        want = fl.compute_flows(World(dict(wires), hs, dict(moves)))
         dirty = inc.pop_dirty()
         for n in names:
             assert inc.table(n) == want[n], (step, op, n)

@@ -12,6 +12,12 @@
                                      echoes (the lab guest's vw-responder);
                                      reports losses each way, duplicates
                                      and the lost windows (JSON)
+  echo-server --port P               what the guest's vw-responder does, in a
+                                     namespace VM: echo each datagram's
+                                     sequence with our receive counter
+  rarp IFACE...                      send the RARP announce QEMU sends for
+                                     a migrated NIC on each IFACE, at once;
+                                     prints {"sent_at"} (unix time)
   beacon IFACE --interval-us U       raw frames (ethertype 0x88b5) until killed
   first-frame IFACE --timeout S      print the CLOCK_MONOTONIC arrival time of
                                      the first beacon frame (JSON)
@@ -40,6 +46,28 @@ def frames_send(iface, frames):
     for f in frames:
         s.send(bytes.fromhex(f))
     s.close()
+
+
+def rarp_frame(mac):
+    """QEMU's self-announce (net/announce.c): a RARP reverse request from
+    and for the NIC's MAC, padded to 60 bytes."""
+    m = bytes.fromhex(mac.replace(':', ''))
+    body = struct.pack('!HHBBH', 1, 0x0800, 6, 4, 3) + m + bytes(4) + m + \
+        bytes(4)
+    return (b'\xff' * 6 + m + b'\x80\x35' + body).ljust(60, b'\0')
+
+
+def rarp(ifaces):
+    socks = []
+    for i in ifaces:
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        s.bind((i, 0))
+        with open('/sys/class/net/%s/address' % i) as f:
+            socks.append((s, rarp_frame(f.read().strip())))
+    t = time.time()
+    for s, frame in socks:
+        s.send(frame)
+    print(json.dumps({'sent_at': t}))
 
 
 def frames_sniff(iface, seconds, ready_file=None):
@@ -211,6 +239,19 @@ def echo_report(sent_at, echoes):
                           for a, b in runs]}
 
 
+def echo_server(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.bind(('0.0.0.0', port))
+    count = 0
+    while True:
+        data, peer = s.recvfrom(65535)
+        if len(data) >= ECHO.size:
+            count += 1
+            seq, _ = ECHO.unpack_from(data)
+            s.sendto(ECHO.pack(seq, count) + data[ECHO.size:], peer)
+
+
 def udp_echo(dst, port, rate, seconds, size=64, linger=0.5):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
@@ -317,6 +358,10 @@ def main(argv=None):
     a.add_argument('--rate', type=float, default=1000)
     a.add_argument('--seconds', type=float, required=True)
     a.add_argument('--size', type=int, default=64)
+    a = sub.add_parser('echo-server')
+    a.add_argument('--port', type=int, default=7000)
+    a = sub.add_parser('rarp')
+    a.add_argument('ifaces', nargs='+')
     a = sub.add_parser('beacon')
     a.add_argument('iface')
     a.add_argument('--interval-us', type=int, default=250)
@@ -340,6 +385,10 @@ def main(argv=None):
         tcp_send(args.dst, args.port, args.bytes)
     elif args.cmd == 'udp-echo':
         udp_echo(args.dst, args.port, args.rate, args.seconds, args.size)
+    elif args.cmd == 'echo-server':
+        echo_server(args.port)
+    elif args.cmd == 'rarp':
+        rarp(args.ifaces)
     elif args.cmd == 'beacon':
         beacon(args.iface, args.interval_us, args.src_mac)
     elif args.cmd == 'first-frame':
