@@ -14,7 +14,7 @@ from virtualwire import flows as fl
 from virtualwire import ids, ofmsg
 from virtualwire.host_ovsdb import HostDb
 from virtualwire.intent_store import VnicTaken
-from virtualwire.migrations import MigrationBook, MigrationRefused
+from virtualwire.migrations import ABORTED, MigrationBook, MigrationRefused
 from virtualwire.model import World
 
 LOG = logging.getLogger(__name__)
@@ -237,7 +237,8 @@ class Engine:
         if done:
             LOG.info('vNIC %s activated on %s (RARP)', vnic, host)
             self.mark_dirty()
-            self._persist(m)
+            # Off the OpenFlow event thread: other switches' events go on.
+            hub.spawn(self._persist, m)
 
     def _activations_in(self, dpid, installed):
         """A destination that learned its flow while we were not listening
@@ -328,8 +329,6 @@ class Engine:
                 if diff:
                     fl.apply_diff(conn.installed, diff)
                     work.append((h, conn, diff))
-        for m in {id(m): m for m in changed if m is not None}.values():
-            self._persist(m)
         for host, conn, diff in work:
             msgs = ofmsg.diff_messages(conn.dp, diff)
             for m in ofmsg.bundle(conn.dp, conn.bundle_id, msgs):
@@ -343,6 +342,9 @@ class Engine:
             self.stats['flow_mods'] += len(msgs)
             LOG.info('host %s: +%d ~%d -%d flows', host.name, len(diff.add),
                      len(diff.modify), len(diff.delete))
+        # Records after the flows: switches never wait on a database write.
+        for m in {id(m): m for m in changed if m is not None}.values():
+            self._persist(m)
 
     def _expire_moves(self):
         """A move never activated within move_timeout (a migration stuck or
@@ -457,7 +459,7 @@ class Engine:
     def migration_released(self, vm_uuid, host):
         with self.state_lock:
             m = self.migrations.released(vm_uuid, host)
-            if m is not None and m.state == 'aborted':
+            if m is not None and m.state == ABORTED:
                 for v in m.vnics:
                     mv = self.tables.moves.get(v)
                     if mv is not None and mv.destination == host:

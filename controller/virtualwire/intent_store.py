@@ -5,6 +5,7 @@ By default the controller runs a local ovsdb-server for it (see
 ovsdb-server instead, which gives it OVSDB's Raft-based HA for free.
 """
 import datetime
+import json
 import logging
 import os
 import random
@@ -175,7 +176,6 @@ class IntentStore:
     # ---- live migrations -------------------------------------------------
     def migrations(self):
         """Migration records as saved: [dict], in no particular order."""
-        import json
         with self.client.lock:
             texts = [r.record for r in
                      self.client.idl.tables['Migration'].rows.values()]
@@ -191,7 +191,6 @@ class IntentStore:
         """Upsert one migration record (a dict with 'id', 'vm_uuid',
         'state'); records whose id is not in `keep` and that are not active
         are dropped (bounded history)."""
-        import json
         text = json.dumps(rec, sort_keys=True)
         keep = set(keep) | {rec['id']}
 
