@@ -185,6 +185,17 @@ class LabHost:
         return sh(['ovs-appctl', '-t', '%s/vswitchd.ctl' % self.dir]
                   + list(args))
 
+    def log_datapath_flow_changes(self, on=True):
+        """Have vswitchd log every datapath flow it adds, changes or deletes
+        (dpif_netdev at debug level) to its log file."""
+        self.appctl('vlog/set', 'dpif_netdev:file:%s' % ('dbg' if on
+                                                          else 'info'))
+
+    def vswitchd_log(self):
+        with open(os.path.join(self.dir, 'vswitchd.log'),
+                  errors='replace') as f:
+            return f.read()
+
     def dump_flows(self):
         """[(cookie, table, priority, match, actions, n_packets)]"""
         return self.ofctl('dump-flows', '--no-names')

@@ -236,7 +236,9 @@ def echo_report(sent_at, echoes):
             'lost_on_the_way_in': lost_in, 'lost_on_the_way_back': lost_back,
             'lost_runs': [{'first': a, 'last': b, 'packets': b - a + 1,
                            'from': sent_at[a], 'to': sent_at[b]}
-                          for a, b in runs]}
+                          for a, b in runs],
+            # Each lost datagram with its send time, for loss audits.
+            'lost_sent_at': [[q, sent_at[q]] for q in missing]}
 
 
 def echo_server(port):
@@ -285,6 +287,43 @@ def udp_echo(dst, port, rate, seconds, size=64, linger=0.5):
     while time.perf_counter() < end:
         drain(end - time.perf_counter())
     print(json.dumps(echo_report(sent_at, echoes)))
+
+
+def parse_guest_stats(text):
+    """/proc/net/snmp + /proc/net/dev text -> {'udp': {...}, 'dev': {iface:
+    {'rx_packets', 'rx_dropped', 'tx_packets', 'tx_dropped'}}}."""
+    udp, dev, head = {}, {}, None
+    snmp, _, netdev = text.partition('Inter-|')
+    for line in snmp.splitlines():
+        if line.startswith('Udp: '):
+            fields = line.split()[1:]
+            if head is None:
+                head = fields
+            else:
+                udp = dict(zip(head, (int(v) for v in fields)))
+    for line in netdev.splitlines()[2:]:
+        name, _, rest = line.partition(':')
+        v = [int(x) for x in rest.split()]
+        if len(v) >= 12:
+            dev[name.strip()] = {'rx_packets': v[1], 'rx_dropped': v[3],
+                                 'tx_packets': v[9], 'tx_dropped': v[11]}
+    return {'udp': udp, 'dev': dev}
+
+
+def guest_stats(dst, port, timeout=2.0):
+    """Asks the lab guest's responder for its kernel's counters."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(timeout)
+    for _ in range(3):
+        s.sendto(b'VWSTATS?', (dst, port))
+        try:
+            data = s.recv(65535)
+        except socket.timeout:
+            continue
+        print(json.dumps(parse_guest_stats(data.decode(errors='replace'))))
+        return 0
+    print('guest-stats: no answer from %s:%d' % (dst, port), file=sys.stderr)
+    return 1
 
 
 BEACON_ETHERTYPE = 0x88b5         # IEEE local experimental
@@ -358,6 +397,9 @@ def main(argv=None):
     a.add_argument('--rate', type=float, default=1000)
     a.add_argument('--seconds', type=float, required=True)
     a.add_argument('--size', type=int, default=64)
+    a = sub.add_parser('guest-stats')
+    a.add_argument('--dst', required=True)
+    a.add_argument('--port', type=int, default=7000)
     a = sub.add_parser('echo-server')
     a.add_argument('--port', type=int, default=7000)
     a = sub.add_parser('rarp')
@@ -385,6 +427,8 @@ def main(argv=None):
         tcp_send(args.dst, args.port, args.bytes)
     elif args.cmd == 'udp-echo':
         udp_echo(args.dst, args.port, args.rate, args.seconds, args.size)
+    elif args.cmd == 'guest-stats':
+        return guest_stats(args.dst, args.port)
     elif args.cmd == 'echo-server':
         echo_server(args.port)
     elif args.cmd == 'rarp':

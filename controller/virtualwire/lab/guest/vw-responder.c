@@ -7,6 +7,10 @@
  * directions: a missing echo whose counter gap is zero was lost on the way
  * back, one with a gap was lost on the way in.
  *
+ * A datagram starting with "VWSTATS?" is answered instead with the guest's
+ * /proc/net/snmp and /proc/net/dev, so a test can tell a datagram the
+ * guest's own kernel dropped from one the network lost.
+ *
  * Static, no dependencies: it runs from a busybox initramfs.
  */
 #include <arpa/inet.h>
@@ -16,6 +20,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+/* Appends file path to buf (at most cap bytes in all); returns the length. */
+static size_t append_file(const char *path, char *buf, size_t len, size_t cap)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return len;
+    ssize_t n;
+    while (len < cap && (n = read(fd, buf + len, cap - len)) > 0)
+        len += (size_t)n;
+    close(fd);
+    return len;
+}
 
 int main(int argc, char **argv)
 {
@@ -29,6 +48,11 @@ int main(int argc, char **argv)
         perror("vw-responder: bind");
         return 1;
     }
+    /* One socket serves every NIC: a guest that stalls for a moment (TCG,
+     * just after a migration) must not drop for lack of socket buffer. */
+    int rcvbuf = 8 << 20;
+    if (setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf) < 0)
+        setsockopt(s, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
     fprintf(stderr, "vw-responder: echoing UDP on port %d\n", port);
     uint64_t received = 0;
     unsigned char buf[65536];
@@ -39,6 +63,12 @@ int main(int argc, char **argv)
                              (struct sockaddr *)&from, &fl);
         if (n < 0)
             continue;
+        if (n >= 8 && memcmp(buf, "VWSTATS?", 8) == 0) {
+            size_t len = append_file("/proc/net/snmp", (char *)buf, 0, 32768);
+            len = append_file("/proc/net/dev", (char *)buf, len, 65000);
+            sendto(s, buf, len, 0, (struct sockaddr *)&from, fl);
+            continue;
+        }
         received++;
         if (n >= 16) {
             for (int i = 0; i < 8; i++)

@@ -1,0 +1,123 @@
+"""The loss audit gives each lost datagram of a migration stream one cause,
+from where the captures saw it."""
+from virtualwire.lab.capture import Datagram
+from virtualwire.lab.loss_audit import (explain, guest_state, ovs_glitches,
+                                        summary)
+
+G, P, PORT = '10.0.0.1', '10.0.0.2', 7000
+TAPS = {('h1', 'vnet0'), ('h2', 'vnet5')}
+UNDERLAY = {('h1', 'br-phy'), ('h2', 'br-phy')}
+WIN = [(10.0, 'h1', 10.2, 'h2')]        # STOP on h1 at 10.0, RESUME on h2
+
+
+def req(q, t, host, iface, outgoing=True, key=None):
+    return Datagram(t, host, iface, outgoing, P, G, 40000, PORT,
+                    q.to_bytes(8, 'big') + bytes(8), key)
+
+
+def rep(q, t, host, iface, outgoing=False):
+    return Datagram(t, host, iface, outgoing, G, P, PORT, 40000,
+                    q.to_bytes(8, 'big') + bytes(8), None)
+
+
+def causes(lost, grams, margin=0.005, glitches=None):
+    return [(v.seq, v.cause) for v in explain(
+        lost, grams, G, P, PORT, TAPS, UNDERLAY, WIN, margin, glitches)]
+
+
+def test_where_the_guest_is():
+    assert [guest_state(WIN, t) for t in (9.0, 10.1, 10.3)] == \
+        ['h1', None, 'h2']
+
+
+def test_delivered_to_the_running_source_and_unanswered_is_the_guests():
+    # Sent 15 ms before STOP (slow host), reached the tap 1 ms before it.
+    assert causes([(1, 9.985)], [req(1, 9.999, 'h1', 'vnet0')]) == \
+        [(1, 'guest')]
+
+
+def test_undelivered_is_judged_by_send_time_against_the_pause():
+    lost = [(1, 9.990), (2, 10.1), (3, 10.204), (4, 10.3)]
+    assert causes(lost, []) == [(1, 'network'), (2, 'pause'),
+                                (3, 'pause'), (4, 'network')]
+
+
+def test_arriving_at_the_source_while_paused_is_the_pause():
+    assert causes([(1, 9.99)], [req(1, 10.05, 'h1', 'vnet0')]) == \
+        [(1, 'pause')]
+
+
+def test_a_copy_left_on_the_source_after_resume_does_not_excuse_it():
+    # Dual-sent copy reached the old tap after RESUME, the new one never.
+    assert causes([(1, 10.25)], [req(1, 10.251, 'h1', 'vnet0')]) == \
+        [(1, 'network')]
+
+
+def test_delivered_after_resume_and_unanswered_is_the_guests():
+    assert causes([(1, 10.25)], [req(1, 10.251, 'h2', 'vnet5')]) == \
+        [(1, 'guest')]
+
+
+def test_an_answer_lost_on_its_way_back_is_the_networks():
+    grams = [req(1, 10.251, 'h2', 'vnet5'), rep(1, 10.252, 'h2', 'vnet5')]
+    assert causes([(1, 10.25)], grams) == [(1, 'network')]
+
+
+def test_frames_on_other_interfaces_or_streams_do_not_count():
+    grams = [req(1, 9.5, 'h1', 'vwveth3'),            # the far end's veth
+             req(1, 9.5, 'h1', 'vnet0', outgoing=False),
+             Datagram(9.5, 'h1', 'vnet0', True, '10.9.9.9', G, 1, PORT,
+                      (1).to_bytes(8, 'big'), None)]
+    assert causes([(1, 9.49)], grams) == [(1, 'network')]
+
+
+def test_a_tunnel_frame_handed_to_the_underlay_kernel_is_ovs_decap():
+    grams = [req(1, 9.5, 'h1', 'br-phy', outgoing=False, key=77)]
+    assert causes([(1, 9.49)], grams) == [(1, 'ovs-race')]
+
+
+def test_summary_groups_runs_relative_to_stop():
+    vs = explain([(1, 9.99), (2, 9.991), (3, 10.1)], [], G, P, PORT, TAPS,
+                 UNDERLAY, WIN, 0.005)
+    assert summary(vs, WIN) == {'network': [(2, -10.0, -9.0)],
+                                'pause': [(1, 100.0, 100.0)]}
+
+
+# As OVS 3.1's vswitchd logs them with dpif_netdev at debug level (cut).
+PUSH = ('tnl_push(tnl_port(4),header(size=42,type=3,eth(dst=1a:1a:1b:f4:59:40'
+        '),ipv4(src=198.19.0.11,dst=198.19.0.13,proto=47)),out_port(2))')
+LOG = """\
+2026-11-23T01:34:20.446Z|00001|dpif_netdev(revalidator5)|DBG|flow_mod: ufid:a \
+recirc_id(0),in_port(2),eth_type(0x0800), old_actions:tnl_pop(4), actions:1
+2026-11-23T01:34:20.446Z|00002|dpif_netdev(revalidator5)|DBG|flow_mod: ufid:b \
+recirc_id(0),in_port(5),eth_type(0x0800), old_actions:%(push)s, actions:drop
+2026-11-23T01:34:20.452Z|00003|dpif_netdev(revalidator5)|DBG|flow_mod: ufid:a \
+recirc_id(0),in_port(2),eth_type(0x0800), old_actions:1, actions:tnl_pop(4)
+2026-11-23T01:34:20.452Z|00004|dpif_netdev(revalidator5)|DBG|flow_mod: ufid:b \
+recirc_id(0),in_port(5),eth_type(0x0800), old_actions:drop, actions:%(push)s
+2026-11-23T01:34:30.000Z|00005|dpif_netdev(revalidator5)|DBG|flow_mod: ufid:c \
+recirc_id(0),in_port(5),eth_type(0x0800), old_actions:%(push)s, actions:3
+2026-11-23T01:34:31.000Z|00006|dpif_netdev(revalidator5)|DBG|flow_mod: ufid:c \
+recirc_id(0),in_port(5),eth_type(0x0800), old_actions:3, actions:%(push)s
+""".replace('\\\n', '') % {'push': PUSH}
+T0 = 1795397660.446         # 2026-11-23T01:34:20.446Z
+
+
+def test_a_tunnel_flow_dropped_and_restored_within_ms_is_a_glitch():
+    (s, e), = ovs_glitches(LOG)
+    assert abs(s - T0) < 1e-6 and abs(e - (T0 + 0.006)) < 1e-6
+    # The wire collapsed at :30 and expanded at :31 again: a rewire, not a
+    # glitch (it did not undo itself within FLIP_BACK).
+
+
+def test_a_datagram_that_vanished_in_a_glitching_host_is_ovs_race():
+    grams = [req(1, T0 + 0.002, 'h1', 'vwveth3', outgoing=False)]
+    glitches = {'h1': ovs_glitches(LOG)}
+    win = [(T0 + 5, 'h1', T0 + 5.2, 'h2')]
+    v, = explain([(1, T0 + 0.001)], grams, G, P, PORT, TAPS, UNDERLAY, win,
+                 0.005, glitches)
+    assert v.cause == 'ovs-race'
+    # The same loss on a host whose switch did not glitch is the network's.
+    v, = explain([(1, T0 + 0.001)], grams, G, P, PORT, TAPS, UNDERLAY, win,
+                 0.005, {'h2': glitches['h1']})
+    assert v.cause == 'network'
