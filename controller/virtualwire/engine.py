@@ -305,6 +305,16 @@ class Engine:
         with self.state_lock:
             self._expire_moves()
             changed = []
+            for vnic, move in self.tables.pop_inferred():
+                dest = self.tables.hosts.get(move.destination)
+                port = dest.vnic_map().get(vnic) if dest else None
+                m = self.migrations.inferred(
+                    vnic, port.vm_id if port else '', move.source,
+                    move.destination)
+                if m is not None:
+                    LOG.info('vNIC %s moving %s -> %s (seen in OVSDB, not '
+                             'announced)', vnic, move.source, move.destination)
+                    changed.append(m)
             for vnic, move, outcome in self.tables.pop_finished():
                 LOG.info('vNIC %s move %s -> %s %s', vnic, move.source,
                          move.destination, outcome)

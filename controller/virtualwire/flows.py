@@ -270,6 +270,7 @@ class IncrementalTables:
         self.claims = {}           # vnic -> {host name: ofport}, arrival order
         self.moves = {}            # vnic -> Move (live migrations)
         self.finished = []         # (vnic, Move, 'completed'|'aborted')
+        self.inferred = []         # (vnic, Move) seen without announcement
         self.by_vnic = {}          # vnic -> cid
         self.by_host = {}          # host name -> {cid} with an end there
         self.wire_out = {}         # cid -> {host: set(Flow)}
@@ -343,6 +344,7 @@ class IncrementalTables:
             src = move.source if move is not None and \
                 move.source in claims else others[0]
             self.moves[vnic] = Move(src, name)
+            self.inferred.append((vnic, self.moves[vnic]))
 
     def _left(self, vnic, name):
         """The source leaving completes a move; the destination leaving
@@ -352,6 +354,11 @@ class IncrementalTables:
             self._finish(vnic, 'completed')
         elif move is not None and name == move.destination:
             self._finish(vnic, 'aborted')
+
+    def pop_inferred(self):
+        """Moves inferred from claims since the last call (for records)."""
+        out, self.inferred = self.inferred, []
+        return out
 
     def _finish(self, vnic, outcome):
         self.finished.append((vnic, self.moves.pop(vnic), outcome))

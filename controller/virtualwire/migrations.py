@@ -44,6 +44,9 @@ class Migration:
     activated: Dict[str, float] = field(default_factory=dict)
     # vNIC -> how its move ended in the data plane ('completed'|'aborted')
     moves: Dict[str, str] = field(default_factory=dict)
+    # 'hook' (announced) or 'ovsdb' (a vNIC seen on a second host without
+    # an announcement: the hook could not reach the controller)
+    found_by: str = 'hook'
 
     def view(self):
         d = asdict(self)
@@ -101,6 +104,9 @@ class MigrationBook:
             raise MigrationRefused(404, 'vNIC(s) %s not plugged on any host: '
                                         'the controller cannot follow them'
                                    % ', '.join(missing))
+        for key, other in list(self.active.items()):
+            if other.found_by == 'ovsdb' and set(other.vnics) & set(vnics):
+                del self.active[key]    # the announcement supersedes it
         old = self.active.get(vm_uuid)
         if old is not None:
             # A retry after a failed attempt the hook never reported.
@@ -109,6 +115,31 @@ class MigrationBook:
                       vnics=vnics, sources={v: location(v) for v in vnics},
                       destination=dest)
         self.active[vm_uuid] = m
+        return m
+
+    def inferred(self, vnic, vm_uuid, source, destination):
+        """A vNIC plugged on a second host with no announcement (the hook
+        could not reach us): recorded so that a restart still knows which
+        host is its source. Returns the record if it changed, else None."""
+        for m in self.active.values():
+            if vnic in m.vnics:
+                if m.destination == destination:
+                    return None                     # announced already
+                self._end(m, ABORTED)               # superseded
+                break
+        key = vm_uuid or 'vnic:' + vnic
+        m = self.active.get(key)
+        if m is not None and m.destination == destination and \
+                m.found_by == 'ovsdb':
+            m.vnics = m.vnics + (vnic,)
+            m.sources[vnic] = source
+            return m
+        if m is not None:
+            self._end(m, ABORTED)
+        m = Migration(id=str(uuidlib.uuid4()), vm='', vm_uuid=key,
+                      vnics=(vnic,), sources={vnic: source},
+                      destination=destination, found_by='ovsdb')
+        self.active[key] = m
         return m
 
     def released(self, vm_uuid, host):

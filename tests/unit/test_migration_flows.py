@@ -141,6 +141,7 @@ def test_tables_infer_a_move_from_a_second_port_and_finish_it():
     t.set_host(host('h3', ('f', 5)))
     t.set_host(host('h2', ('g', 2)))
     assert t.moves == {'g': Move('h1', 'h2')}
+    assert t.pop_inferred() == [('g', Move('h1', 'h2'))]   # to be recorded
     assert t.location('g').host == 'h1'
     assert t.activate('g', 'h1') is False          # not its destination
     assert t.activate('g', 'h2') is True
@@ -160,6 +161,7 @@ def test_tables_abort_when_the_destination_port_goes():
     assert {n: t.table(n) for n in IPS} == plain   # no tap there yet
     t.set_host(host('h2', ('g', 2)))
     assert t.table('h3') != plain['h3']
+    assert t.pop_inferred() == []                  # announced, not inferred
     t.set_host(host('h2'))
     assert t.pop_finished() == [('g', Move('h1', 'h2'), 'aborted')]
     assert {n: t.table(n) for n in IPS} == plain

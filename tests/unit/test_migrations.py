@@ -67,3 +67,39 @@ def test_reannounce_aborts_the_stale_attempt():
     second = announce(book)
     assert first.state == ABORTED and second.state == PREPARED
     assert len(book.active) == 1
+
+
+def test_a_move_seen_without_announcement_is_recorded_per_guest():
+    book = MigrationBook()
+    m = book.inferred('nic-a', VM, 'h1', 'h2')
+    assert (m.found_by, m.vnics, m.sources, m.destination) == (
+        'ovsdb', ('nic-a',), {'nic-a': 'h1'}, 'h2')
+    # The guest's second vNIC joins the same record; seeing it again does
+    # nothing.
+    assert book.inferred('nic-b', VM, 'h1', 'h2') is m
+    assert m.vnics == ('nic-a', 'nic-b')
+    assert book.inferred('nic-b', VM, 'h1', 'h2') is None
+    # Both moves ending in the data plane end the record.
+    book.move_finished('nic-a', COMPLETED)
+    book.move_finished('nic-b', COMPLETED)
+    assert m.state == COMPLETED and not book.active
+
+
+def test_an_unannounced_move_survives_a_restart_as_a_record():
+    book = MigrationBook()
+    m = book.inferred('nic-a', '', 'h1', 'h2')       # no vm-id on the port
+    again = MigrationBook()
+    again.restore([m.view()])
+    (r,) = again.active.values()
+    assert (r.sources, r.destination, r.found_by) == ({'nic-a': 'h1'}, 'h2',
+                                                      'ovsdb')
+
+
+def test_a_late_announcement_supersedes_the_inferred_record():
+    book = MigrationBook()
+    book.inferred('nic-a', '', 'h1', 'h2')
+    m = announce(book)
+    assert list(book.active.values()) == [m] and m.found_by == 'hook'
+    assert book.history == {}                 # nothing pretended to abort
+    # ... and a move the hook announced is not inferred again.
+    assert book.inferred('nic-a', VM, 'h1', 'h2') is None
