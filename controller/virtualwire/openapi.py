@@ -144,7 +144,15 @@ def openapi_document():
                     'state': {'type': 'string', 'enum': [
                         'prepared', 'completed', 'aborted']},
                     'started_at': {'type': 'number'},
-                    'ended_at': {'type': ['number', 'null']}}},
+                    'ended_at': {'type': ['number', 'null']},
+                    'activated': {'type': 'object', 'description':
+                                  'vNIC -> when its RARP switched delivery '
+                                  'to the destination'},
+                    'moves': {'type': 'object', 'description':
+                              'vNIC -> how its move ended in the data plane'},
+                    'found_by': {'type': 'string', 'enum': ['hook', 'ovsdb'],
+                                 'description': 'announced by the hook, or '
+                                 'seen in OVSDB (hook unreachable)'}}},
                 'ConnectRequest': {
                     'type': 'object', 'required': ['a', 'b'],
                     'additionalProperties': False,

@@ -25,7 +25,7 @@ MARGIN = 0.005
 # One the network did deliver to the running guest and the guest never
 # answered is the guest's, but only just before its STOP (QEMU stops with
 # it queued): anything else says the guest is not answering at all.
-GUEST_BEFORE_STOP = 0.100
+GUEST_BEFORE_STOP = 0.050
 
 
 def _report(proc):
