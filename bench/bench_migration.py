@@ -9,21 +9,30 @@ stream through it. Per migration:
   pause        QEMU STOP (source) to RESUME (destination), from QMP events:
                the outage no network can avoid (the baseline, same run)
   lost window  from the first to the last lost datagram (send times) + 1 ms
-  added        lost window - pause: what the network added
+  added        lost window - pause (by send times alone)
+  causes       each lost datagram followed through packet captures and
+               vswitchd's datapath flow log (virtualwire.lab.loss_audit):
+               pause / guest (reached the running guest, never answered) /
+               ovs-race (OVS 3.1 userspace tunnel race) / network (lost by
+               the network outside the pause: the figure that must be 0)
 
     python bench/bench_migration.py [--migrations 20]
 """
 import argparse
+import collections
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Api, summary, write_result               # noqa: E402
 
-from virtualwire.lab import Lab                               # noqa: E402
+from virtualwire.lab import Lab, loss_audit                   # noqa: E402
+from virtualwire.lab.capture import HostCaptures, guest_taps  # noqa: E402
 from virtualwire.lab.qemu_events import (EventWatch,          # noqa: E402
                                          stop_resume_windows)
 
@@ -68,41 +77,74 @@ def main():
             for _ in range(200):
                 if vm.ping(dst, count=1, wait=1)[1]:
                     break
+        peers = {'far (tunnelled)': '10.91.0.2',
+                 'near (collapsed/expanded)': '10.92.0.2'}
         rows = {k: [] for k in ends}
         pauses = []
         where, other = h1, h2
+        for h in lab.hosts:
+            h.log_datapath_flow_changes()
         for i in range(args.migrations):
+            capdir = tempfile.mkdtemp(prefix='vw-bench-cap-')
+            caps = HostCaptures(lab.hosts, capdir).__enter__()
+            taps = guest_taps(where, g.name)
             streams = {k: vm.tool_bg('udp-echo', '--dst', dst, '--rate', RATE,
                                      '--seconds', 5)
                        for k, (vm, dst) in ends.items()}
             time.sleep(1.0)
             with EventWatch([where, other]) as ev:
                 took = lab.migrate(g, where, other)
+                taps |= guest_taps(other, g.name)
+                caps.note_interfaces()
                 time.sleep(0.5)
-            (stop, _s, resume, _d), = stop_resume_windows(ev.events, g.name)
+            windows = stop_resume_windows(ev.events, g.name)
+            (stop, _s, resume, _d), = windows
             pause = resume - stop
             pauses.append(pause)
             line = ['%2d %s->%s %.2fs pause %6.1f ms' % (
                 i + 1, where.name, other.name, took, pause * 1000)]
-            for k, p in streams.items():
-                r = json.loads(p.communicate(timeout=60)[0].splitlines()[-1])
+            reports = {k: json.loads(p.communicate(timeout=60)[0]
+                                     .splitlines()[-1])
+                       for k, p in streams.items()}
+            caps.stop()
+            grams = caps.datagrams({q.to_bytes(8, 'big')
+                                    for r in reports.values()
+                                    for q, _ in r['lost_sent_at']})
+            shutil.rmtree(capdir, ignore_errors=True)
+            glitches = {h.name: loss_audit.ovs_glitches(h.vswitchd_log())
+                        for h in lab.hosts}
+            for k, r in reports.items():
                 lw = lost_window(r)
                 out = outside(r, stop, resume)
+                verdicts = loss_audit.explain(
+                    [tuple(x) for x in r['lost_sent_at']], grams, ends[k][1],
+                    peers[k], 7000, taps,
+                    {(h.name, 'br-phy') for h in lab.hosts}, windows, MARGIN,
+                    glitches)
+                causes = collections.Counter(v.cause for v in verdicts)
+                # Where the losses that are not the pause itself happened:
+                # runs as (datagrams, first ms, last ms) from the STOP.
+                odd = {c: r for c, r in
+                       loss_audit.summary(verdicts, windows).items()
+                       if c != 'pause'}
                 rows[k].append({'pause': pause, 'lost_window': lw,
                                 'added': lw - pause, 'lost': r['lost'],
                                 'lost_outside_pause': out,
+                                'causes': dict(causes),
+                                'not_pause_runs_ms_from_stop': odd,
                                 'duplicates': r['duplicates']})
-                line.append('%s: lost %d (%.1f ms) added %.1f ms outside %d '
-                            'dup %d' % (k.split()[0], r['lost'], lw * 1000,
-                                        (lw - pause) * 1000, out,
-                                        r['duplicates']))
+                line.append('%s: lost %d (%.1f ms) added %.1f ms %s dup %d%s' % (
+                    k.split()[0], r['lost'], lw * 1000, (lw - pause) * 1000,
+                    ' '.join('%s=%d' % kv for kv in sorted(causes.items())),
+                    r['duplicates'], ' %s' % odd if odd else ''))
             print('  '.join(line), flush=True)
             where, other = other, where
             time.sleep(0.5)
         doc = {'migrations': args.migrations, 'rate_hz': RATE,
                'pause_ms': summary(pauses, 1000, 1)}
-        print('\n%-28s %10s %10s %10s %8s' % ('', 'pause p50', 'lost p50',
-                                             'added p50', 'add max'))
+        print('\n%-28s %10s %10s %10s %8s  %s' % (
+            '', 'pause p50', 'lost p50', 'added p50', 'add max',
+            'lost datagrams by cause (all migrations)'))
         for k, rs in rows.items():
             added = [r['added'] for r in rs]
             lost = [r['lost_window'] for r in rs]
@@ -111,12 +153,20 @@ def main():
                       'duplicates': sum(r['duplicates'] for r in rs),
                       'lost_outside_pause': [r['lost_outside_pause']
                                              for r in rs],
+                      'lost_by_cause': dict(sum(
+                          (collections.Counter(r['causes']) for r in rs),
+                          collections.Counter())),
+                      'network_lost_outside_pause_per_migration': [
+                          r['causes'].get('network', 0) for r in rs],
+                      'not_pause_runs_ms_from_stop': [
+                          r['not_pause_runs_ms_from_stop'] for r in rs],
                       'ratio_lost_to_pause_p50': round(
                           summary(lost, 1, 4)['p50'] /
                           summary(pauses, 1, 4)['p50'], 2)}
-            print('%-28s %9.1f  %9.1f  %9.1f  %7.1f' % (
+            print('%-28s %9.1f  %9.1f  %9.1f  %7.1f  %s' % (
                 k, doc['pause_ms']['p50'], doc[k]['lost_window_ms']['p50'],
-                doc[k]['added_ms']['p50'], doc[k]['added_ms']['max']))
+                doc[k]['added_ms']['p50'], doc[k]['added_ms']['max'],
+                doc[k]['lost_by_cause']))
         write_result('migration', doc)
 
 
