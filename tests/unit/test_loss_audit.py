@@ -121,3 +121,8 @@ def test_a_datagram_that_vanished_in_a_glitching_host_is_ovs_race():
     v, = explain([(1, T0 + 0.001)], grams, G, P, PORT, TAPS, UNDERLAY, win,
                  0.005, {'h2': glitches['h1']})
     assert v.cause == 'network'
+
+
+def test_reading_a_capture_for_no_datagrams_reads_nothing(tmp_path):
+    from virtualwire.lab.capture import read_pcap
+    assert read_pcap(str(tmp_path / 'absent.pcap'), 'h1', {}, set()) == []

@@ -107,6 +107,8 @@ def read_pcap(path, host, names, heads=None):
     from scapy.layers.vxlan import VXLAN
     from scapy.utils import RawPcapReader
     out = []
+    if heads is not None and not heads:
+        return out                          # nothing to look for
     if heads is not None:
         size = {len(h) for h in heads}
         if len(size) != 1:
