@@ -14,7 +14,8 @@ from virtualwire import flows as fl
 from virtualwire import ids, ofmsg
 from virtualwire.host_ovsdb import HostDb
 from virtualwire.intent_store import VnicTaken
-from virtualwire.migrations import ABORTED, MigrationBook, MigrationRefused
+from virtualwire.migrations import (ABORTED, TIMED_OUT, MigrationBook,
+                                    MigrationRefused)
 from virtualwire.model import World
 
 LOG = logging.getLogger(__name__)
@@ -366,9 +367,9 @@ class Engine:
         for v, m in list(self.tables.moves.items()):
             since = self.move_seen.setdefault(v, now)
             if not m.activated and now - since > self.move_timeout:
-                LOG.warning('vNIC %s: move to %s not activated in %ds, '
+                LOG.warning('vNIC %s: move to %s not activated in %gs, '
                             'cancelled', v, m.destination, self.move_timeout)
-                self.tables.cancel_move(v)
+                self.tables.cancel_move(v, TIMED_OUT)
 
     # ---- API operations --------------------------------------------------
     def connect(self, end_a, end_b):

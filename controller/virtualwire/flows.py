@@ -384,11 +384,11 @@ class IncrementalTables:
         self._touch(vnic)
         return True
 
-    def cancel_move(self, vnic):
+    def cancel_move(self, vnic, outcome='aborted'):
         """Forget a move (timed out, or aborted while its destination port
         is still there): traffic goes back to the source alone."""
         if vnic in self.moves:
-            self._finish(vnic, 'aborted')
+            self._finish(vnic, outcome)
             self._touch(vnic)
 
     def vnic_at(self, host, ofport):

@@ -47,9 +47,25 @@ def parse_args(argv=None):
                    help='also serve the REST API on HOST:PORT in the '
                         'southbound namespace, for hypervisor-side callers '
                         '(libvirt migration hooks); same token')
+    p.add_argument('--move-timeout', type=_positive, default=900.0,
+                   metavar='SECONDS',
+                   help='cancel a vNIC move (migration) not activated by '
+                        "the guest's RARP within this time: its wires go "
+                        'back to the source alone (default: %(default)s)')
     p.add_argument('--log-file', default='')
     p.add_argument('--log-level', default='INFO')
     return p.parse_args(argv)
+
+
+def _positive(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0
+    if not value > 0:
+        raise argparse.ArgumentTypeError('must be a number of seconds > 0, '
+                                         'got %r' % text)
+    return value
 
 
 def _split(hostport, what):
@@ -135,7 +151,8 @@ def main(argv=None):
     store = IntentStore(remote, on_change=on_intent_change)
     store.start()
     engine = Engine(store, ovsdb_port=args.host_ovsdb_port,
-                    static_host_dbs=args.host_ovsdb)
+                    static_host_dbs=args.host_ovsdb,
+                    move_timeout=args.move_timeout)
     api.engine = engine
     vwapp.ENGINE = engine
 

@@ -20,6 +20,10 @@ HISTORY = 200          # finished migrations kept for `GET /v1/migrations`
 PREPARED = 'prepared'      # announced; the guest is being copied
 COMPLETED = 'completed'    # the guest left its source
 ABORTED = 'aborted'        # the guest left (or never reached) the destination
+# Not activated within the controller's --move-timeout: its wires went back
+# to the source alone (a migration that finishes later is then followed from
+# OVSDB when the source port goes, as if no hook had announced it).
+TIMED_OUT = 'timed-out'
 
 
 class MigrationRefused(Exception):
@@ -42,7 +46,8 @@ class Migration:
     ended_at: Optional[float] = None
     # vNIC -> when its RARP switched delivery to the destination
     activated: Dict[str, float] = field(default_factory=dict)
-    # vNIC -> how its move ended in the data plane ('completed'|'aborted')
+    # vNIC -> how its move ended in the data plane ('completed'|'aborted'|
+    # 'timed-out')
     moves: Dict[str, str] = field(default_factory=dict)
     # 'hook' (announced) or 'ovsdb' (a vNIC seen on a second host without
     # an announcement: the hook could not reach the controller)
@@ -169,8 +174,9 @@ class MigrationBook:
             if vnic in m.vnics:
                 m.moves[vnic] = outcome
                 if len(m.moves) == len(m.vnics):
-                    self._end(m, COMPLETED if set(m.moves.values()) ==
-                              {COMPLETED} else ABORTED)
+                    ends = set(m.moves.values())
+                    self._end(m, COMPLETED if ends == {COMPLETED} else
+                              TIMED_OUT if TIMED_OUT in ends else ABORTED)
                 return m
         return None
 

@@ -142,7 +142,7 @@ def openapi_document():
                     'sources': {'type': 'object'},
                     'destination': {'type': 'string'},
                     'state': {'type': 'string', 'enum': [
-                        'prepared', 'completed', 'aborted']},
+                        'prepared', 'completed', 'aborted', 'timed-out']},
                     'started_at': {'type': 'number'},
                     'ended_at': {'type': ['number', 'null']},
                     'activated': {'type': 'object', 'description':

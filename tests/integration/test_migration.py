@@ -244,6 +244,63 @@ def test_aborted_migration_leaves_every_wire_as_it_was(lab, api,
         what='migration recorded as aborted')
 
 
+def test_a_migration_never_activated_times_out_to_the_flows_before(
+        lab, api, wired_guest):
+    """A copy that never finishes (throttled to 1 MiB/s): once the
+    controller's --move-timeout passes without the guest's RARP, the wire
+    is back on exactly its pre-migration flows although the destination's
+    tap is still plugged, nothing is lost, and the record says timed-out.
+    Aborting the stuck migration afterwards changes nothing."""
+    h1, h2, _h3 = lab.hosts
+    g, far, wid = wired_guest('10.86.0')
+    cookie = '0x%x' % ids.wire_cookie(wid)
+    before = _wire_flows(lab, wid)
+    lab.stop_controller()
+    lab.start_controller(extra=['--move-timeout', '3'])
+    mig = None
+    try:
+        wait_until(api.synced, 30, what='controller back')
+        stream = far.tool_bg('udp-echo', '--dst', '10.86.0.1', '--rate',
+                             1000, '--seconds', 20)
+        time.sleep(0.5)
+        h1.libvirt.virsh('migrate-setspeed', g.name, '1')
+        mig = subprocess.Popen(['virsh', '-c', h1.libvirt.uri, 'migrate',
+                                '--live', g.name, h2.libvirt.uri],
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        wait_until(lambda: sum(l.count('->tun_dst') for l in
+                               flows_of(lab.hosts[2], cookie)) == 2, 30,
+                   what='far end sends to both hosts')
+        dual_at = time.time()
+        wait_until(lambda: _wire_flows(lab, wid) == before, 20,
+                   what='flows as before the migration')
+        # Undone by the timeout, not by anything else: the move lasted at
+        # least the timeout, and the destination's tap is still there.
+        assert time.time() - dual_at > 2.5
+        assert guest_taps(h2, g.name), 'destination tap gone already'
+        assert mig.poll() is None, 'the migration is no longer stuck'
+        wait_until(lambda: [m['state'] for m in api.ok(
+            'GET', '/v1/migrations')['migrations']
+            if m['vm_uuid'] == g.uuid] == ['timed-out'], 10,
+            what='migration recorded as timed-out')
+        h1.libvirt.virsh('domjobabort', g.name)
+        _out, err = mig.communicate(timeout=60)
+        assert mig.returncode != 0, err
+        assert _domstate(h1, g.name) == 'running'
+        wait_until(lambda: _domstate(h2, g.name) is None, 20,
+                   what='destination guest gone')
+        r = _report(stream)
+        assert r['lost'] == 0 and r['duplicates'] == 0, r
+        assert _wire_flows(lab, wid) == before
+        assert api.wire(wid)['host_a'] == 'h1'
+    finally:
+        if mig is not None and mig.poll() is None:
+            mig.kill()
+        lab.stop_controller()
+        lab.start_controller()
+        wait_until(api.synced, 30, what='controller back with defaults')
+
+
 def _wire_flows(lab, wid):
     """The wire's flows on every host, without counters or durations."""
     cookie = '0x%x' % ids.wire_cookie(wid)

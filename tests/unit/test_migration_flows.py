@@ -151,6 +151,21 @@ def test_tables_infer_a_move_from_a_second_port_and_finish_it():
         ('g', Move('h1', 'h2', True), 'completed')]
 
 
+def test_tables_cancel_a_move_with_the_outcome_given():
+    t = fl.IncrementalTables()
+    t.add_wire(Wire(7, 'g', 'f'))
+    t.set_host(host('h1', ('g', 1)))
+    t.set_host(host('h3', ('f', 5)))
+    plain = {n: t.table(n) for n in IPS}
+    t.set_host(host('h2', ('g', 2)))               # stuck: never activated
+    assert {n: t.table(n) for n in IPS} != plain
+    t.cancel_move('g', 'timed-out')
+    assert t.pop_finished() == [('g', Move('h1', 'h2'), 'timed-out')]
+    # The lingering destination port changes nothing any more.
+    assert {n: t.table(n) for n in IPS} == plain
+    assert t.location('g').host == 'h1'
+
+
 def test_tables_abort_when_the_destination_port_goes():
     t = fl.IncrementalTables()
     t.add_wire(Wire(7, 'g', 'f'))

@@ -5,7 +5,7 @@ import uuid
 import pytest
 
 from virtualwire import ids
-from virtualwire.migrations import (ABORTED, COMPLETED, PREPARED,
+from virtualwire.migrations import (ABORTED, COMPLETED, PREPARED, TIMED_OUT,
                                     MigrationBook, MigrationRefused)
 
 VM = str(uuid.uuid4())
@@ -103,3 +103,26 @@ def test_a_late_announcement_supersedes_the_inferred_record():
     assert book.history == {}                 # nothing pretended to abort
     # ... and a move the hook announced is not inferred again.
     assert book.inferred('nic-a', VM, 'h1', 'h2') is None
+
+
+def test_a_move_that_timed_out_ends_the_migration_timed_out():
+    book = MigrationBook()
+    m = announce(book)
+    book.move_finished('nic-a', TIMED_OUT)
+    assert m.state == PREPARED                # nic-b still moving
+    book.move_finished('nic-b', COMPLETED)
+    assert m.state == TIMED_OUT and m.moves == {'nic-a': TIMED_OUT,
+                                                'nic-b': COMPLETED}
+    # The hook's later word on it changes nothing.
+    assert book.released(VM, 'h1') is None and m.state == TIMED_OUT
+
+
+@pytest.mark.parametrize('value', ['0', '-3', 'soon', 'nan'])
+def test_controller_refuses_a_move_timeout_that_is_not_positive(value,
+                                                                 capsys):
+    from virtualwire.main import parse_args
+    with pytest.raises(SystemExit) as e:
+        parse_args(['--move-timeout', value])
+    assert e.value.code == 2
+    assert 'must be a number of seconds > 0' in capsys.readouterr().err
+    assert parse_args(['--move-timeout', '2.5']).move_timeout == 2.5
