@@ -1,5 +1,7 @@
 """`vwctl migrate VM DEST`: a live migration through libvirt-python, with
-progress, then the controller's view of the guest's wires.
+progress and the controller's view of each of the guest's wires as it
+changes (prepared on both hosts, activated by the RARP, re-pointed), then
+the wires as they end up.
 
 Hosts are named as VirtualWire names them; their libvirt URIs come from the
 [libvirt] section of the vwctl config (`h1 = qemu+ssh://h1/system`). The
@@ -13,6 +15,8 @@ import time
 import xml.etree.ElementTree as ET
 
 from tabulate import tabulate
+
+from virtualwire.cli import CliError
 
 
 class MigrateError(Exception):
@@ -45,6 +49,27 @@ def progress_line(stats, elapsed):
                 (stats.get('data_remaining') or 0) / mib,
                 stats.get('memory_dirty_rate') or 0,
                 stats.get('downtime', '-')))
+
+
+def wire_phase(wire):
+    """The controller's view of one wire during a move, in one line."""
+    hosts = [h for h in (wire.get('host_a'), wire.get('host_b')) if h]
+    where = '%s %s' % (wire['state'], '-'.join(
+        hosts[:1] if len(set(hosts)) == 1 else hosts) or '-')
+    parts = ['wire %s %s' % (wire['connector_id'], where)]
+    for vnic, m in sorted((wire.get('moving') or {}).items()):
+        parts.append('%s moving %s -> %s: %s' % (
+            vnic, m['source'], m['destination'],
+            'activated by its RARP, sisters being re-pointed'
+            if m['activated'] else
+            "both hosts receive, %s delivers until the guest's RARP"
+            % m['source']))
+    return ', '.join(parts)
+
+
+def guest_wires(client, vnics):
+    return [w for w in client.call('GET', '/v1/wires')['wires']
+            if w['a'] in vnics or w['b'] in vnics]
 
 
 def migrate(client, args, config_path, out=sys.stderr):
@@ -99,22 +124,35 @@ def migrate(client, args, config_path, out=sys.stderr):
     t0 = time.time()
     worker = threading.Thread(target=run, daemon=True)
     worker.start()
-    last = None
+    # Progress at most once a second and only when it says something new;
+    # wire views whenever they change (polled 5 times a second).
+    last, last_at, seen = None, -1.0, {}
     while worker.is_alive():
-        worker.join(0.5)
+        worker.join(0.2)
         try:
             stats = dom.jobStats()
         except libvirt.libvirtError:
-            continue
-        if stats.get('type', 0) and stats != last:
-            print(progress_line(stats, time.time() - t0), file=out)
-            last = stats
+            stats = {}
+        now = time.time() - t0
+        line = progress_line(stats, now) if stats.get('type', 0) else None
+        if line and line[6:] != last and now - last_at >= 1.0:
+            print(line, file=out)
+            last, last_at = line[6:], now
+        try:
+            wires = guest_wires(client, vnics)
+        except CliError as e:       # the migration goes on without us
+            wires = [{'id': None, 'error': str(e)}]
+        for w in wires:
+            line = ('controller: %s' % w['error']) if 'error' in w else \
+                wire_phase(w)
+            if seen.get(w['id']) != line:
+                seen[w['id']] = line
+                print('%5.1fs  %s' % (time.time() - t0, line), file=out)
     took = time.time() - t0
     if 'error' in result:
         raise MigrateError('migration failed (the guest stays on %s): %s'
                            % (src, result['error']))
-    wires = [w for w in client.call('GET', '/v1/wires')['wires']
-             if w['a'] in vnics or w['b'] in vnics]
+    wires = guest_wires(client, vnics)
     doc = {'vm': args.vm, 'source': src, 'destination': args.dest,
            'seconds': round(took, 2), 'vnics': vnics, 'wires': wires}
     text = 'migrated %s %s -> %s in %.2fs\n%s' % (

@@ -409,10 +409,12 @@ class Engine:
         with self.state_lock:
             loc = {v: l for v in wire.ends()
                    for l in [self.tables.location(v)] if l is not None}
-            return loc, fl.wire_state(wire, self.tables.hosts, loc)
+            moves = {v: self.tables.moves[v] for v in wire.ends()
+                     if v in self.tables.moves}
+            return loc, fl.wire_state(wire, self.tables.hosts, loc), moves
 
     def wire_view(self, wire):
-        loc, state = self._ends(wire)
+        loc, state, moves = self._ends(wire)
         la, lb = loc.get(wire.end_a), loc.get(wire.end_b)
         return {
             'id': wire.connector_id,
@@ -422,6 +424,11 @@ class Engine:
             'host_a': la.host if la else None,
             'host_b': lb.host if lb else None,
             'created_at': wire.created_at,
+            # Ends being live-migrated: both hosts receive the wire until
+            # the guest's RARP activates the destination.
+            'moving': {v: {'source': m.source, 'destination': m.destination,
+                           'activated': m.activated}
+                       for v, m in moves.items()},
         }
 
     def get_wire(self, connector_id):
@@ -485,7 +492,7 @@ class Engine:
     def wire_stats(self, connector_id):
         """Packets and bytes each way, from the wire's flow counters."""
         wire = self.get_wire(connector_id)
-        loc, state = self._ends(wire)
+        loc, state, _moves = self._ends(wire)
         by_name = dict(self.tables.hosts)
         cookie = ids.wire_cookie(connector_id)
         out = {'id': connector_id,

@@ -168,7 +168,13 @@ def openapi_document():
                                        'waiting-host']},
                     'host_a': {'type': 'string', 'nullable': True},
                     'host_b': {'type': 'string', 'nullable': True},
-                    'created_at': {'type': 'string'}}},
+                    'created_at': {'type': 'string'},
+                    'moving': {'type': 'object', 'description':
+                               'vNIC -> {source, destination, activated} '
+                               'for each end being live-migrated: until '
+                               "activated (the guest's RARP on the "
+                               'destination) the far end sends to both '
+                               'hosts and the source delivers'}}},
                 'Direction': {'type': 'object', 'properties': {
                     k: {'type': 'integer'} for k in (
                         'sent_packets', 'sent_bytes', 'delivered_packets',

@@ -107,6 +107,10 @@ def test_wires_follow_a_live_migrated_guest(lab, api, tmp_path):
         assert p.returncode == 0, p.stderr
         assert 'migrating %s h2 -> h1 (2 vNICs)' % g.name in p.stderr
         assert 'MiB sent' in p.stderr and 'expected downtime' in p.stderr
+        # ... and the controller's view of each wire during the move.
+        for v in (e0, e1):
+            assert '%s moving h2 -> h1: both hosts receive' % v in p.stderr, \
+                p.stderr
         assert 'migrated %s h2 -> h1' % g.name in p.stdout
         assert p.stdout.count(' h1 ') >= 1 and 'collapsed' in p.stdout, \
             p.stdout
@@ -272,6 +276,9 @@ def test_a_migration_never_activated_times_out_to_the_flows_before(
                                flows_of(lab.hosts[2], cookie)) == 2, 30,
                    what='far end sends to both hosts')
         dual_at = time.time()
+        nic = next(iter(g.nics))
+        assert api.wire(wid)['moving'] == {nic: {
+            'source': 'h1', 'destination': 'h2', 'activated': False}}
         wait_until(lambda: _wire_flows(lab, wid) == before, 20,
                    what='flows as before the migration')
         # Undone by the timeout, not by anything else: the move lasted at
@@ -279,6 +286,7 @@ def test_a_migration_never_activated_times_out_to_the_flows_before(
         assert time.time() - dual_at > 2.5
         assert guest_taps(h2, g.name), 'destination tap gone already'
         assert mig.poll() is None, 'the migration is no longer stuck'
+        assert api.wire(wid)['moving'] == {}
         wait_until(lambda: [m['state'] for m in api.ok(
             'GET', '/v1/migrations')['migrations']
             if m['vm_uuid'] == g.uuid] == ['timed-out'], 10,
