@@ -309,6 +309,33 @@ def test_a_migration_never_activated_times_out_to_the_flows_before(
         wait_until(api.synced, 30, what='controller back with defaults')
 
 
+def test_controller_down_the_migration_goes_ahead_and_the_wire_follows(
+        lab, api, wired_guest):
+    """The hook's policy when the controller cannot be reached: the
+    migration goes ahead (a guest is never stranded on a host being
+    evacuated). Back up, the controller finds the guest's vNIC in the
+    destination's OVSDB and the wire follows it."""
+    h1, h2, _h3 = lab.hosts
+    g, far, wid = wired_guest('10.87.0')
+    cookie = '0x%x' % ids.wire_cookie(wid)
+    lab.stop_controller()
+    try:
+        lab.migrate(g, h1, h2)          # LabError if the hook refused
+    finally:
+        lab.start_controller()
+    assert _domstate(h2, g.name) == 'running'
+    assert _domstate(h1, g.name) is None
+    wait_until(api.synced, 30, what='controller back')
+    wait_until(lambda: _wire_hosts(api, wid) == ('tunnelled', {'h2', 'h3'}),
+               20, what='wire follows the guest to h2')
+    wait_until(lambda: far.ping('10.87.0.1', count=1)[1] == 1, 20,
+               what='guest answers on h2')
+    r = far.tool('udp-echo', '--dst', '10.87.0.1', '--rate', 1000,
+                 '--seconds', 1)
+    assert r['lost'] == 0 and r['duplicates'] == 0, r
+    wait_until(lambda: not flows_of(h1, cookie), 10, what='h1 clean')
+
+
 def _wire_flows(lab, wid):
     """The wire's flows on every host, without counters or durations."""
     cookie = '0x%x' % ids.wire_cookie(wid)
