@@ -2,7 +2,6 @@
 ovsdb-server/ovs-vswitchd (netdev datapath), the controller as a real
 process, VMs as namespaces plugged the way libvirt plugs them."""
 import itertools
-import os
 import time
 
 import pytest
@@ -67,25 +66,6 @@ class Api:
             all(h['connected'] and h['synced'] for h in hosts)
 
 
-def _tail(path, n=40):
-    try:
-        with open(path, errors='replace') as f:
-            return ''.join(f.readlines()[-n:])
-    except OSError as e:
-        return '(%s)' % e
-
-
-def lab_diagnostics(lab):
-    """What a failed lab start leaves for whoever reads the CI log."""
-    out = ['--- controller (exit %r) ---' % (
-        lab.controller.poll() if lab.controller else None),
-        _tail(os.path.join(lab.dir, 'controller', 'controller.log'))]
-    for h in lab.hosts:
-        out += ['--- %s ovs-vswitchd ---' % h.name,
-                _tail(os.path.join(h.dir, 'vswitchd.log'), 15)]
-    return '\n'.join(out)
-
-
 @pytest.fixture(scope='session')
 def lab():
     with Lab(3, libvirt=True) as lab:
@@ -94,7 +74,7 @@ def lab():
         try:
             wait_until(api.synced, 60, what='controller and 3 hosts')
         except AssertionError as e:
-            raise AssertionError('%s\n%s' % (e, lab_diagnostics(lab)))
+            raise AssertionError('%s\n%s' % (e, lab.diagnostics()))
         yield lab
 
 

@@ -516,6 +516,18 @@ class Lab:
                     '%s = %s\n' % (h.name, h.libvirt.uri)
                     for h in self.hosts))
 
+    def diagnostics(self):
+        """Log tails of the controller and of each host's ovs-vswitchd:
+        what a lab that failed to come up leaves for whoever reads the
+        output (CI logs, the demo's stderr)."""
+        out = ['--- controller (exit %r) ---' % (
+            self.controller.poll() if self.controller else None),
+            _tail(os.path.join(self.dir, 'controller', 'controller.log'), 40)]
+        for h in self.hosts:
+            out += ['--- %s ovs-vswitchd ---' % h.name,
+                    _tail(os.path.join(h.dir, 'vswitchd.log'), 15)]
+        return '\n'.join(out)
+
     def stop_controller(self, kill=False):
         if self.controller and self.controller.poll() is None:
             (self.controller.kill if kill else self.controller.terminate)()
@@ -549,6 +561,14 @@ def _kill_pidfile(path, wait=5.0):
         os.kill(pid, 9)
     except OSError:
         pass
+
+
+def _tail(path, n):
+    try:
+        with open(path, errors='replace') as f:
+            return ''.join(f.readlines()[-n:])
+    except OSError as e:
+        return '(%s)' % e
 
 
 def _free_port():

@@ -28,6 +28,8 @@ def _wait(fn, timeout, what):
         try:
             if fn():
                 return
+        except LabError:
+            raise
         except Exception:
             pass
         time.sleep(0.1)
@@ -62,12 +64,14 @@ def _traffic(vm_a, vm_b, ip_b, port):
     sent = vm_a.tool('udp-send', '--dst', ip_b, '--port', port, '--rate',
                      1000, '--seconds', 1)
     got = json.loads(p.communicate(timeout=30)[0].strip().splitlines()[-1])
+    os.unlink(ready)
     ready2 = tempfile.mktemp(prefix='vwready')
     p = vm_b.tool_bg('tcp-recv', '--port', port + 1, '--ready-file', ready2)
     _wait(lambda: os.path.exists(ready2), 10, 'TCP receiver')
     vm_a.tool('tcp-send', '--dst', ip_b, '--port', port + 1, '--bytes',
               16 << 20)
     tcp = json.loads(p.communicate(timeout=60)[0].strip().splitlines()[-1])
+    os.unlink(ready2)
     return {'ping': '%d/%d' % (rx, tx),
             'udp': '%d/%d' % (got['received'], sent['sent']),
             'tcp_mbit_s': round(tcp['mbit_s'], 1)}
@@ -89,10 +93,25 @@ def cmd_demo(args):
             % '127.0.0.1')
         lab.start_controller()
         client = Client(lab.url, open(lab.token_file).read().strip())
-        _wait(lambda: all(h['connected'] and h['synced'] for h in
-                          client.call('GET', '/v1/hosts')['hosts']) and
-              len(client.call('GET', '/v1/hosts')['hosts']) == n_hosts,
-              30, 'hosts to connect')
+        seen = {}
+
+        def hosts_up():
+            if lab.controller.poll() is not None:
+                raise LabError('virtualwire-controller exited (code %d)'
+                               % lab.controller.returncode)
+            hosts = client.call('GET', '/v1/hosts')['hosts']
+            seen.update((h['name'], 'synced' if h['synced'] else
+                         'connected' if h['connected'] else 'not connected')
+                        for h in hosts)
+            return len(hosts) == n_hosts and all(h['connected'] and
+                                                 h['synced'] for h in hosts)
+        try:
+            _wait(hosts_up, 60, 'hosts to connect')
+        except LabError as e:
+            print('vwlab: %s; hosts seen: %s\n%s' % (
+                e, ', '.join('%s %s' % kv for kv in sorted(seen.items()))
+                or 'none', lab.diagnostics()), file=sys.stderr)
+            raise
         print(cmd_hosts(client, None)[1])
         say(3, total, 'deploying topology "%s": %d VMs, %d wires'
             % (topo.name, len(topo.nodes), len(topo.links)))
