@@ -13,6 +13,7 @@ import configparser
 import json
 import os
 import sys
+import time
 
 import requests
 from tabulate import tabulate
@@ -87,10 +88,46 @@ def cmd_vnics(c, a):
     return doc, _table(doc['vnics'], ['id', 'host', 'port', 'mac', 'wire'])
 
 
+def moving_text(wire):
+    """'h1->h2' per end being live-migrated ('*' once its RARP activated
+    the destination), '-' for none."""
+    return ' '.join('%s->%s%s' % (m['source'], m['destination'],
+                                  '*' if m['activated'] else '')
+                    for _v, m in sorted((wire.get('moving') or {}).items())
+                    ) or '-'
+
+
 def cmd_wires(c, a):
     doc = c.call('GET', '/v1/wires')
-    return doc, _table(doc['wires'], ['connector_id', 'a', 'b', 'state',
-                                      'host_a', 'host_b'])
+    rows = [dict(w, moving=moving_text(w)) for w in doc['wires']]
+    return doc, _table(rows, ['connector_id', 'a', 'b', 'state', 'host_a',
+                              'host_b', 'moving'])
+
+
+def migration_rows(migrations):
+    """One table row per live migration, newest first."""
+    rows = []
+    for m in sorted(migrations, key=lambda m: m.get('started_at') or 0,
+                    reverse=True):
+        sources = sorted({s for s in m['sources'].values() if s})
+        took = m['ended_at'] - m['started_at'] if m.get('ended_at') else None
+        rows.append({
+            'vm': m['vm'] or m['vm_uuid'], 'state': m['state'],
+            'move': '%s -> %s' % (','.join(sources) or '?', m['destination']),
+            'activated': '%d/%d' % (len(m['activated']), len(m['vnics'])),
+            'found_by': m['found_by'],
+            'started': time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(
+                m['started_at'])),
+            'took_s': '%.2f' % took if took is not None else None,
+            'id': m['id']})
+    return rows
+
+
+def cmd_migrations(c, a):
+    doc = c.call('GET', '/v1/migrations')
+    return doc, _table(migration_rows(doc['migrations']), [
+        'vm', 'state', 'move', 'activated', 'found_by', 'started', 'took_s',
+        'id'])
 
 
 def cmd_show(c, a):
@@ -153,6 +190,8 @@ def build_parser():
     sub.add_parser('hosts', help='list hosts').set_defaults(fn=cmd_hosts)
     sub.add_parser('vnics', help='list vNICs').set_defaults(fn=cmd_vnics)
     sub.add_parser('wires', help='list wires').set_defaults(fn=cmd_wires)
+    sub.add_parser('migrations', help='live migrations: in progress, then '
+                   'the last 200').set_defaults(fn=cmd_migrations)
     s = sub.add_parser('show', help='show a wire')
     s.add_argument('wire', help='connector id')
     s.set_defaults(fn=cmd_show)

@@ -139,6 +139,12 @@ def test_wires_follow_a_live_migrated_guest(lab, api, tmp_path):
                  if m['vm_uuid'] == g.uuid]
         assert moves == [('h1', 'completed', ['h2', 'h2']),
                          ('h2', 'completed', ['h1', 'h1'])], moves
+        p = _vwctl(lab, 'migrations')
+        assert p.returncode == 0, p.stderr
+        mine = [l for l in p.stdout.splitlines() if g.name in l]
+        assert len(mine) == 2 and all('completed' in l and '2/2' in l
+                                      for l in mine), p.stdout
+        assert 'h2 -> h1' in mine[0] and 'h1 -> h2' in mine[1], p.stdout
         # ... and each vNIC switched over on its RARP, in the switch.
         for m in api.ok('GET', '/v1/migrations')['migrations']:
             if m['vm_uuid'] == g.uuid:

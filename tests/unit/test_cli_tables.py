@@ -1,0 +1,36 @@
+"""vwctl's tables for migrations (pure formatting of the REST answers)."""
+from virtualwire.cli import migration_rows, moving_text
+
+
+def _mig(**over):
+    m = {'id': 'm1', 'vm': 'g1', 'vm_uuid': 'u1', 'vnics': ['a', 'b'],
+         'sources': {'a': 'h1', 'b': 'h1'}, 'destination': 'h2',
+         'state': 'completed', 'started_at': 1000.0, 'ended_at': 1001.5,
+         'activated': {'a': 1000.9, 'b': 1000.9}, 'moves': {},
+         'found_by': 'hook'}
+    m.update(over)
+    return m
+
+
+def test_migrations_newest_first_with_move_activation_and_duration():
+    rows = migration_rows([
+        _mig(),
+        _mig(id='m2', vm='', vm_uuid='vnic:a', vnics=['a'],
+             sources={'a': 'h2'}, destination='h1', state='prepared',
+             started_at=2000.0, ended_at=None, activated={},
+             found_by='ovsdb')])
+    assert [r['id'] for r in rows] == ['m2', 'm1']
+    assert rows[0]['vm'] == 'vnic:a'          # no domain name: what we know
+    assert (rows[0]['move'], rows[0]['activated'], rows[0]['took_s']) == \
+        ('h2 -> h1', '0/1', None)
+    assert (rows[1]['move'], rows[1]['activated'], rows[1]['took_s']) == \
+        ('h1 -> h2', '2/2', '1.50')
+
+
+def test_a_wire_says_which_ends_are_moving():
+    assert moving_text({'moving': {}}) == '-'
+    assert moving_text({}) == '-'
+    assert moving_text({'moving': {
+        'b': {'source': 'h1', 'destination': 'h2', 'activated': True},
+        'a': {'source': 'h3', 'destination': 'h1', 'activated': False}}}) \
+        == 'h3->h1 h1->h2*'
