@@ -15,8 +15,11 @@ stream through it. Per migration:
                pause / guest (reached the running guest, never answered) /
                ovs-race (OVS 3.1 userspace tunnel race) / network (lost by
                the network outside the pause: the figure that must be 0)
+  silent       ms of the pause in which the stream's sender sent nothing
+               (starved of CPU): a stream silent for over half the pause
+               did not probe it ("unprobed" in the summary)
 
-    python bench/bench_migration.py [--migrations 20]
+    python bench/bench_migration.py [--migrations 20] [--rt-sender]
 """
 import argparse
 import collections
@@ -48,6 +51,13 @@ def outside(report, stop, resume):
                if r['from'] < stop - MARGIN or r['to'] > resume + MARGIN)
 
 
+def sender_silent(report, stop, resume):
+    """Seconds of the pause during which the stream's sender sent nothing
+    (starved of CPU): those seconds were not probed at all."""
+    return sum(max(0.0, min(a + gap, resume) - max(a, stop))
+               for a, gap in report.get('send_gaps', ()))
+
+
 def lost_window(report):
     runs = report['lost_runs']
     if not runs:
@@ -58,6 +68,9 @@ def lost_window(report):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--migrations', type=int, default=20)
+    ap.add_argument('--rt-sender', action='store_true',
+                    help='run the streams\' senders SCHED_FIFO, so that they '
+                         'keep sending while the migration starves the CPUs')
     args = ap.parse_args()
     with Lab(3, libvirt=True) as lab:
         h1, h2, h3 = lab.hosts
@@ -91,6 +104,10 @@ def main():
             streams = {k: vm.tool_bg('udp-echo', '--dst', dst, '--rate', RATE,
                                      '--seconds', 5)
                        for k, (vm, dst) in ends.items()}
+            if args.rt_sender:
+                for p in streams.values():
+                    os.sched_setscheduler(p.pid, os.SCHED_FIFO,
+                                          os.sched_param(10))
             time.sleep(1.0)
             with EventWatch([where, other]) as ev:
                 took = lab.migrate(g, where, other)
@@ -127,14 +144,18 @@ def main():
                 odd = {c: r for c, r in
                        loss_audit.summary(verdicts, windows).items()
                        if c != 'pause'}
+                silent = sender_silent(r, stop, resume)
                 rows[k].append({'pause': pause, 'lost_window': lw,
+                                'sender_silent_in_pause': silent,
                                 'added': lw - pause, 'lost': r['lost'],
                                 'lost_outside_pause': out,
                                 'causes': dict(causes),
                                 'not_pause_runs_ms_from_stop': odd,
                                 'duplicates': r['duplicates']})
-                line.append('%s: lost %d (%.1f ms) added %.1f ms %s dup %d%s' % (
+                line.append('%s: lost %d (%.1f ms) added %.1f ms silent %.0f '
+                            'ms %s dup %d%s' % (
                     k.split()[0], r['lost'], lw * 1000, (lw - pause) * 1000,
+                    silent * 1000,
                     ' '.join('%s=%d' % kv for kv in sorted(causes.items())),
                     r['duplicates'], ' %s' % odd if odd else ''))
             print('  '.join(line), flush=True)
@@ -142,9 +163,9 @@ def main():
             time.sleep(0.5)
         doc = {'migrations': args.migrations, 'rate_hz': RATE,
                'pause_ms': summary(pauses, 1000, 1)}
-        print('\n%-28s %10s %10s %10s %8s  %s' % (
+        print('\n%-28s %10s %10s %10s %8s %9s  %s' % (
             '', 'pause p50', 'lost p50', 'added p50', 'add max',
-            'lost datagrams by cause (all migrations)'))
+            'unprobed', 'lost datagrams by cause (all migrations)'))
         for k, rs in rows.items():
             added = [r['added'] for r in rs]
             lost = [r['lost_window'] for r in rs]
@@ -160,12 +181,20 @@ def main():
                           r['causes'].get('network', 0) for r in rs],
                       'not_pause_runs_ms_from_stop': [
                           r['not_pause_runs_ms_from_stop'] for r in rs],
+                      # Streams whose sender sent nothing for most of the
+                      # pause did not probe it (the lab starved its CPUs).
+                      'sender_silent_in_pause_ms': summary(
+                          [r['sender_silent_in_pause'] for r in rs], 1000, 1),
+                      'pause_not_probed': sum(
+                          r['sender_silent_in_pause'] > r['pause'] / 2
+                          for r in rs),
                       'ratio_lost_to_pause_p50': round(
                           summary(lost, 1, 4)['p50'] /
                           summary(pauses, 1, 4)['p50'], 2)}
-            print('%-28s %9.1f  %9.1f  %9.1f  %7.1f  %s' % (
+            print('%-28s %9.1f  %9.1f  %9.1f  %7.1f %9s  %s' % (
                 k, doc['pause_ms']['p50'], doc[k]['lost_window_ms']['p50'],
                 doc[k]['added_ms']['p50'], doc[k]['added_ms']['max'],
+                '%d/%d' % (doc[k]['pause_not_probed'], len(rs)),
                 doc[k]['lost_by_cause']))
         write_result('migration', doc)
 

@@ -29,3 +29,13 @@ def test_losses_each_way_and_windows():
 def test_lost_tail_is_counted():
     r = echo_report(_sent(4), [(0, 1, 0), (1, 2, 0)])
     assert r['lost'] == 2 and r['lost_tail'] == 2
+
+
+def test_a_sender_that_fell_silent_says_when_and_for_how_long():
+    sent = _sent(6)
+    for q in (3, 4, 5):
+        sent[q] += 0.080            # starved for 80 ms after datagram 2
+    r = echo_report(sent, [(q, q + 1, 0) for q in range(6)])
+    ((at, gap),) = r['send_gaps']
+    assert at == sent[2] and abs(gap - 0.081) < 1e-9
+    assert echo_report(_sent(6), [])['send_gaps'] == []

@@ -202,6 +202,9 @@ def tcp_send(dst, port, nbytes, seed=1):
 ECHO = struct.Struct('!QQ')     # our sequence, the responder's rx counter
 
 
+SEND_GAP = 0.005        # s between two sends that counts as a silence
+
+
 def echo_report(sent_at, echoes):
     """sent_at: {seq: send time}; echoes: [(seq, responder counter, t)].
     Between two consecutive echoes the responder's counter tells how many
@@ -224,6 +227,11 @@ def echo_report(sent_at, echoes):
             lost_in += gap - max(0, min(gap, reached))
         prev = (seq, ctr)
     missing = [q for q in sorted(sent_at) if q not in seen]
+    # Where the sender itself fell silent (starved of CPU): a stream that
+    # sent nothing during a guest's pause cannot have lost anything in it.
+    times = [sent_at[q] for q in sorted(sent_at)]
+    send_gaps = [[a, b - a] for a, b in zip(times, times[1:])
+                 if b - a > SEND_GAP]
     runs = []
     for q in missing:
         if runs and runs[-1][1] == q - 1:
@@ -238,7 +246,8 @@ def echo_report(sent_at, echoes):
                            'from': sent_at[a], 'to': sent_at[b]}
                           for a, b in runs],
             # Each lost datagram with its send time, for loss audits.
-            'lost_sent_at': [[q, sent_at[q]] for q in missing]}
+            'lost_sent_at': [[q, sent_at[q]] for q in missing],
+            'send_gaps': send_gaps}
 
 
 def echo_server(port):
