@@ -16,7 +16,7 @@ stream through it. Per migration:
                ovs-race (OVS 3.1 userspace tunnel race) / network (lost by
                the network outside the pause: the figure that must be 0)
   silent       ms of the pause in which the stream's sender sent nothing
-               (starved of CPU): a stream silent for over half the pause
+               (not scheduled): a stream silent for over half the pause
                did not probe it ("unprobed" in the summary)
 
     python bench/bench_migration.py [--migrations 20] [--rt-sender]
@@ -53,7 +53,7 @@ def outside(report, stop, resume):
 
 def sender_silent(report, stop, resume):
     """Seconds of the pause during which the stream's sender sent nothing
-    (starved of CPU): those seconds were not probed at all."""
+    (not scheduled): those seconds were not probed at all."""
     return sum(max(0.0, min(a + gap, resume) - max(a, stop))
                for a, gap in report.get('send_gaps', ()))
 
@@ -70,7 +70,7 @@ def main():
     ap.add_argument('--migrations', type=int, default=20)
     ap.add_argument('--rt-sender', action='store_true',
                     help='run the streams\' senders SCHED_FIFO, so that they '
-                         'keep sending while the migration starves the CPUs')
+                         'keep sending if the migration stalls the machine')
     args = ap.parse_args()
     with Lab(3, libvirt=True) as lab:
         h1, h2, h3 = lab.hosts
@@ -182,7 +182,7 @@ def main():
                       'not_pause_runs_ms_from_stop': [
                           r['not_pause_runs_ms_from_stop'] for r in rs],
                       # Streams whose sender sent nothing for most of the
-                      # pause did not probe it (the lab starved its CPUs).
+                      # pause did not probe it (the machine stalled them).
                       'sender_silent_in_pause_ms': summary(
                           [r['sender_silent_in_pause'] for r in rs], 1000, 1),
                       'pause_not_probed': sum(

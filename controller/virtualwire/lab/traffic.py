@@ -227,7 +227,7 @@ def echo_report(sent_at, echoes):
             lost_in += gap - max(0, min(gap, reached))
         prev = (seq, ctr)
     missing = [q for q in sorted(sent_at) if q not in seen]
-    # Where the sender itself fell silent (starved of CPU): a stream that
+    # Where the sender itself fell silent (not scheduled): a stream that
     # sent nothing during a guest's pause cannot have lost anything in it.
     times = [sent_at[q] for q in sorted(sent_at)]
     send_gaps = [[a, b - a] for a, b in zip(times, times[1:])
