@@ -184,6 +184,14 @@ def _audit(lab, report, grams, guest_ip, peer_ip, taps, windows):
     return loss_audit.summary(verdicts, windows), bad
 
 
+def _migrate_bg(guest, src, dst):
+    """`virsh migrate --live` started, not waited for."""
+    return subprocess.Popen(['virsh', '-c', src.libvirt.uri, 'migrate',
+                             '--live', guest.name, dst.libvirt.uri],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
 def _domstate(host, name):
     p = host.libvirt.virsh('domstate', name, check=False)
     return p.stdout.strip() if p.returncode == 0 else None
@@ -231,10 +239,7 @@ def test_aborted_migration_leaves_every_wire_as_it_was(lab, api,
     time.sleep(0.5)
     # Throttle the copy so there is time to abort it.
     h1.libvirt.virsh('migrate-setspeed', g.name, '1')
-    mig = subprocess.Popen(['virsh', '-c', h1.libvirt.uri, 'migrate',
-                            '--live', g.name, h2.libvirt.uri],
-                           stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+    mig = _migrate_bg(g, h1, h2)
     wait_until(lambda: _domstate(h2, g.name) is not None, 20,
                what='destination guest created')
     time.sleep(0.5)
@@ -274,10 +279,7 @@ def test_a_migration_never_activated_times_out_to_the_flows_before(
                              1000, '--seconds', 20)
         time.sleep(0.5)
         h1.libvirt.virsh('migrate-setspeed', g.name, '1')
-        mig = subprocess.Popen(['virsh', '-c', h1.libvirt.uri, 'migrate',
-                                '--live', g.name, h2.libvirt.uri],
-                               stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+        mig = _migrate_bg(g, h1, h2)
         wait_until(lambda: sum(l.count('->tun_dst') for l in
                                flows_of(lab.hosts[2], cookie)) == 2, 30,
                    what='far end sends to both hosts')
@@ -410,10 +412,7 @@ def test_controller_killed_mid_migration_the_wire_still_converges(
         stream = far.tool_bg('udp-echo', '--dst', '10.85.0.1', '--rate',
                              1000, '--seconds', 14)
         time.sleep(0.5)
-        mig = subprocess.Popen(['virsh', '-c', h1.libvirt.uri, 'migrate',
-                                '--live', g.name, h2.libvirt.uri],
-                               stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+        mig = _migrate_bg(g, h1, h2)
         try:
             # Prepared: the far end's host sends the wire to both hosts.
             wait_until(lambda: sum('set_field:%s->tun_dst' % h.tunnel_ip in l
