@@ -134,11 +134,17 @@ def test_aborted_move_restores_the_exact_flows():
     assert got['h3'] == fl.compute_flows(before)['h3']
 
 
-def test_tables_infer_a_move_from_a_second_port_and_finish_it():
+def _wired_tables():
+    """Wire 7 between vNIC g on h1 and vNIC f on h3, nothing moving."""
     t = fl.IncrementalTables()
     t.add_wire(Wire(7, 'g', 'f'))
     t.set_host(host('h1', ('g', 1)))
     t.set_host(host('h3', ('f', 5)))
+    return t
+
+
+def test_tables_infer_a_move_from_a_second_port_and_finish_it():
+    t = _wired_tables()
     t.set_host(host('h2', ('g', 2)))
     assert t.moves == {'g': Move('h1', 'h2')}
     assert t.pop_inferred() == [('g', Move('h1', 'h2'))]   # to be recorded
@@ -152,10 +158,7 @@ def test_tables_infer_a_move_from_a_second_port_and_finish_it():
 
 
 def test_tables_cancel_a_move_with_the_outcome_given():
-    t = fl.IncrementalTables()
-    t.add_wire(Wire(7, 'g', 'f'))
-    t.set_host(host('h1', ('g', 1)))
-    t.set_host(host('h3', ('f', 5)))
+    t = _wired_tables()
     plain = {n: t.table(n) for n in IPS}
     t.set_host(host('h2', ('g', 2)))               # stuck: never activated
     assert {n: t.table(n) for n in IPS} != plain
@@ -167,10 +170,7 @@ def test_tables_cancel_a_move_with_the_outcome_given():
 
 
 def test_tables_abort_when_the_destination_port_goes():
-    t = fl.IncrementalTables()
-    t.add_wire(Wire(7, 'g', 'f'))
-    t.set_host(host('h1', ('g', 1)))
-    t.set_host(host('h3', ('f', 5)))
+    t = _wired_tables()
     plain = {n: t.table(n) for n in IPS}
     t.start_move('g', 'h1', 'h2')                  # announced by the hook
     assert {n: t.table(n) for n in IPS} == plain   # no tap there yet
