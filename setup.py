@@ -1,13 +1,20 @@
+import os
+
 from setuptools import find_packages, setup
 
 setup(
     name='virtualwire',
     version='0.1.0',
     description='VirtualWire: connect/disconnect vNICs with wires on Open vSwitch',
-    long_description=open('README.rst').read() if __import__('os').path.exists('README.rst') else '',
-    package_dir={'': 'controller'},
-    packages=find_packages('controller'),
-    package_data={'virtualwire': ['schema/*.ovsschema', 'lab/guest/*']},
+    long_description=(open('README.rst').read()
+                      if os.path.exists('README.rst') else ''),
+    # The product is `virtualwire` (controller/); the root-only lab that
+    # builds namespace hosts for the demo, tests and benchmarks is `vwlab`
+    # (lab/), installed beside it but not part of it.
+    package_dir={'': 'controller', 'vwlab': 'lab/vwlab'},
+    packages=find_packages('controller') + ['vwlab'],
+    package_data={'virtualwire': ['store/schema/*.ovsschema'],
+                  'vwlab': ['guest/*']},
     python_requires='>=3.11',
     install_requires=[
         'os-ken>=4.2,<5',
@@ -22,11 +29,12 @@ setup(
     extras_require={
         # libvirt-python builds against libvirt-dev (scripts/install-deps).
         'libvirt': ['libvirt-python>=9'],
-        'test': ['pytest>=7', 'scapy>=2.5', 'libvirt-python>=9'],
+        'test': ['pytest>=7', 'scapy>=2.5', 'libvirt-python>=9',
+                 'ruff>=0.6', 'mypy>=1.10'],
     },
     entry_points={'console_scripts': [
         'virtualwire-controller = virtualwire.main:main',
-        'vwctl = virtualwire.cli:main',
-        'vwlab = virtualwire.lab.cli:main',
+        'vwctl = virtualwire.cli.vwctl:main',
+        'vwlab = vwlab.cli:main',
     ]},
 )

@@ -25,10 +25,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Api, ofctl_flow, summary, write_result  # noqa: E402
 
-from virtualwire import flows as fl                          # noqa: E402
-from virtualwire import ids                                  # noqa: E402
-from virtualwire.lab import Lab                              # noqa: E402
-from virtualwire.model import Host, VnicPort, Wire, World    # noqa: E402
+from virtualwire.pipeline import wire as fl                          # noqa: E402
+from virtualwire.core import ids                                  # noqa: E402
+from vwlab import Lab                              # noqa: E402
+from virtualwire.core.model import Encap, Host, VnicPort, Wire, World    # noqa: E402
 
 CASES = (('tunnelled', 'lat-b', 'vm-b'), ('collapsed', 'lat-c', 'vm-c'))
 
@@ -39,7 +39,8 @@ def hosts_from_api(api):
     out = {}
     for h in api.call('GET', '/v1/hosts')['hosts']:
         out[h['name']] = Host(
-            h['name'], int(h['dpid'], 16), h['tunnel_ip'], tunnel_ofport=65000,
+            h['name'], int(h['dpid'], 16),
+            (Encap('gre', h['tunnel_ip'], 65000),),
             vnics=tuple(VnicPort(v['id'], v['port'], v['ofport'])
                         for v in vnics if v['host'] == h['name']))
     return out

@@ -11,7 +11,7 @@ stream through it. Per migration:
   lost window  from the first to the last lost datagram (send times) + 1 ms
   added        lost window - pause (by send times alone)
   causes       each lost datagram followed through packet captures and
-               vswitchd's datapath flow log (virtualwire.lab.loss_audit):
+               vswitchd's datapath flow log (vwlab.loss_audit):
                pause / guest (reached the running guest, never answered) /
                ovs-race (OVS 3.1 userspace tunnel race) / network (lost by
                the network outside the pause: the figure that must be 0)
@@ -34,9 +34,9 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Api, summary, write_result               # noqa: E402
 
-from virtualwire.lab import Lab, loss_audit                   # noqa: E402
-from virtualwire.lab.capture import HostCaptures, guest_taps  # noqa: E402
-from virtualwire.lab.qemu_events import (EventWatch,          # noqa: E402
+from vwlab import Lab, loss_audit                   # noqa: E402
+from vwlab.capture import HostCaptures, guest_taps  # noqa: E402
+from vwlab.qemu_events import (EventWatch,          # noqa: E402
                                          stop_resume_windows)
 
 RATE = 1000

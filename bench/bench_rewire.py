@@ -31,8 +31,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Api, summary, write_result               # noqa: E402
 
-from virtualwire import ids                                    # noqa: E402
-from virtualwire.lab import Lab, SimHosts                      # noqa: E402
+from virtualwire.core import ids                                    # noqa: E402
+from vwlab import Lab, SimHosts                      # noqa: E402
 
 N = 16
 

@@ -18,9 +18,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Api, ofctl_flow, summary, write_result  # noqa: E402
 
-from virtualwire import flows as fl                          # noqa: E402
-from virtualwire.lab import Lab, SimHosts                    # noqa: E402
-from virtualwire.model import Host, VnicPort, Wire, World    # noqa: E402
+from virtualwire.pipeline import wire as fl                          # noqa: E402
+from vwlab import Lab, SimHosts                    # noqa: E402
+from virtualwire.core.model import Encap, Host, VnicPort, Wire, World    # noqa: E402
 
 
 def plan(n_hosts, n_wires):
@@ -91,7 +91,8 @@ def main():
         hosts = {}
         for k in range(args.hosts):
             hosts[base.bridge(k)] = Host(
-                base.bridge(k), k + 1, sim.tunnel_ip(k), tunnel_ofport=65000,
+                base.bridge(k), k + 1,
+                (Encap('gre', sim.tunnel_ip(k), 65000),),
                 vnics=tuple(VnicPort(sim.vnic_id(k, i), 'p%d' % i, i + 1)
                             for i in range(per)))
         world = World({cid: Wire(cid, sim.vnic_id(*a), sim.vnic_id(*b))

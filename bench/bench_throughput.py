@@ -27,9 +27,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_latency import hosts_from_api, wait            # noqa: E402
 from common import Api, ofctl_flow, write_result          # noqa: E402
 
-from virtualwire import flows as fl                       # noqa: E402
-from virtualwire.lab import Lab                           # noqa: E402
-from virtualwire.model import Wire, World                 # noqa: E402
+from virtualwire.pipeline import wire as fl                       # noqa: E402
+from vwlab import Lab                           # noqa: E402
+from virtualwire.core.model import Wire, World                 # noqa: E402
 
 CID = 0xC0FFEE01            # the hand cases' connector id (full 32 bits)
 HAND_COOKIE = 0x1

@@ -1,9 +1,11 @@
-"""`virtualwire-controller`: start the intent store, the engine, the REST API
-and the os-ken OpenFlow app in one process.
+"""`virtualwire-controller`: argument parsing and assembly only. Starts the
+stores, the control loop and its controller, the REST API and the os-ken
+OpenFlow app in one process.
 
 os-ken 4.x has no osken-manager, so apps are loaded here with AppManager.
 The hub type must be chosen before os_ken is imported: eventlet by default
-(its WSGI server serves REST); OSKEN_HUB_TYPE=native also works.
+(its WSGI server serves REST); OSKEN_HUB_TYPE=native also works, because
+all state is owned by one loop (`control.loop`) under either hub.
 """
 import argparse
 import ctypes
@@ -118,12 +120,14 @@ def main(argv=None):
     from os_ken import cfg
     from os_ken.base.app_manager import AppManager
 
-    from virtualwire import app as vwapp
-    from virtualwire import local_ovsdb
-    from virtualwire.engine import Engine
-    from virtualwire.intent_store import IntentStore
-    from virtualwire.rest import RestApi
-    from virtualwire.rest_server import make_server
+    from virtualwire.api.rest import RestApi
+    from virtualwire.api.server import make_server
+    from virtualwire.control.controller import Controller
+    from virtualwire.control.loop import Loop
+    from virtualwire.southbound.host_ovsdb import HostDbs
+    from virtualwire.store import local as local_ovsdb
+    from virtualwire.store.intent import IntentStore
+    from virtualwire.store.runtime import RuntimeStore
 
     of_host, of_port = _split(args.of_listen, '--of-listen')
     rest_host, rest_port = _split(args.rest_listen, '--rest-listen')
@@ -131,38 +135,48 @@ def main(argv=None):
                                  os.path.join(args.state_dir, 'api-token'))
     remote = args.intent_db or local_ovsdb.ensure(args.state_dir)
 
+    loop = Loop()
+    intent = IntentStore(remote)
+    runtime = RuntimeStore(intent.client)
+    host_dbs = HostDbs(loop)
+    controller = Controller(loop, intent, runtime, host_dbs,
+                            ovsdb_port=args.host_ovsdb_port,
+                            move_timeout=args.move_timeout)
+    host_dbs.on_hosts = controller.on_hosts
+    api = RestApi(loop, controller, intent, runtime, token)
+
     # REST socket first: it stays in our namespace even if the southbound
     # sockets go into the management one.
-    api = RestApi(None, token)
     server = make_server(rest_host, rest_port, api)
     if args.southbound_netns:
         enter_netns(args.southbound_netns)
     servers = [server]
     if args.southbound_rest_listen:
-        servers.append(make_server(*_split(args.southbound_rest_listen,
-                                           '--southbound-rest-listen'), api))
+        sb_host, sb_port = _split(args.southbound_rest_listen,
+                                  '--southbound-rest-listen')
+        servers.append(make_server(sb_host, sb_port, api))
 
-    engine = None
-
-    def on_intent_change(events, n_wires):
-        if engine is not None:
-            engine.intent_changed(events, n_wires)
-
-    store = IntentStore(remote, on_change=on_intent_change)
-    store.start()
-    engine = Engine(store, ovsdb_port=args.host_ovsdb_port,
-                    static_host_dbs=args.host_ovsdb,
-                    move_timeout=args.move_timeout)
-    api.engine = engine
-    vwapp.ENGINE = engine
+    # Wire changes are events from the first one on; the controller's
+    # start (a full read) is queued first, so it runs before any of them.
+    loop.post(controller.start)
+    intent.on_change = lambda events, n: loop.post(controller.on_intent,
+                                                   events, n)
+    intent.start()
+    runtime.start()
+    loop.run_pending()                   # start now, before any switch
+    for r in args.host_ovsdb:
+        host_dbs.watch(r)
 
     cfg.CONF(args=['--ofp-listen-host', of_host,
                    '--ofp-tcp-listen-port', str(of_port)],
              project='os_ken')
     mgr = AppManager.get_instance()
-    mgr.load_apps(['os_ken.controller.ofp_handler', 'virtualwire.app'])
-    services = mgr.instantiate_apps(**mgr.create_contexts())
-    engine.start()
+    mgr.load_apps(['os_ken.controller.ofp_handler',
+                   'virtualwire.southbound.osken_app'])
+    services = mgr.instantiate_apps(controller=controller, loop=loop,
+                                    **mgr.create_contexts())
+    services.append(hub.spawn(loop.run))
+    loop.every(1.0, controller.tick)
     services += [hub.spawn(s.serve_forever) for s in servers]
     logging.getLogger('virtualwire').info(
         'controller up: OpenFlow %s:%d, REST http://%s:%d/v1, intent %s',

@@ -7,7 +7,7 @@ import time
 import pytest
 import requests
 
-from virtualwire.lab import Lab
+from vwlab import Lab
 
 _seq = itertools.count(1)
 

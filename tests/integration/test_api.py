@@ -1,9 +1,9 @@
 """The REST API and vwctl against the real controller: right answers, clear
 errors with the right status, and a rejected call changes nothing."""
 import json
-import os
 import subprocess
 import sys
+import uuid
 
 import pytest
 import requests
@@ -82,6 +82,43 @@ def test_rejected_calls_say_why_and_change_nothing(api):
         assert _state(api) == before
     finally:
         api.req('DELETE', '/v1/wires/%d' % w['id'])
+
+
+def test_hostile_input_found_by_fuzzing_is_refused_cleanly(api):
+    """Defects a hostile-input run found in the old API: each answer is a
+    4xx with a JSON message (never a 500), and nothing changes."""
+    before = _state(api)
+    # 2 KB of nesting made every POST answer 500 (RecursionError).
+    nested = b'[' * 1024 + b']' * 1024
+    for path in ('/v1/wires', '/v1/migrations',
+                 '/v1/migrations/%s/released' % uuid.uuid4()):
+        _err(api.req('POST', path, data=nested), 400, 'nested too deeply')
+    # An id with a space in front was taken as the number after it.
+    for wid in ('%205', '5%20', '+5', '5_0', '0x_5'):
+        _err(api.req('GET', '/v1/wires/' + wid), 422, 'connector id')
+    # Releasing a migration nobody announced answered 200.
+    _err(api.req('POST', '/v1/migrations/%s/released' % uuid.uuid4(),
+                 json={'host': 'h1'}), 404, 'no migration')
+    _err(api.req('POST', '/v1/migrations/not-a-uuid/released',
+                 json={'host': 'h1'}), 422, 'uuid')
+    assert _state(api) == before
+    # A chunked body was ignored ("body must be a JSON object"): it is read.
+    def chunks():
+        yield b'{"a": "chunk-a", '
+        yield b'"b": "chunk-b"}'
+    r = api.req('POST', '/v1/wires', data=chunks())
+    assert r.request.headers.get('Transfer-Encoding') == 'chunked'
+    assert r.status_code == 201, r.text
+    assert (r.json()['a'], r.json()['b']) == ('chunk-a', 'chunk-b')
+    api.req('DELETE', '/v1/wires/%d' % r.json()['id'])
+    # ... and a chunked body over the limit is refused like any other.
+    def big():
+        yield b'{"a": "'
+        for _ in range(40):
+            yield b'x' * 2048
+        yield b'"}'
+    _err(api.req('POST', '/v1/wires', data=big()), 413, 'over')
+    assert _state(api) == before
 
 
 def test_connect_show_list_disconnect(api):

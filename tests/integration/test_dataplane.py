@@ -7,7 +7,7 @@ from scapy.all import ARP, LLC, STP, Dot1Q, Ether, Raw
 from scapy.contrib.lldp import (LLDPDUChassisID, LLDPDUEndOfLLDPDU,
                                 LLDPDUPortID, LLDPDUTimeToLive)
 
-from virtualwire import ids
+from virtualwire.core import ids
 from conftest import _seq, flows_of, wait_until
 
 
@@ -235,7 +235,7 @@ def test_a_wire_written_by_another_writer_is_built_and_removed(lab, api):
     """The intent database is the contract (a clustered deployment has
     several writers): a wire another writer stores gets flows and carries
     traffic; its deletion there takes it down here."""
-    from virtualwire.intent_store import IntentStore
+    from virtualwire.store.intent import IntentStore
     n = next(_seq)
     va = lab.host('h1').add_vm('ow%da' % n, [('ow%da-nic' % n,
                                              '192.0.2.1/24')])

@@ -2,8 +2,8 @@
 one wire" enforced by the database even between two writers."""
 import pytest
 
-from virtualwire import local_ovsdb
-from virtualwire.intent_store import IntentStore, VnicTaken
+from virtualwire.store import local as local_ovsdb
+from virtualwire.store.intent import IntentStore, VnicTaken
 
 
 @pytest.fixture

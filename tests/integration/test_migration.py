@@ -10,10 +10,10 @@ import uuid
 import pytest
 
 from conftest import _seq, flows_of, wait_until
-from virtualwire import ids
-from virtualwire.lab import LabError, loss_audit
-from virtualwire.lab.capture import HostCaptures, guest_taps
-from virtualwire.lab.qemu_events import EventWatch, stop_resume_windows
+from virtualwire.core import ids
+from vwlab import LabError, loss_audit
+from vwlab.capture import HostCaptures, guest_taps
+from vwlab.qemu_events import EventWatch, stop_resume_windows
 
 # Lost datagrams are followed through packet captures (lab.loss_audit): one
 # the network did not deliver must have been sent within the guest's

@@ -1,6 +1,6 @@
 """`vwctl migrate` output: what it reads from the domain XML, libvirt's job
 statistics and the controller's wire views (pure formatting)."""
-from virtualwire.cli_migrate import guest_vnics, progress_line, wire_phase
+from virtualwire.cli.migrate import guest_vnics, progress_line, wire_phase
 
 XML = """<domain type='qemu'><name>g</name><devices>
 <interface type='bridge'><source bridge='br-int'/>

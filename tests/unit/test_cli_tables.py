@@ -1,5 +1,5 @@
 """vwctl's tables for migrations (pure formatting of the REST answers)."""
-from virtualwire.cli import migration_rows, moving_text
+from virtualwire.cli.vwctl import migration_rows, moving_text
 
 
 def _mig(**over):

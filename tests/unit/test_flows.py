@@ -1,17 +1,19 @@
 """Flow logic on a fake OpenFlow fabric: what a frame does, no switch needed."""
 import pytest
 
-from virtualwire import flows as fl
-from virtualwire import ids
-from virtualwire.fakeof import FakeFabric, FakeSwitch, Packet
-from virtualwire.model import Host, Move, VnicPort, Wire, World
+from virtualwire.pipeline import flow as pf
+from virtualwire.pipeline import wire as fl
+from virtualwire.pipeline.incremental import IncrementalTables
+from virtualwire.pipeline.tables import WIRE
+from virtualwire.core import ids
+from virtualwire.testing.fakeswitch import FakeFabric, Packet
+from virtualwire.core.model import Encap, Host, Move, VnicPort, Wire, World
 
 TUN = 65000
 
 
 def host(name, ip, *vnics):
-    return Host(name=name, dpid=hash(name) & 0xFFFF, tunnel_ip=ip,
-                tunnel_ofport=TUN,
+    return Host(name=name, dpid=hash(name) & 0xFFFF, encaps=(Encap('gre', ip, TUN),),
                 vnics=tuple(VnicPort(v, 'vnet%d' % p, p) for v, p in vnics))
 
 
@@ -23,7 +25,7 @@ def world(hosts, wires):
 def fabric_for(w):
     fab = FakeFabric()
     for h in w.hosts.values():
-        fab.add(FakeSwitch(h.name, h.tunnel_ip, h.tunnel_ofport))
+        fab.add(h.name, h.dpid, {TUN: h.tunnel_ip})
     sync(fab, w)
     return fab
 
@@ -32,7 +34,7 @@ def sync(fab, w):
     """Bring each fake switch to the desired table, the way the engine does."""
     desired = fl.compute_flows(w)
     for name, sw in fab.switches.items():
-        sw.apply(fl.diff_flows(sw.flows(), desired.get(name, set())))
+        sw.apply(pf.diff_flows(sw.flows(), desired.get(name, set())))
 
 
 H1 = ('h1', '198.19.0.11')
@@ -44,9 +46,9 @@ def test_cross_host_wire_delivers_both_ways_and_nowhere_else():
     w = world([host(*H1, ('a', 1)), host(*H2, ('b', 1), ('x', 2))],
               [Wire(0xDEADBEEF, 'a', 'b')])
     fab = fabric_for(w)
-    assert fab.send('h1', 1) == [('h2', 1)]
-    assert fab.send('h2', 1) == [('h1', 1)]
-    assert fab.send('h2', 2) == []          # unwired vNIC: dropped
+    assert fab.deliveries('h1', 1) == [('h2', 1)]
+    assert fab.deliveries('h2', 1) == [('h1', 1)]
+    assert fab.deliveries('h2', 2) == []          # unwired vNIC: dropped
 
 
 def test_full_32_bit_connector_id_is_the_tunnel_key():
@@ -62,8 +64,8 @@ def test_full_32_bit_connector_id_is_the_tunnel_key():
 def test_collapsed_wire_uses_no_tunnel():
     w = world([host(*H1, ('a', 1), ('b', 2))], [Wire(7, 'a', 'b')])
     fab = fabric_for(w)
-    assert fab.send('h1', 1) == [('h1', 2)]
-    assert fab.send('h1', 2) == [('h1', 1)]
+    assert fab.deliveries('h1', 1) == [('h1', 2)]
+    assert fab.deliveries('h1', 2) == [('h1', 1)]
     for f in fab.switches['h1'].flows():
         assert all(a[0] != 'set_field' for a in f.actions)
         assert ('output', TUN) not in f.actions
@@ -75,9 +77,9 @@ def test_two_wires_never_leak():
                host(*H2, ('b1', 1), ('b2', 2))],
               [Wire(1, 'a1', 'b1'), Wire(2, 'a2', 'b2')])
     fab = fabric_for(w)
-    assert fab.send('h1', 1) == [('h2', 1)]
-    assert fab.send('h1', 2) == [('h2', 2)]
-    assert fab.send('h2', 2) == [('h1', 2)]
+    assert fab.deliveries('h1', 1) == [('h2', 1)]
+    assert fab.deliveries('h1', 2) == [('h2', 2)]
+    assert fab.deliveries('h2', 2) == [('h1', 2)]
 
 
 def test_forged_tunnel_packet_from_third_host_is_dropped():
@@ -85,24 +87,24 @@ def test_forged_tunnel_packet_from_third_host_is_dropped():
               [Wire(99, 'a', 'b')])
     fab = fabric_for(w)
     forged = Packet(TUN, b'evil', tunnel_id=99, tun_ipv4_src=H3[1])
-    assert fab.send('h2', None, forged=forged) == []
+    assert fab.deliveries('h2', None, forged=forged) == []
     genuine = Packet(TUN, b'ok', tunnel_id=99, tun_ipv4_src=H1[1])
-    assert fab.send('h2', None, forged=genuine) == [('h2', 1)]
+    assert fab.deliveries('h2', None, forged=genuine) == [('h2', 1)]
 
 
 def test_pending_until_both_ends_exist_then_back_to_pending():
     wire = Wire(5, 'a', 'b')
     w = world([host(*H1, ('a', 1)), host(*H2)], [wire])
     assert fl.wire_state(wire, w.hosts, w.locations()) == fl.PENDING
-    assert fl.compute_flows(w) == {'h1': fl.default_flows(),
-                                   'h2': fl.default_flows()}
+    assert fl.compute_flows(w) == {'h1': pf.default_flows(),
+                                   'h2': pf.default_flows()}
     w2 = world([host(*H1, ('a', 1)), host(*H2, ('b', 3))], [wire])
     assert fl.wire_state(wire, w2.hosts, w2.locations()) == fl.TUNNELLED
     fab = fabric_for(w2)
-    assert fab.send('h1', 1) == [('h2', 3)]
+    assert fab.deliveries('h1', 1) == [('h2', 3)]
     sync(fab, w)                            # b unplugged
-    assert fab.send('h1', 1) == []
-    assert fab.switches['h1'].flows() == fl.default_flows()
+    assert fab.deliveries('h1', 1) == []
+    assert fab.switches['h1'].flows() == pf.default_flows()
 
 
 def test_moving_an_end_expands_then_recollapses_with_minimal_changes():
@@ -110,17 +112,17 @@ def test_moving_an_end_expands_then_recollapses_with_minimal_changes():
     together = world([host(*H1, ('a', 1), ('b', 2)), host(*H2)], [wire])
     apart = world([host(*H1, ('a', 1)), host(*H2, ('b', 4))], [wire])
     fab = fabric_for(together)
-    assert fab.send('h1', 1) == [('h1', 2)]
+    assert fab.deliveries('h1', 1) == [('h1', 2)]
     # b moves to h2: in_port=a keeps its match, only its actions change.
-    d = fl.diff_flows(fab.switches['h1'].flows(),
+    d = pf.diff_flows(fab.switches['h1'].flows(),
                       fl.compute_flows(apart)['h1'])
     assert [f.match for f in d.modify] == [(('in_port', 1),)]
     sync(fab, apart)
-    assert fab.send('h1', 1) == [('h2', 4)]
-    assert fab.send('h2', 4) == [('h1', 1)]
+    assert fab.deliveries('h1', 1) == [('h2', 4)]
+    assert fab.deliveries('h2', 4) == [('h1', 1)]
     sync(fab, together)
-    assert fab.send('h1', 1) == [('h1', 2)]
-    assert fab.switches['h2'].flows() == fl.default_flows()
+    assert fab.deliveries('h1', 1) == [('h1', 2)]
+    assert fab.switches['h2'].flows() == pf.default_flows()
 
 
 def test_sister_rewire_changes_only_the_tunnel_destination():
@@ -129,7 +131,7 @@ def test_sister_rewire_changes_only_the_tunnel_destination():
                    [wire])
     after = world([host(*H1, ('a', 1)), host(*H2), host(*H3, ('b', 1))],
                   [wire])
-    d = fl.diff_flows(fl.compute_flows(before)['h1'],
+    d = pf.diff_flows(fl.compute_flows(before)['h1'],
                       fl.compute_flows(after)['h1'])
     # The encap flow is modified in place (counters kept); the decap flow
     # changes its match (tun_src), so it is replaced.
@@ -141,33 +143,33 @@ def test_sister_rewire_changes_only_the_tunnel_destination():
 def test_diff_of_identical_tables_is_empty():
     w = world([host(*H1, ('a', 1)), host(*H2, ('b', 1))], [Wire(3, 'a', 'b')])
     t = fl.compute_flows(w)['h1']
-    assert not fl.diff_flows(set(t), set(t))
+    assert not pf.diff_flows(set(t), set(t))
 
 
 def test_diff_removes_foreign_and_stale_flows():
-    stale = fl.make_flow(100, {'in_port': 9}, [('output', 8)],
+    stale = pf.make_flow(WIRE, 'wire', {'in_port': 9}, [('output', 8)],
                          ids.wire_cookie(77))
-    foreign = fl.make_flow(5, {}, [('output', 1)], 0)
-    d = fl.diff_flows({stale, foreign} | fl.default_flows(),
-                      fl.default_flows())
+    foreign = pf.Flow(5, 0, (), (('output', 1),), 0)
+    d = pf.diff_flows({stale, foreign} | pf.default_flows(),
+                      pf.default_flows())
     assert set(d.delete) == {stale, foreign} and not d.add and not d.modify
 
 
 def test_changed_cookie_is_readded_not_modified():
-    old = fl.make_flow(100, {'in_port': 1}, [('output', 2)],
+    old = pf.make_flow(WIRE, 'wire', {'in_port': 1}, [('output', 2)],
                        ids.wire_cookie(1))
-    new = fl.make_flow(100, {'in_port': 1}, [('output', 2)],
+    new = pf.make_flow(WIRE, 'wire', {'in_port': 1}, [('output', 2)],
                        ids.wire_cookie(2))
-    d = fl.diff_flows({old}, {new})
+    d = pf.diff_flows({old}, {new})
     assert d.add == [new] and not d.modify and not d.delete
 
 
 def test_host_without_tunnel_port_waits():
-    h2 = Host('h2', 2, '198.19.0.12', tunnel_ofport=None,
+    h2 = Host('h2', 2, (Encap('gre', '198.19.0.12', None),),
               vnics=(VnicPort('b', 'vnet1', 1),))
     w = world([host(*H1, ('a', 1)), h2], [Wire(4, 'a', 'b')])
     assert fl.wire_state(w.wires[4], w.hosts, w.locations()) == fl.WAITING
-    assert fl.compute_flows(w)['h1'] == fl.default_flows()
+    assert fl.compute_flows(w)['h1'] == pf.default_flows()
 
 
 @pytest.mark.parametrize('n_wires', [1, 50])
@@ -187,7 +189,8 @@ def test_every_wire_has_its_own_cookie(n_wires):
 
 def test_incremental_tables_match_the_reference_under_random_changes():
     """Random connects, disconnects, plugs, unplugs, migrations (arrive,
-    activate, leave, abort) and tunnel changes: the incremental tables always equal compute_flows(world), and
+    activate, leave, abort) and tunnel changes: the incremental tables
+    always equal compute_flows(world), and
     every host whose table changed is reported dirty."""
     import random
     rng = random.Random(7)
@@ -197,10 +200,10 @@ def test_incremental_tables_match_the_reference_under_random_changes():
     moves = {}              # vnic -> Move, as a user would expect them
     tun = {n: ('198.19.0.%d' % (i + 1), TUN) for i, n in enumerate(names)}
     wires = {}
-    inc = fl.IncrementalTables()
+    inc = IncrementalTables()
 
     def hosts():
-        return {n: Host(n, i, tun[n][0], tunnel_ofport=tun[n][1],
+        return {n: Host(n, i, (Encap('gre', tun[n][0], tun[n][1]),),
                         vnics=tuple(sorted(
                             (VnicPort(v, 'p', p) for v, claims in
                              placement.items() for h, p in claims if h == n),
@@ -269,7 +272,7 @@ def test_incremental_tables_match_the_reference_under_random_changes():
         hs = hosts()
         for h in hs.values():
             inc.set_host(h)
-        assert inc.moves == moves, step
+        assert inc.placement.moves == moves, step
         want = fl.compute_flows(World(dict(wires), hs, dict(moves)))
         dirty = inc.pop_dirty()
         for n in names:
@@ -279,9 +282,9 @@ def test_incremental_tables_match_the_reference_under_random_changes():
             # Sending only the changed keys brings a switch to the table.
             if n not in switch:
                 switch[n] = {}
-                fl.apply_diff(switch[n], fl.diff_flows((), want[n]))
+                pf.apply_diff(switch[n], pf.diff_flows((), want[n]))
             elif n in dirty:
-                fl.apply_diff(switch[n], fl.diff_keys(
+                pf.apply_diff(switch[n], pf.diff_keys(
                     switch[n], inc.table_map(n), dirty[n]))
             assert set(switch[n].values()) == want[n], (step, op, n)
         prev = want

@@ -1,7 +1,8 @@
 import pytest
 
-from virtualwire import ids
-from virtualwire.host_ovsdb import hosts_from_records
+from virtualwire.core import ids
+from virtualwire.core.model import Encap
+from virtualwire.southbound.host_ovsdb import hosts_from_records
 
 
 @pytest.mark.parametrize('good', ['a', 'nic-a', '4f1c0e2a-6b5d-4a1e-9d3b-1c2d3e4f5a6b',
@@ -58,15 +59,16 @@ def test_hosts_from_records_reads_libvirt_style_ports():
         _bridge('br-phy', {}, [], dpid='00000000000000a2'),   # not a host
     ]
     [h] = hosts_from_records(recs)
-    assert (h.name, h.dpid, h.tunnel_ip, h.site, h.tunnel_ofport,
-            h.underlay_mtu) == ('h1', 0xA1, '10.0.0.1', 'east', 65000, 1600)
+    assert (h.name, h.dpid, h.tunnel_ip, h.site, h.underlay_mtu) == \
+        ('h1', 0xA1, '10.0.0.1', 'east', 1600)
+    assert h.encaps == (Encap('gre', '10.0.0.1', 65000),)
     [v] = h.vnics
     assert (v.vnic_id, v.port_name, v.ofport, v.mac, v.vm_id) == \
         ('nic-1', 'vnet0', 3, '52:54:00:00:00:01', 'u1')
 
 
 def test_port_without_ofport_yet_is_not_located():
-    from virtualwire.model import World
+    from virtualwire.core.model import World
     recs = [_bridge('br-int', {'vw-host-name': 'h1'}, [
         {'name': 'vnet0', 'type': '', 'ofport': None, 'mtu': None,
          'external_ids': {'iface-id': 'nic-1'}}])]

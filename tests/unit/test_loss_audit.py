@@ -1,7 +1,7 @@
 """The loss audit gives each lost datagram of a migration stream one cause,
 from where the captures saw it."""
-from virtualwire.lab.capture import Datagram
-from virtualwire.lab.loss_audit import (explain, guest_state, ovs_glitches,
+from vwlab.capture import Datagram
+from vwlab.loss_audit import (explain, guest_state, ovs_glitches,
                                         summary)
 
 G, P, PORT = '10.0.0.1', '10.0.0.2', 7000
@@ -124,5 +124,5 @@ def test_a_datagram_that_vanished_in_a_glitching_host_is_ovs_race():
 
 
 def test_reading_a_capture_for_no_datagrams_reads_nothing(tmp_path):
-    from virtualwire.lab.capture import read_pcap
+    from vwlab.capture import read_pcap
     assert read_pcap(str(tmp_path / 'absent.pcap'), 'h1', {}, set()) == []

@@ -3,9 +3,12 @@ before the guest's RARP, when the switch itself activates the destination,
 and after the controller cleans up."""
 import pytest
 
-from virtualwire import flows as fl
-from virtualwire.fakeof import FakeFabric, FakeSwitch
-from virtualwire.model import Host, Move, VnicPort, Wire, World
+from virtualwire.pipeline import flow as pf
+from virtualwire.pipeline import wire as fl
+from virtualwire.pipeline.incremental import IncrementalTables
+from virtualwire.testing.fakeswitch import FakeFabric
+from virtualwire.core.placement import MoveEnded, MoveSeen
+from virtualwire.core.model import Encap, Host, Move, VnicPort, Wire, World
 
 TUN = 65000
 IPS = {'h1': '198.19.0.11', 'h2': '198.19.0.12', 'h3': '198.19.0.13'}
@@ -13,8 +16,7 @@ RARP = fl.ETH_RARP
 
 
 def host(name, *vnics):
-    return Host(name=name, dpid=int(name[1:]), tunnel_ip=IPS[name],
-                tunnel_ofport=TUN,
+    return Host(name=name, dpid=int(name[1:]), encaps=(Encap('gre', IPS[name], TUN),),
                 vnics=tuple(VnicPort(v, 'vnet%d' % p, p) for v, p in vnics))
 
 
@@ -29,7 +31,7 @@ def world(placement, move=None, activated=False):
 def fabric():
     fab = FakeFabric()
     for n, ip in IPS.items():
-        fab.add(FakeSwitch(n, ip, TUN))
+        fab.add(n, int(n[1:]), {TUN: ip})
     return fab
 
 
@@ -38,7 +40,7 @@ def sync(fab, w):
     learned flows) against the desired one."""
     desired = fl.compute_flows(w)
     for name, sw in fab.switches.items():
-        sw.apply(fl.diff_flows(sw.flows(), desired[name]))
+        sw.apply(pf.diff_flows(sw.flows(), desired[name]))
 
 
 # (far end host, source, destination) for g moving h1 -> h2:
@@ -55,31 +57,31 @@ def test_switchover_happens_in_the_switch_at_the_rarp(far):
     before = {'h1': [('g', 1)]}
     before.setdefault(far, []).append(('f', 5))
     sync(fab, world(before))
-    assert fab.send(far, 5) == [('h1', 1)]
+    assert fab.deliveries(far, 5) == [('h1', 1)]
 
     # The destination tap appears (guest paused there): the far end sends
     # to both hosts, the destination drops until activation.
     during = {k: list(v) for k, v in before.items()}
     during.setdefault('h2', []).append(('g', 2))
     sync(fab, world(during, ('h1', 'h2')))
-    assert fab.send(far, 5) == [('h1', 1)]
-    assert fab.send('h1', 1) == [(far, 5)]
-    assert fab.send('h2', 2) == [(far, 5)]         # guest resumed early
+    assert fab.deliveries(far, 5) == [('h1', 1)]
+    assert fab.deliveries('h1', 1) == [(far, 5)]
+    assert fab.deliveries('h2', 2) == [(far, 5)]         # guest resumed early
     assert fab.switches['h2'].packet_ins == []
 
     # The guest's RARP on the destination: the switch learns delivery there
     # and tells the controller; nothing else changes yet.
-    assert fab.send('h2', 2, eth_type=RARP) == [(far, 5)]
+    assert fab.deliveries('h2', 2, eth_type=RARP) == [(far, 5)]
     assert [p.in_port for p in fab.switches['h2'].packet_ins] == [2]
-    assert ('h2', 2) in fab.send(far, 5)
+    assert ('h2', 2) in fab.deliveries(far, 5)
 
     # The controller marks the move activated: delivery on the destination
     # alone, and the learned flow is exactly the one it wants there.
     learned = set(fab.switches['h2'].flows())
     sync(fab, world(during, ('h1', 'h2'), activated=True))
-    assert fab.send(far, 5) == [('h2', 2)]
-    assert fab.send('h2', 2) == [(far, 5)]
-    assert fab.send('h2', 2, eth_type=RARP) == [(far, 5)]   # plain now
+    assert fab.deliveries(far, 5) == [('h2', 2)]
+    assert fab.deliveries('h2', 2) == [(far, 5)]
+    assert fab.deliveries('h2', 2, eth_type=RARP) == [(far, 5)]   # plain now
     kept = learned & set(fab.switches['h2'].flows())
     assert any(f.actions == (('output', 2),) for f in kept)
 
@@ -87,7 +89,7 @@ def test_switchover_happens_in_the_switch_at_the_rarp(far):
     after = {k: [e for e in v if (k, e[0]) != ('h1', 'g')]
              for k, v in during.items()}
     sync(fab, world(after))
-    assert fab.send(far, 5) == [('h2', 2)]
+    assert fab.deliveries(far, 5) == [('h2', 2)]
     fresh = fl.compute_flows(world(after))
     for n, sw in fab.switches.items():
         assert sw.flows() == fresh[n], n
@@ -101,7 +103,7 @@ def test_destination_drops_frames_until_activation_so_none_arrive_twice():
               ('h1', 'h2'))
     sync(fab, w)
     for _ in range(3):
-        assert fab.send('h3', 5) == [('h1', 1)]
+        assert fab.deliveries('h3', 5) == [('h1', 1)]
     gated = [f for f in fab.switches['h2'].flows()
              if dict(f.match).get('tunnel_id') == 7 and not f.actions]
     assert len(gated) == 1 and fab.switches['h2'].counters[gated[0].key] == 3
@@ -112,9 +114,9 @@ def test_rarp_on_the_source_or_a_stranger_port_activates_nothing():
     w = world({'h1': [('g', 1), ('x', 3)], 'h2': [('g', 2), ('y', 4)],
                'h3': [('f', 5)]}, ('h1', 'h2'))
     sync(fab, w)
-    fab.send('h1', 1, eth_type=RARP)
-    fab.send('h2', 4, eth_type=RARP)
-    assert fab.send('h3', 5) == [('h1', 1)]
+    fab.deliveries('h1', 1, eth_type=RARP)
+    fab.deliveries('h2', 4, eth_type=RARP)
+    assert fab.deliveries('h3', 5) == [('h1', 1)]
     assert all(not sw.packet_ins for sw in fab.switches.values())
 
 
@@ -124,7 +126,7 @@ def test_aborted_move_restores_the_exact_flows():
                    ('h1', 'h2'))
     assert fl.compute_flows(during) != fl.compute_flows(before)
     # Destination port gone: the move is over, h2 holds nothing.
-    assert fl.compute_flows(before)['h2'] == fl.default_flows()
+    assert fl.compute_flows(before)['h2'] == pf.default_flows()
     # Move cancelled while the destination port lingers: as before, and
     # h2 holds nothing for the wire.
     lingering = world({'h1': [('g', 1)], 'h2': [('g', 2)], 'h3': [('f', 5)]})
@@ -136,7 +138,7 @@ def test_aborted_move_restores_the_exact_flows():
 
 def _wired_tables():
     """Wire 7 between vNIC g on h1 and vNIC f on h3, nothing moving."""
-    t = fl.IncrementalTables()
+    t = IncrementalTables()
     t.add_wire(Wire(7, 'g', 'f'))
     t.set_host(host('h1', ('g', 1)))
     t.set_host(host('h3', ('f', 5)))
@@ -145,16 +147,16 @@ def _wired_tables():
 
 def test_tables_infer_a_move_from_a_second_port_and_finish_it():
     t = _wired_tables()
-    t.set_host(host('h2', ('g', 2)))
-    assert t.moves == {'g': Move('h1', 'h2')}
-    assert t.pop_inferred() == [('g', Move('h1', 'h2'))]   # to be recorded
+    events = t.set_host(host('h2', ('g', 2)))
+    assert t.placement.moves == {'g': Move('h1', 'h2')}
+    assert events == [MoveSeen('g', Move('h1', 'h2'))]     # to be recorded
     assert t.location('g').host == 'h1'
     assert t.activate('g', 'h1') is False          # not its destination
     assert t.activate('g', 'h2') is True
     assert t.location('g').host == 'h2'
-    t.set_host(host('h1'))                         # source port removed
-    assert t.moves == {} and t.pop_finished() == [
-        ('g', Move('h1', 'h2', True), 'completed')]
+    events = t.set_host(host('h1'))                # source port removed
+    assert t.placement.moves == {} and events == [
+        MoveEnded('g', Move('h1', 'h2', True), 'completed')]
 
 
 def test_tables_cancel_a_move_with_the_outcome_given():
@@ -162,8 +164,8 @@ def test_tables_cancel_a_move_with_the_outcome_given():
     plain = {n: t.table(n) for n in IPS}
     t.set_host(host('h2', ('g', 2)))               # stuck: never activated
     assert {n: t.table(n) for n in IPS} != plain
-    t.cancel_move('g', 'timed-out')
-    assert t.pop_finished() == [('g', Move('h1', 'h2'), 'timed-out')]
+    assert t.cancel_move('g', 'timed-out') == [
+        MoveEnded('g', Move('h1', 'h2'), 'timed-out')]
     # The lingering destination port changes nothing any more.
     assert {n: t.table(n) for n in IPS} == plain
     assert t.location('g').host == 'h1'
@@ -174,11 +176,11 @@ def test_tables_abort_when_the_destination_port_goes():
     plain = {n: t.table(n) for n in IPS}
     t.start_move('g', 'h1', 'h2')                  # announced by the hook
     assert {n: t.table(n) for n in IPS} == plain   # no tap there yet
-    t.set_host(host('h2', ('g', 2)))
+    events = t.set_host(host('h2', ('g', 2)))
     assert t.table('h3') != plain['h3']
-    assert t.pop_inferred() == []                  # announced, not inferred
-    t.set_host(host('h2'))
-    assert t.pop_finished() == [('g', Move('h1', 'h2'), 'aborted')]
+    assert events == []                            # announced, not inferred
+    assert t.set_host(host('h2')) == [
+        MoveEnded('g', Move('h1', 'h2'), 'aborted')]
     assert {n: t.table(n) for n in IPS} == plain
 
 

@@ -4,9 +4,10 @@ import uuid
 
 import pytest
 
-from virtualwire import ids
-from virtualwire.migrations import (ABORTED, COMPLETED, PREPARED, TIMED_OUT,
-                                    MigrationBook, MigrationRefused)
+from virtualwire.core import ids
+from virtualwire.control.migrations import (ABORTED, COMPLETED, PREPARED,
+                                           TIMED_OUT, MigrationBook)
+from virtualwire.core import errors
 
 VM = str(uuid.uuid4())
 HOSTS = {'h1', 'h2', 'h3'}
@@ -27,20 +28,20 @@ def test_accepts_and_records_sources():
     assert m.destination == 'h2'
 
 
-@pytest.mark.parametrize('over,connected,status,words', [
-    ({'destination': 'h9'}, HOSTS, 404, 'unknown'),
-    ({}, {'h1', 'h3'}, 409, 'not connected'),
-    ({'vnics': ['nic-a', 'ghost']}, HOSTS, 404, 'ghost'),
-    ({'vm_uuid': 'nope'}, HOSTS, 422, 'uuid'),
-    ({'vnics': 'nic-a'}, HOSTS, 422, 'list'),
-    ({'vnics': ['nic-a', 'nic-a']}, HOSTS, 422, 'twice'),
-    ({'extra': 1}, HOSTS, 400, 'extra'),
+@pytest.mark.parametrize('over,connected,kind,words', [
+    ({'destination': 'h9'}, HOSTS, errors.NotFound, 'unknown'),
+    ({}, {'h1', 'h3'}, errors.Conflict, 'not connected'),
+    ({'vnics': ['nic-a', 'ghost']}, HOSTS, errors.NotFound, 'ghost'),
+    ({'vm_uuid': 'nope'}, HOSTS, errors.Invalid, 'uuid'),
+    ({'vnics': 'nic-a'}, HOSTS, errors.Invalid, 'list'),
+    ({'vnics': ['nic-a', 'nic-a']}, HOSTS, errors.Invalid, 'twice'),
+    ({'extra': 1}, HOSTS, errors.Malformed, 'extra'),
 ])
-def test_refusals_say_why_and_record_nothing(over, connected, status, words):
+def test_refusals_say_why_and_record_nothing(over, connected, kind, words):
     book = MigrationBook()
-    with pytest.raises(MigrationRefused) as e:
+    with pytest.raises(kind) as e:
         announce(book, connected, **over)
-    assert e.value.status == status
+    assert type(e.value) is kind
     assert words in e.value.message.lower()
     assert book.all() == []
 

@@ -1,5 +1,5 @@
 """Reading QEMU's migration timeline from qemu-monitor-event output."""
-from virtualwire.lab.qemu_events import parse, stop_resume_windows
+from vwlab.qemu_events import parse, stop_resume_windows
 
 SRC = """2026-11-22 21:23:16.179+0000: event MIGRATION for domain 'g1': {"status":"setup"}
 2026-11-22 21:23:16.344+0000: event STOP for domain 'g1': <null>

@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from virtualwire import topology
+from vwlab import topology
 
 TOPO_DIR = os.path.join(os.path.dirname(__file__), '..', '..', 'topologies')
 

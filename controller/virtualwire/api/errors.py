@@ -1,0 +1,24 @@
+"""Domain errors -> HTTP status codes: the only place that knows both."""
+from virtualwire.core import errors
+
+STATUS = (
+    (errors.Malformed, 400),
+    (errors.NotFound, 404),
+    (errors.Conflict, 409),
+    (errors.TooLarge, 413),
+    (errors.Invalid, 422),
+    (errors.Unavailable, 503),
+)
+
+
+class LengthRequired(errors.VwError):
+    """A body the server cannot delimit (chunked, where unsupported)."""
+
+
+def status_of(exc: errors.VwError) -> int:
+    if isinstance(exc, LengthRequired):
+        return 411
+    for cls, status in STATUS:
+        if isinstance(exc, cls):
+            return status
+    return 400

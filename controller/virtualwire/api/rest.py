@@ -1,0 +1,203 @@
+"""REST API /v1 on WebOb + Routes: thin. Handlers read the request, ask the
+control loop (`loop.call`) or the intent store, and render JSON. Every
+error is JSON {"error": {"status", "message"}}; domain errors get their
+status from `api.errors`, nowhere else."""
+import hmac
+import json
+import logging
+
+import routes
+import webob
+import webob.dec
+
+from virtualwire.api.errors import LengthRequired, status_of
+from virtualwire.api.openapi import openapi_document
+from virtualwire.core import errors, ids
+
+LOG = logging.getLogger(__name__)
+MAX_BODY = 64 * 1024
+CALL_TIMEOUT = 30.0          # the control loop answers long before this
+STATS_TIMEOUT = 5.0          # switches answering a flow-stats request
+
+
+def _json(status, doc):
+    return webob.Response(status=status, charset='utf-8',
+                          content_type='application/json',
+                          body=(json.dumps(doc, indent=1) + '\n').encode())
+
+
+def error(status, message):
+    return _json(status, {'error': {'status': status, 'message': message}})
+
+
+ROUTES = (
+    ('/v1/openapi.json', 'GET', 'openapi'),
+    ('/v1/status', 'GET', 'status'),
+    ('/v1/hosts', 'GET', 'list_hosts'),
+    ('/v1/hosts/{name}', 'GET', 'show_host'),
+    ('/v1/vnics', 'GET', 'list_vnics'),
+    ('/v1/vnics/{vnic_id}', 'GET', 'show_vnic'),
+    ('/v1/wires', 'GET', 'list_wires'),
+    ('/v1/wires', 'POST', 'connect'),
+    ('/v1/wires/{wire_id}', 'GET', 'show_wire'),
+    ('/v1/wires/{wire_id}', 'DELETE', 'disconnect'),
+    ('/v1/wires/{wire_id}/stats', 'GET', 'wire_stats'),
+    ('/v1/migrations', 'GET', 'list_migrations'),
+    ('/v1/migrations', 'POST', 'announce_migration'),
+    ('/v1/migrations/{vm_uuid}/released', 'POST', 'migration_released'),
+)
+
+
+def read_json_object(req):
+    """The request body as a JSON object, or a domain error saying why not
+    (too large, undelimited, not JSON, nested too deeply, not an object)."""
+    if req.content_length is not None and req.content_length > MAX_BODY:
+        raise errors.TooLarge('request body over %d bytes' % MAX_BODY)
+    chunked = 'chunked' in req.headers.get('Transfer-Encoding', '').lower()
+    if chunked:
+        raw_in = req.body_file_raw
+        if not getattr(raw_in, 'chunked_input', False):
+            raise LengthRequired('chunked request bodies are not supported '
+                                 'by this server; send Content-Length')
+        raw = raw_in.read(MAX_BODY + 1)
+    else:
+        raw = req.body_file.read(MAX_BODY + 1)
+    if len(raw) > MAX_BODY:
+        raise errors.TooLarge('request body over %d bytes' % MAX_BODY)
+    try:
+        doc = json.loads(raw or b'null')
+    except RecursionError:
+        raise errors.Malformed('body is not valid JSON: nested too deeply') \
+            from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise errors.Malformed('body is not valid JSON: %s' % e) from None
+    if not isinstance(doc, dict):
+        raise errors.Malformed('body must be a JSON object')
+    return doc
+
+
+class RestApi:
+    def __init__(self, loop, controller, intent, runtime, token):
+        self.loop, self.ctl = loop, controller
+        self.intent, self.runtime = intent, runtime
+        self.token = token
+        m = routes.Mapper()
+        for path, method, action in ROUTES:
+            m.connect(path, action=action, conditions=dict(method=[method]))
+        self.mapper = m
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        try:
+            match = self.mapper.match(environ=req.environ)
+            if match is None:
+                if self.mapper.match(req.path_info):
+                    return error(405, 'method %s not allowed on %s'
+                                 % (req.method, req.path_info))
+                return error(404, 'no such resource: %s' % req.path_info)
+            action = match.pop('action')
+            match.pop('controller', None)
+            if action != 'openapi' and not self._authorized(req):
+                resp = error(401, 'missing or wrong bearer token')
+                resp.headers['WWW-Authenticate'] = 'Bearer'
+                return resp
+            return getattr(self, action)(req, **match)
+        except errors.VwError as e:
+            return error(status_of(e), e.message)
+        except TimeoutError as e:
+            return error(504, str(e))
+        except Exception:
+            LOG.exception('internal error on %s %s', req.method, req.path)
+            return error(500, 'internal error; see the controller log')
+
+    def _authorized(self, req):
+        auth = req.headers.get('Authorization', '')
+        if not auth.startswith('Bearer '):
+            return False
+        return hmac.compare_digest(auth[7:].strip().encode(),
+                                   self.token.encode())
+
+    def _call(self, fn, *args):
+        return self.loop.call(fn, *args, timeout=CALL_TIMEOUT)
+
+    # ---- handlers ------------------------------------------------------------
+    def openapi(self, req):
+        return _json(200, openapi_document())
+
+    def status(self, req):
+        return _json(200, self._call(self.ctl.status))
+
+    def list_hosts(self, req):
+        return _json(200, {'hosts': self._call(self.ctl.host_views)})
+
+    def show_host(self, req, name):
+        return _json(200, self._call(self.ctl.host_view, name))
+
+    def list_vnics(self, req):
+        return _json(200, {'vnics': list(self._call(
+            self.ctl.vnic_views).values())})
+
+    def show_vnic(self, req, vnic_id):
+        return _json(200, self._call(self.ctl.vnic_view, vnic_id))
+
+    def list_wires(self, req):
+        return _json(200, {'wires': self._call(self.ctl.wire_views)})
+
+    def connect(self, req):
+        doc = read_json_object(req)
+        missing = [k for k in ('a', 'b') if k not in doc]
+        if missing:
+            raise errors.Malformed('missing field(s): %s (expected {"a": '
+                                   'vNIC id, "b": vNIC id})'
+                                   % ', '.join(missing))
+        unknown = sorted(set(doc) - {'a', 'b'})
+        if unknown:
+            raise errors.Malformed('unknown field(s): %s'
+                                   % ', '.join(unknown))
+        self._call(self.ctl.check_connect, doc['a'], doc['b'])
+        # The database is the arbiter between writers (Binding's unique
+        # index); the loop applies the wire when it comes back from it.
+        wire = self.intent.create_wire(doc['a'], doc['b'])
+        resp = _json(201, self._call(self.ctl.wire_view, wire.connector_id))
+        resp.headers['Location'] = '/v1/wires/%d' % wire.connector_id
+        return resp
+
+    def show_wire(self, req, wire_id):
+        return _json(200, self._call(self.ctl.wire_view,
+                                     ids.parse_connector_id(wire_id)))
+
+    def disconnect(self, req, wire_id):
+        cid = ids.parse_connector_id(wire_id)
+        self._call(self.ctl.wire, cid)               # 404 if unknown
+        self.intent.delete_wire(cid)
+        self._call(lambda: None)                     # applied before we answer
+        return webob.Response(status=204)
+
+    def list_migrations(self, req):
+        return _json(200, {'migrations': self._call(
+            self.ctl.migration_views)})
+
+    def announce_migration(self, req):
+        view, ticket = self._call(self.ctl.announce_migration,
+                                  read_json_object(req))
+        try:
+            ticket.result(CALL_TIMEOUT)
+        except Exception as e:
+            LOG.error('migration %s accepted but not saved: %s',
+                      view['id'], e)
+        return _json(201, view)
+
+    def migration_released(self, req, vm_uuid):
+        doc = read_json_object(req)
+        if set(doc) != {'host'} or not isinstance(doc['host'], str):
+            raise errors.Malformed('body must be {"host": host name}')
+        view = self._call(self.ctl.migration_released, vm_uuid, doc['host'])
+        return _json(200, {'migration': view})
+
+    def wire_stats(self, req, wire_id):
+        fut = self._call(self.ctl.wire_stats, ids.parse_connector_id(wire_id))
+        try:
+            return _json(200, fut.result(STATS_TIMEOUT))
+        except TimeoutError:
+            raise TimeoutError('a switch did not answer the flow-stats '
+                               'request within %gs' % STATS_TIMEOUT) from None

@@ -1,0 +1,180 @@
+"""`vwctl`: the REST API from a shell. Tables for people, --json for scripts,
+non-zero exit with the controller's message on any error.
+
+Config (first found): --url/--token, $VWCTL_URL/$VWCTL_TOKEN, the file named
+by --config or $VWCTL_CONFIG, ~/.config/virtualwire/vwctl.conf:
+
+    [vwctl]
+    url = http://127.0.0.1:8780
+    token_file = /var/lib/virtualwire/api-token     (or: token = ...)
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+from tabulate import tabulate
+
+from virtualwire.cli.client import (DEFAULT_CONFIG, CliError, Client,  # noqa: F401
+                                    load_config)
+
+
+def _table(rows, cols):
+    return tabulate([[r.get(c, '') if r.get(c) is not None else '-'
+                      for c in cols] for r in rows], headers=cols)
+
+
+def cmd_hosts(c, a):
+    doc = c.call('GET', '/v1/hosts')
+    rows = [dict(h, warnings='; '.join(h['warnings']) or '-')
+            for h in doc['hosts']]
+    return doc, _table(rows, ['name', 'site', 'tunnel_ip', 'connected',
+                              'synced', 'vnics', 'underlay_mtu', 'warnings'])
+
+
+def cmd_vnics(c, a):
+    doc = c.call('GET', '/v1/vnics')
+    return doc, _table(doc['vnics'], ['id', 'host', 'port', 'mac', 'wire'])
+
+
+def moving_text(wire):
+    """'h1->h2' per end being live-migrated ('*' once its RARP activated
+    the destination), '-' for none."""
+    return ' '.join('%s->%s%s' % (m['source'], m['destination'],
+                                  '*' if m['activated'] else '')
+                    for _v, m in sorted((wire.get('moving') or {}).items())
+                    ) or '-'
+
+
+def cmd_wires(c, a):
+    doc = c.call('GET', '/v1/wires')
+    rows = [dict(w, moving=moving_text(w)) for w in doc['wires']]
+    return doc, _table(rows, ['connector_id', 'a', 'b', 'state', 'host_a',
+                              'host_b', 'moving'])
+
+
+def migration_rows(migrations):
+    """One table row per live migration, newest first."""
+    rows = []
+    for m in sorted(migrations, key=lambda m: m.get('started_at') or 0,
+                    reverse=True):
+        sources = sorted({s for s in m['sources'].values() if s})
+        took = m['ended_at'] - m['started_at'] if m.get('ended_at') else None
+        rows.append({
+            'vm': m['vm'] or m['vm_uuid'], 'state': m['state'],
+            'move': '%s -> %s' % (','.join(sources) or '?', m['destination']),
+            'activated': '%d/%d' % (len(m['activated']), len(m['vnics'])),
+            'found_by': m['found_by'],
+            'started': time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(
+                m['started_at'])),
+            'took_s': '%.2f' % took if took is not None else None,
+            'id': m['id']})
+    return rows
+
+
+def cmd_migrations(c, a):
+    doc = c.call('GET', '/v1/migrations')
+    return doc, _table(migration_rows(doc['migrations']), [
+        'vm', 'state', 'move', 'activated', 'found_by', 'started', 'took_s',
+        'id'])
+
+
+def cmd_show(c, a):
+    doc = c.call('GET', '/v1/wires/%s' % a.wire)
+    return doc, tabulate(sorted(doc.items()))
+
+
+def cmd_connect(c, a):
+    doc = c.call('POST', '/v1/wires', {'a': a.vnic_a, 'b': a.vnic_b})
+    return doc, 'connected %s <-> %s: connector %s (%s)' % (
+        doc['a'], doc['b'], doc['connector_id'], doc['state'])
+
+
+def cmd_disconnect(c, a):
+    c.call('DELETE', '/v1/wires/%s' % a.wire)
+    return {'disconnected': a.wire}, 'disconnected %s' % a.wire
+
+
+def cmd_stats(c, a):
+    doc = c.call('GET', '/v1/wires/%s/stats' % a.wire)
+    rows = []
+    for key, label in (('a_to_b', 'a -> b'), ('b_to_a', 'b -> a')):
+        d = doc[key]
+        rows.append([label, d['sent_packets'], d['sent_bytes'],
+                     d['delivered_packets'], d['delivered_bytes']])
+    return doc, 'wire %s (%s)\n%s' % (doc['connector_id'], doc['state'],
+                                      tabulate(rows, headers=[
+                                          'direction', 'sent pkts',
+                                          'sent bytes', 'delivered pkts',
+                                          'delivered bytes']))
+
+
+def cmd_status(c, a):
+    doc = c.call('GET', '/v1/status')
+    flat = {k: v for k, v in doc.items() if k != 'counters'}
+    flat.update(doc.get('counters', {}))
+    return doc, tabulate(sorted(flat.items()))
+
+
+def cmd_migrate(c, a):
+    from virtualwire.cli import migrate as cli_migrate
+    path = a.config or os.environ.get('VWCTL_CONFIG') or DEFAULT_CONFIG
+    try:
+        return cli_migrate.migrate(c, a, path)
+    except cli_migrate.MigrateError as e:
+        raise CliError(str(e))
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog='vwctl',
+                                description='VirtualWire controller client')
+    p.add_argument('--url', help='controller REST URL')
+    p.add_argument('--token', help='bearer token')
+    p.add_argument('--config', help='config file (INI, section [vwctl])')
+    p.add_argument('--json', action='store_true',
+                   help='print the JSON answer (for scripts)')
+    sub = p.add_subparsers(dest='cmd', required=True)
+    sub.add_parser('status', help='controller status').set_defaults(
+        fn=cmd_status)
+    sub.add_parser('hosts', help='list hosts').set_defaults(fn=cmd_hosts)
+    sub.add_parser('vnics', help='list vNICs').set_defaults(fn=cmd_vnics)
+    sub.add_parser('wires', help='list wires').set_defaults(fn=cmd_wires)
+    sub.add_parser('migrations', help='live migrations: in progress, then '
+                   'the last 200').set_defaults(fn=cmd_migrations)
+    s = sub.add_parser('show', help='show a wire')
+    s.add_argument('wire', help='connector id')
+    s.set_defaults(fn=cmd_show)
+    s = sub.add_parser('connect', help='connect two vNICs with a wire')
+    s.add_argument('vnic_a')
+    s.add_argument('vnic_b')
+    s.set_defaults(fn=cmd_connect)
+    s = sub.add_parser('disconnect', help='remove a wire')
+    s.add_argument('wire', help='connector id')
+    s.set_defaults(fn=cmd_disconnect)
+    s = sub.add_parser('stats', help="a wire's packet and byte counters")
+    s.add_argument('wire', help='connector id')
+    s.set_defaults(fn=cmd_stats)
+    s = sub.add_parser('migrate', help='live-migrate a guest (libvirt) with '
+                                       'progress; its wires follow')
+    s.add_argument('vm', help='libvirt domain name')
+    s.add_argument('dest', help='destination host (VirtualWire name)')
+    s.add_argument('--source', help='source host (default: look it up)')
+    s.set_defaults(fn=cmd_migrate)
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        client = Client(*load_config(args))
+        doc, text = args.fn(client, args)
+    except CliError as e:
+        print('vwctl: error: %s' % e, file=sys.stderr)
+        return 1
+    print(json.dumps(doc, indent=2) if args.json else text)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,228 @@
+"""The controller's state and the handlers of every event that changes it.
+
+Everything here runs on the control loop (`control.loop`): no locks, and
+each handler calls `loop.assert_owner()`. Intent arrives only from the
+intent database's change stream (`on_intent`), so each write is applied
+once, whoever wrote it. Switch writes happen in `sync`, after each burst
+of events: one atomic bundle per switch whose desired table changed.
+Migrations are `control.migrating`; read-only views are `control.views`.
+"""
+import logging
+import time
+
+from virtualwire.control.migrating import MigrationHandlers
+from virtualwire.control.migrations import MigrationBook
+from virtualwire.control.views import Views
+from virtualwire.core import errors, ids
+from virtualwire.pipeline.flow import diff_flows, diff_keys
+from virtualwire.pipeline.incremental import IncrementalTables
+from virtualwire.southbound import openflow
+from virtualwire.southbound.session import SwitchSession
+
+LOG = logging.getLogger(__name__)
+DUMP_TIMEOUT = 10.0
+
+
+class Controller(MigrationHandlers, Views):
+    def __init__(self, loop, intent, runtime, host_dbs=None,
+                 ovsdb_port=6640, move_timeout=900.0, clock=time.monotonic):
+        self.loop = loop
+        self.intent = intent            # store.intent.IntentStore (reads)
+        self.runtime = runtime          # store.runtime.RuntimeStore
+        self.host_dbs = host_dbs        # southbound.host_ovsdb.HostDbs
+        self.ovsdb_port = ovsdb_port
+        self.move_timeout = move_timeout
+        self.clock = clock
+        self.tables = IncrementalTables()
+        self.migrations = MigrationBook()
+        self.sessions = {}              # dpid -> SwitchSession
+        self.host_owner = {}            # host name -> OVSDB remote
+        self.remembered = {}            # name -> Host, as last persisted
+        self.move_seen = {}             # vnic -> clock() when first seen
+        self.changed_records = {}       # id -> Migration to persist
+        self.stats = {'syncs': 0, 'bundles': 0, 'flow_mods': 0,
+                      'switch_errors': 0}
+        loop.idle = self.sync
+
+    # ---- start ---------------------------------------------------------------
+    def start(self):
+        """Start from the last observed hosts and migrations: live views
+        replace them as each host's OVSDB is read, so missing knowledge
+        never removes a working wire's flows. Moves under way come first,
+        so claims are read as source/destination, not arrival order."""
+        self.loop.assert_owner()
+        self.remembered = self.runtime.hosts()
+        self.migrations.restore(self.runtime.migrations())
+        for m in self.migrations.active.values():
+            for v, src in m.sources.items():
+                if src and src != m.destination:
+                    self.tables.placement.start_move(v, src, m.destination)
+        for h in self.remembered.values():
+            self._placement_events(self.tables.set_host(h))
+        self.tables.set_wires(self.intent.wires())
+
+    # ---- intent --------------------------------------------------------------
+    def on_intent(self, events, n_wires=None):
+        """Wire changes from the intent database (ours or another
+        writer's), in commit order. If the count still disagrees (rows
+        deleted while we were disconnected), reload it all."""
+        self.loop.assert_owner()
+        for kind, cid, wire in events:
+            if kind == 'upsert':
+                if self.tables.wires.get(cid) != wire:
+                    self.tables.add_wire(wire)
+            else:
+                self.tables.remove_wire(cid)
+        if n_wires is not None and n_wires != len(self.tables.wires):
+            LOG.warning('intent has %d wires, we hold %d: reloading',
+                        n_wires, len(self.tables.wires))
+            self.tables.set_wires(self.intent.wires())
+
+    def check_connect(self, end_a, end_b):
+        """Refuse a wire the current state cannot take (before writing)."""
+        self.loop.assert_owner()
+        ids.check_vnic_id(end_a)
+        ids.check_vnic_id(end_b)
+        if end_a == end_b:
+            raise errors.Invalid('a wire needs two different vNICs, got %s '
+                                 'twice' % end_a)
+        for v in (end_a, end_b):
+            cid = self.tables.by_vnic.get(v)
+            if cid is not None:
+                raise errors.Conflict('vNIC %s is already wired (connector '
+                                      '%s)' % (v, ids.fmt_connector(cid)))
+
+    def wire(self, cid):
+        self.loop.assert_owner()
+        w = self.tables.wires.get(cid)
+        if w is None:
+            raise errors.NotFound('no wire with connector id %s'
+                                  % ids.fmt_connector(cid))
+        return w
+
+    # ---- hosts (their OVSDB) -------------------------------------------------
+    def on_hosts(self, remote, hosts):
+        """What one host OVSDB reports now. A name it no longer reports is
+        free again (a bridge renamed, or the host answers elsewhere)."""
+        self.loop.assert_owner()
+        names = {h.name for h in hosts}
+        for name, owner in list(self.host_owner.items()):
+            if owner == remote and name not in names:
+                del self.host_owner[name]
+        for h in hosts:
+            owner = self.host_owner.setdefault(h.name, remote)
+            if owner != remote:
+                LOG.warning('host name %s is used by %s and %s; ignoring the '
+                            'second', h.name, owner, remote)
+                continue
+            self._placement_events(self.tables.set_host(h))
+            if self.remembered.get(h.name) != h:
+                self.remembered[h.name] = h
+                self.runtime.save_host(h)       # queued, off the loop
+
+    def host_of_dpid(self, dpid):
+        for h in self.tables.hosts.values():
+            if h.dpid == dpid:
+                return h.name
+        return None
+
+    # ---- switches ------------------------------------------------------------
+    def on_switch_up(self, dp):
+        self.loop.assert_owner()
+        LOG.info('switch %016x connected from %s', dp.id, dp.address)
+        s = SwitchSession(dp)
+        self.sessions[dp.id] = s
+        if self.host_dbs is not None and isinstance(dp.address, tuple) \
+                and dp.address:
+            self.host_dbs.watch('tcp:%s:%d' % (dp.address[0],
+                                               self.ovsdb_port))
+        s.dump(lambda body: self._dumped(s, body))
+
+    def on_switch_down(self, dp):
+        self.loop.assert_owner()
+        s = self.sessions.get(dp.id)
+        if s is not None and s.dp is dp:
+            LOG.info('switch %016x disconnected', dp.id)
+            del self.sessions[dp.id]
+
+    def _session(self, dp):
+        s = self.sessions.get(dp.id)
+        return s if s is not None and s.dp is dp else None
+
+    def on_multipart_reply(self, msg, more=False):
+        self.loop.assert_owner()
+        s = self._session(msg.datapath)
+        if s is not None:
+            s.reply(msg, more)
+
+    def on_barrier_reply(self, msg):
+        self.loop.assert_owner()
+        s = self._session(msg.datapath)
+        if s is not None:
+            s.barrier_reply(msg)
+
+    def _dumped(self, s: SwitchSession, body):
+        """What the switch holds, so a reconnect (controller or switch
+        restart) changes only what is wrong."""
+        if self.sessions.get(s.dp.id) is not s:
+            return
+        s.installed = {f.key: f for f in map(openflow.flow_from_stats, body)}
+        s.needs_full = True
+        s.dump_sent_at = None
+        LOG.info('switch %016x holds %d flows', s.dp.id, len(s.installed))
+        self.activations_in(s.dp.id, s.installed)
+
+    def on_switch_error(self, msg):
+        self.loop.assert_owner()
+        self.stats['switch_errors'] += 1
+        dp = msg.datapath
+        LOG.error('switch %016x error type=%s code=%s', dp.id, msg.type,
+                  msg.code)
+        s = self._session(dp)
+        if s is not None and s.installed is not None:
+            # Our picture of its table may be wrong now: dump again.
+            s.installed = None
+            s.dump(lambda body: self._dumped(s, body))
+
+    def tick(self):
+        """Timers: moves never activated, switches that never answered."""
+        self.loop.assert_owner()
+        self.expire_moves()
+        now = time.time()
+        for s in list(self.sessions.values()):
+            if s.dump_sent_at is not None and \
+                    now - s.dump_sent_at > DUMP_TIMEOUT:
+                LOG.error('switch %016x did not answer the flow dump',
+                          s.dp.id)
+                del self.sessions[s.dp.id]
+                s.dp.close()
+
+    # ---- sync ----------------------------------------------------------------
+    def sync(self):
+        """Bring switches whose desired table changed (or that just
+        connected) to it: one atomic bundle each, only the difference.
+        Then persist changed migration records (switches never wait on a
+        database write)."""
+        self.loop.assert_owner()
+        self.stats['syncs'] += 1
+        dirty = self.tables.pop_dirty()
+        for h in self.tables.hosts.values():
+            s = self.sessions.get(h.dpid)
+            if s is None or s.installed is None:
+                continue
+            table = self.tables.table_map(h.name)
+            if s.needs_full:
+                s.needs_full = False
+                diff = diff_flows(s.installed.values(), table.values())
+            elif h.name in dirty:
+                diff = diff_keys(s.installed, table, dirty[h.name])
+            else:
+                continue
+            if diff:
+                self.stats['flow_mods'] += s.send_diff(diff)
+                self.stats['bundles'] += 1
+                LOG.info('host %s: +%d ~%d -%d flows', h.name,
+                         len(diff.add), len(diff.modify), len(diff.delete))
+        records, self.changed_records = self.changed_records, {}
+        for m in records.values():
+            self.runtime.save_migration(m.view(), self.migrations.keep_ids())

@@ -1,0 +1,159 @@
+"""One event loop owns all mutable controller state.
+
+OpenFlow events, OVSDB changes, REST calls and timers all become events on
+one queue, run one at a time on one thread (a green thread under eventlet,
+an OS thread under os-ken's native hub: both work, because nothing else
+ever touches the state). After each burst of events the loop runs its
+`idle` hook (the controller's sync), so a thousand OVSDB changes cost one
+sync, not a thousand.
+
+Why a loop and not locks: the state (flow tables, placement, migrations,
+switch sessions) is read and written by every kind of event; with locks,
+every new handler is a new chance to forget one (the old engine did).
+Here a handler cannot race, and `assert_owner` makes a handler that is
+called from elsewhere fail loudly in tests.
+"""
+import logging
+import threading
+import time
+
+from os_ken.lib import hub
+
+LOG = logging.getLogger(__name__)
+
+
+class Future:
+    """A result the loop will produce; wait on it from any other thread."""
+
+    def __init__(self):
+        self._event = hub.Event()
+        self._value = None
+        self._error = None
+
+    def set(self, value=None, error=None):
+        self._value, self._error = value, error
+        self._event.set()
+
+    def done(self):
+        return self._event.is_set()
+
+    def result(self, timeout=None):
+        if not self._event.wait(timeout=timeout):
+            raise TimeoutError('no result within %ss' % timeout)
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+class Loop:
+    def __init__(self, name='control'):
+        self.name = name
+        self._queue = hub.Queue()
+        self._owner = None                 # the thread running the loop
+        self._stopped = False
+        self.idle = None                   # called after each burst
+        self.handled = 0
+        self.lag_max = 0.0                 # worst queueing delay seen (s)
+
+    # -- from anywhere -------------------------------------------------------
+    def post(self, fn, *args):
+        """Run fn(*args) on the loop, later. Never blocks."""
+        self._queue.put((time.monotonic(), fn, args, None))
+
+    def call(self, fn, *args, timeout=30.0):
+        """Run fn(*args) on the loop and return its result (or raise its
+        exception) in the caller. Must not be called from the loop."""
+        if self.on_loop():
+            return fn(*args)
+        fut = Future()
+        self._queue.put((time.monotonic(), fn, args, fut))
+        return fut.result(timeout)
+
+    def every(self, seconds, fn):
+        """Post fn every `seconds` (timers are events too)."""
+        def tick():
+            while not self._stopped:
+                hub.sleep(seconds)
+                self.post(fn)
+        return hub.spawn(tick)
+
+    def stop(self):
+        self._stopped = True
+        self._queue.put(None)
+
+    # -- the loop ------------------------------------------------------------
+    def on_loop(self):
+        return self._owner is not None and \
+            self._owner == _current()
+
+    def assert_owner(self):
+        """Controller handlers call this: state is touched only here."""
+        if self._owner is not None and self._owner != _current():
+            raise AssertionError('controller state touched outside the '
+                                 '%s loop' % self.name)
+
+    def run(self):
+        self._owner = _current()
+        while not self._stopped:
+            item = self._queue.get()
+            while item is not None:
+                self._run(item)
+                try:
+                    item = self._queue.get(block=False)
+                except hub.QueueEmpty:
+                    item = None
+            if self.idle is not None and not self._stopped:
+                self._guard(self.idle)
+
+    def run_pending(self):
+        """Run queued events now, on the caller's thread (tests drive the
+        controller this way, with no threads at all)."""
+        self._owner = _current()
+        n = 0
+        while True:
+            try:
+                item = self._queue.get(block=False)
+            except hub.QueueEmpty:
+                break
+            if item is None:
+                continue
+            self._run(item)
+            n += 1
+        if self.idle is not None:
+            self._guard(self.idle)
+        return n
+
+    def _run(self, item):
+        queued, fn, args, fut = item
+        self.lag_max = max(self.lag_max, time.monotonic() - queued)
+        self.handled += 1
+        try:
+            value = fn(*args)
+        except Exception as e:          # the caller (if any) gets it
+            if fut is None:
+                LOG.exception('event %s failed', getattr(fn, '__name__', fn))
+            else:
+                fut.set(error=e)
+            return
+        if fut is not None:
+            fut.set(value)
+
+    @staticmethod
+    def _guard(fn):
+        try:
+            fn()
+        except Exception:
+            LOG.exception('%s failed', getattr(fn, '__name__', fn))
+
+
+def _current():
+    """The running thread or green thread (eventlet patches threading's
+    ident to the green thread's when the hub patched it; otherwise ask
+    the hub)."""
+    try:
+        import eventlet.greenthread
+        if hub.HUB_TYPE == 'eventlet':
+            return id(eventlet.greenthread.getcurrent())
+    except ImportError:
+        pass
+    return threading.get_ident()

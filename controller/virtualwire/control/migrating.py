@@ -1,0 +1,140 @@
+"""Live-migration handlers of the controller (a part of `Controller`, on
+the control loop): the hook's announcements and releases, data-plane
+activation seen as a RARP packet-in or in a dumped table, moves inferred
+from OVSDB, and moves that never activated."""
+import logging
+
+from virtualwire.control.migrations import ABORTED, TIMED_OUT, parse_vm_uuid
+from virtualwire.control.state import ControllerState
+from virtualwire.core import errors
+from virtualwire.core.placement import MoveEnded, MoveSeen
+from virtualwire.pipeline.wire import ETH_RARP, activation_flows
+
+LOG = logging.getLogger(__name__)
+
+
+class MigrationHandlers(ControllerState):
+    def _record(self, m):
+        if m is not None:
+            self.changed_records[m.id] = m
+
+    def _placement_events(self, events):
+        """Record what placement observed: moves seen in OVSDB with no
+        announcement, and moves that ended."""
+        for ev in events:
+            if isinstance(ev, MoveSeen):
+                dest = self.tables.hosts.get(ev.move.destination)
+                port = dest.vnic_map().get(ev.vnic) if dest else None
+                m = self.migrations.inferred(
+                    ev.vnic, port.vm_id if port else '', ev.move.source,
+                    ev.move.destination)
+                if m is not None:
+                    LOG.info('vNIC %s moving %s -> %s (seen in OVSDB, not '
+                             'announced)', ev.vnic, ev.move.source,
+                             ev.move.destination)
+                self._record(m)
+            elif isinstance(ev, MoveEnded):
+                LOG.info('vNIC %s move %s -> %s %s', ev.vnic, ev.move.source,
+                         ev.move.destination, ev.outcome)
+                self.move_seen.pop(ev.vnic, None)
+                self._record(self.migrations.move_finished(ev.vnic,
+                                                           ev.outcome))
+
+    def connected_hosts(self):
+        return {h.name for h in self.tables.hosts.values()
+                if h.dpid in self.sessions and self.sessions[h.dpid].synced}
+
+    def announce_migration(self, doc):
+        """The destination's hook: a guest is arriving. Returns (record
+        view, a ticket for its durable write)."""
+        self.loop.assert_owner()
+        placement = self.tables.placement
+
+        def location(v):
+            loc = placement.location(v)
+            return loc.host if loc else None
+        try:
+            m = self.migrations.announce(doc, set(self.tables.hosts),
+                                         self.connected_hosts(), location)
+        except errors.VwError as e:
+            LOG.warning('migration refused: %s', e.message)
+            raise
+        for v, src in m.sources.items():
+            if src != m.destination:
+                self.tables.start_move(v, src, m.destination)
+        LOG.info('migration %s: %s (%s) %s -> %s', m.id, m.vm, m.vm_uuid,
+                 sorted({s for s in m.sources.values() if s}), m.destination)
+        # Durable before the hook lets libvirt go on: a controller that
+        # restarts mid-migration must know each move's source.
+        ticket = self.runtime.save_migration(m.view(),
+                                             self.migrations.keep_ids())
+        return m.view(), ticket
+
+    def migration_released(self, vm_uuid, host):
+        """A host's hook: the guest left `host`."""
+        self.loop.assert_owner()
+        vm_uuid = parse_vm_uuid(vm_uuid)
+        if not self.migrations.known(vm_uuid):
+            raise errors.NotFound('no migration of guest %s is known'
+                                  % vm_uuid)
+        m = self.migrations.released(vm_uuid, host)
+        if m is not None and m.state == ABORTED:
+            for v in m.vnics:
+                mv = self.tables.placement.moves.get(v)
+                if mv is not None and mv.destination == host:
+                    self._cancel(v, ABORTED)
+        if m is not None:
+            LOG.info('migration %s of %s %s (%.2fs)', m.id, m.vm, m.state,
+                     m.ended_at - m.started_at)
+            self._record(m)
+        return m.view() if m is not None else None
+
+    def _cancel(self, vnic, outcome):
+        self._placement_events(self.tables.cancel_move(vnic, outcome))
+
+    def on_packet_in(self, msg):
+        """The copy of a moving guest's RARP its destination sends once its
+        learn action switched delivery over: clean up around it."""
+        self.loop.assert_owner()
+        data = bytes(msg.data or b'')
+        if len(data) < 14 or int.from_bytes(data[12:14], 'big') != ETH_RARP:
+            return
+        host = self.host_of_dpid(msg.datapath.id)
+        vnic = self.tables.vnic_at(host, msg.match.get('in_port')) \
+            if host else None
+        if vnic is not None:
+            self._activate(vnic, host, 'RARP')
+
+    def _activate(self, vnic, host, how):
+        if self.tables.activate(vnic, host):
+            LOG.info('vNIC %s activated on %s (%s)', vnic, host, how)
+            self._record(self.migrations.activated(vnic, host))
+
+    def activations_in(self, dpid, installed):
+        """A destination that learned its flow while we were not listening
+        (controller restarted mid-migration) has activated the move."""
+        host = self.host_of_dpid(dpid)
+        if host is None:
+            return
+        for key, rarp in activation_flows(self.tables.table_map(host)).items():
+            port = dict(rarp.match)['in_port']
+            have = installed.get(key)
+            if have is not None and have.actions == (('output', port),):
+                vnic = self.tables.vnic_at(host, port)
+                if vnic:
+                    self._activate(vnic, host, 'found in its flow table')
+
+    def expire_moves(self):
+        """A move never activated within move_timeout (a migration stuck or
+        aborted without its destination port going away) is cancelled:
+        the wire goes back to exactly its pre-migration flows."""
+        now = self.clock()
+        moves = self.tables.placement.moves
+        for v in [v for v in self.move_seen if v not in moves]:
+            del self.move_seen[v]
+        for v, m in list(moves.items()):
+            since = self.move_seen.setdefault(v, now)
+            if not m.activated and now - since > self.move_timeout:
+                LOG.warning('vNIC %s: move to %s not activated in %gs, '
+                            'cancelled', v, m.destination, self.move_timeout)
+                self._cancel(v, TIMED_OUT)

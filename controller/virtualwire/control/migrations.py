@@ -1,0 +1,216 @@
+"""Live migrations announced by the libvirt hook: validation and records.
+
+The destination's `migrate begin` hook announces a guest arriving with its
+vNICs; the controller accepts only what it can follow (every vNIC known,
+the destination host connected), otherwise the hook fails the migration
+and the guest stays on its source. `release end` from a host says the guest
+left it: on the source that completes the move, on the destination it is an
+abort. Pure logic: the controller passes in what it observes.
+"""
+import time
+import uuid as uuidlib
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field
+from typing import Dict, Optional, Tuple
+
+from virtualwire.core import errors, ids
+from virtualwire.core.placement import ABORTED, COMPLETED, TIMED_OUT
+
+HISTORY = 200          # finished migrations kept for `GET /v1/migrations`
+
+# States: PREPARED (announced; the guest is being copied), COMPLETED (the
+# guest left its source), ABORTED (it left, or never reached, the
+# destination), TIMED_OUT (not activated within --move-timeout: its wires
+# went back to the source alone; should the migration finish later, it is
+# followed from OVSDB when the source port goes, as if never announced).
+PREPARED = 'prepared'
+__all__ = ['PREPARED', 'COMPLETED', 'ABORTED', 'TIMED_OUT', 'Migration',
+           'MigrationBook', 'parse_announce', 'parse_vm_uuid']
+
+
+@dataclass
+class Migration:
+    id: str
+    vm: str
+    vm_uuid: str
+    vnics: Tuple[str, ...]
+    sources: Dict[str, Optional[str]]     # vNIC -> host it was on
+    destination: str
+    state: str = PREPARED
+    started_at: float = field(default_factory=time.time)
+    ended_at: Optional[float] = None
+    # vNIC -> when its RARP switched delivery to the destination
+    activated: Dict[str, float] = field(default_factory=dict)
+    # vNIC -> how its move ended in the data plane ('completed'|'aborted'|
+    # 'timed-out')
+    moves: Dict[str, str] = field(default_factory=dict)
+    # 'hook' (announced) or 'ovsdb' (a vNIC seen on a second host without
+    # an announcement: the hook could not reach the controller)
+    found_by: str = 'hook'
+
+    def view(self):
+        d = asdict(self)
+        d['vnics'] = list(self.vnics)
+        return d
+
+
+def parse_announce(doc):
+    """Validate a `POST /v1/migrations` body; returns (vm, vm_uuid, vnics,
+    destination) or raises Malformed / Invalid."""
+    unknown = sorted(set(doc) - {'vm', 'vm_uuid', 'vnics', 'destination'})
+    if unknown:
+        raise errors.Malformed('unknown field(s): %s' % ', '.join(unknown))
+    for k in ('vm', 'vm_uuid', 'vnics', 'destination'):
+        if k not in doc:
+            raise errors.Malformed('missing field: %s' % k)
+    vm, vm_uuid, vnics, dest = (doc['vm'], doc['vm_uuid'], doc['vnics'],
+                                doc['destination'])
+    if not isinstance(vm, str) or not vm or len(vm) > 256:
+        raise errors.Invalid('vm must be a domain name')
+    vm_uuid = parse_vm_uuid(vm_uuid)
+    if not isinstance(vnics, list) or len(vnics) > 64:
+        raise errors.Invalid('vnics must be a list of up to 64 vNIC ids')
+    for v in vnics:
+        ids.check_vnic_id(v)
+    if len(set(vnics)) != len(vnics):
+        raise errors.Invalid('vnics lists a vNIC twice')
+    if not isinstance(dest, str) or not dest:
+        raise errors.Invalid('destination must be a host name')
+    return vm, vm_uuid, tuple(vnics), dest
+
+
+def parse_vm_uuid(value):
+    """A libvirt domain UUID in canonical form, or Invalid."""
+    try:
+        if not isinstance(value, str):
+            raise ValueError
+        return str(uuidlib.UUID(value))
+    except ValueError:
+        raise errors.Invalid('vm_uuid must be a UUID, got %r'
+                             % (value,)) from None
+
+
+class MigrationBook:
+    def __init__(self):
+        self.active: Dict[str, Migration] = {}           # vm_uuid -> record
+        self.history: "OrderedDict[str, Migration]" = OrderedDict()
+
+    def announce(self, doc, hosts, connected, location):
+        """hosts: known host names; connected: names with a live switch;
+        location(vnic) -> host name or None. Returns the Migration."""
+        vm, vm_uuid, vnics, dest = parse_announce(doc)
+        if dest not in hosts:
+            raise errors.NotFound('destination host %s is unknown to the '
+                                  'controller' % dest)
+        if dest not in connected:
+            raise errors.Conflict('destination host %s is not connected to '
+                                  'the controller' % dest)
+        missing = [v for v in vnics if location(v) is None]
+        if missing:
+            raise errors.NotFound('vNIC(s) %s not plugged on any host: the '
+                                  'controller cannot follow them'
+                                  % ', '.join(missing))
+        for key, other in list(self.active.items()):
+            if other.found_by == 'ovsdb' and set(other.vnics) & set(vnics):
+                del self.active[key]    # the announcement supersedes it
+        old = self.active.get(vm_uuid)
+        if old is not None:
+            # A retry after a failed attempt the hook never reported.
+            self._end(old, ABORTED)
+        m = Migration(id=str(uuidlib.uuid4()), vm=vm, vm_uuid=vm_uuid,
+                      vnics=vnics, sources={v: location(v) for v in vnics},
+                      destination=dest)
+        self.active[vm_uuid] = m
+        return m
+
+    def inferred(self, vnic, vm_uuid, source, destination):
+        """A vNIC plugged on a second host with no announcement (the hook
+        could not reach us): recorded so that a restart still knows which
+        host is its source. Returns the record if it changed, else None."""
+        for m in self.active.values():
+            if vnic in m.vnics:
+                if m.destination == destination:
+                    return None                     # announced already
+                self._end(m, ABORTED)               # superseded
+                break
+        key = vm_uuid or 'vnic:' + vnic
+        old = self.active.get(key)
+        if old is not None and old.destination == destination and \
+                old.found_by == 'ovsdb':
+            old.vnics = old.vnics + (vnic,)
+            old.sources[vnic] = source
+            return old
+        if old is not None:
+            self._end(old, ABORTED)
+        m = Migration(id=str(uuidlib.uuid4()), vm='', vm_uuid=key,
+                      vnics=(vnic,), sources={vnic: source},
+                      destination=destination, found_by='ovsdb')
+        self.active[key] = m
+        return m
+
+    def known(self, vm_uuid):
+        """Has any migration of this guest been recorded?"""
+        return vm_uuid in self.active or any(
+            m.vm_uuid == vm_uuid for m in self.history.values())
+
+    def released(self, vm_uuid, host):
+        """The guest left `host`. Returns the ended Migration, or None."""
+        m = self.active.get(vm_uuid)
+        if m is None:
+            return None
+        if host == m.destination:
+            return self._end(m, ABORTED)
+        if host in m.sources.values():
+            return self._end(m, COMPLETED)
+        return None
+
+    def activated(self, vnic, host, when=None):
+        """vNIC's guest announced itself on `host` (data-plane activation)."""
+        for m in self.active.values():
+            if vnic in m.vnics and m.destination == host:
+                m.activated.setdefault(vnic, when or time.time())
+                return m
+        return None
+
+    def move_finished(self, vnic, outcome):
+        """A vNIC's move ended (its source or destination port went away).
+        When every vNIC's has, the migration is over even if the hook never
+        said so (it could not reach us). Returns the record if it changed."""
+        for m in list(self.active.values()):
+            if vnic in m.vnics:
+                m.moves[vnic] = outcome
+                if len(m.moves) == len(m.vnics):
+                    ends = set(m.moves.values())
+                    self._end(m, COMPLETED if ends == {COMPLETED} else
+                              TIMED_OUT if TIMED_OUT in ends else ABORTED)
+                return m
+        return None
+
+    def _end(self, m, state):
+        m.state, m.ended_at = state, time.time()
+        self.active.pop(m.vm_uuid, None)
+        self.history[m.id] = m
+        while len(self.history) > HISTORY:
+            self.history.popitem(last=False)
+        return m
+
+    def restore(self, records):
+        """Load records saved by `save_migration` (controller restart)."""
+        for d in sorted(records, key=lambda d: d.get('started_at') or 0):
+            try:
+                m = Migration(**dict(d, vnics=tuple(d['vnics'])))
+            except (TypeError, KeyError):
+                continue
+            if m.state == PREPARED:
+                self.active[m.vm_uuid] = m
+            else:
+                self.history[m.id] = m
+        while len(self.history) > HISTORY:
+            self.history.popitem(last=False)
+
+    def keep_ids(self):
+        return [m.id for m in self.all()]
+
+    def all(self):
+        return list(self.active.values()) + list(reversed(
+            self.history.values()))

@@ -1,0 +1,32 @@
+"""What the controller holds, declared once: the parts of `Controller`
+(`migrating`, `views`) are written against this, so each knows the
+state it may read and write, and the type checker does too."""
+from typing import Any, Callable, Dict
+
+from virtualwire.control.loop import Loop
+from virtualwire.control.migrations import Migration, MigrationBook
+from virtualwire.core.model import Host, Wire
+from virtualwire.pipeline.incremental import IncrementalTables
+from virtualwire.southbound.session import SwitchSession
+
+
+class ControllerState:
+    loop: Loop
+    intent: Any                       # store.intent.IntentStore
+    runtime: Any                      # store.runtime.RuntimeStore
+    clock: Callable[[], float]
+    move_timeout: float
+    tables: IncrementalTables         # intent + hosts + placement -> flows
+    migrations: MigrationBook
+    sessions: Dict[int, SwitchSession]   # dpid -> connected switch
+    host_owner: Dict[str, str]        # host name -> OVSDB remote
+    remembered: Dict[str, Host]       # name -> Host, as last persisted
+    move_seen: Dict[str, float]       # vnic -> clock() when first seen
+    changed_records: Dict[str, Migration]   # to persist after the sync
+    stats: Dict[str, int]
+
+    def wire(self, cid: int) -> Wire:
+        raise NotImplementedError
+
+    def host_of_dpid(self, dpid: int):
+        raise NotImplementedError

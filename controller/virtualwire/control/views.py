@@ -1,0 +1,161 @@
+"""Read-only views of the controller's state for the API (a part of
+`Controller`, on the control loop). Each returns plain JSON-ready values;
+nothing here changes state."""
+from virtualwire.control.loop import Future
+from virtualwire.control.state import ControllerState
+from virtualwire.core import errors, ids
+from virtualwire.pipeline import carriers
+from virtualwire.pipeline.wire import wire_state
+from virtualwire.southbound import openflow
+
+# A 1500-byte guest frame, its Ethernet header and one 802.1Q tag.
+GUEST_FRAME = 1500 + 14 + 4
+
+
+class Views(ControllerState):
+    def _ends(self, wire):
+        loc = {v: x for v in wire.ends()
+               for x in [self.tables.location(v)] if x is not None}
+        moves = {v: self.tables.placement.moves[v] for v in wire.ends()
+                 if v in self.tables.placement.moves}
+        return loc, wire_state(wire, self.tables.hosts, loc), moves
+
+    def wire_view(self, cid):
+        self.loop.assert_owner()
+        wire = self.wire(cid)
+        loc, state, moves = self._ends(wire)
+        la, lb = loc.get(wire.end_a), loc.get(wire.end_b)
+        return {
+            'id': wire.connector_id,
+            'connector_id': ids.fmt_connector(wire.connector_id),
+            'a': wire.end_a, 'b': wire.end_b,
+            'state': state,
+            'host_a': la.host if la else None,
+            'host_b': lb.host if lb else None,
+            'created_at': wire.created_at,
+            # Ends being live-migrated: both hosts receive the wire until
+            # the guest's RARP activates the destination.
+            'moving': {v: {'source': m.source, 'destination': m.destination,
+                           'activated': m.activated}
+                       for v, m in moves.items()},
+        }
+
+    def wire_views(self):
+        self.loop.assert_owner()
+        return [self.wire_view(cid) for cid in sorted(self.tables.wires)]
+
+    def host_view(self, name):
+        self.loop.assert_owner()
+        h = self.tables.hosts.get(name)
+        if h is None:
+            raise errors.NotFound('no host named %s' % name)
+        s = self.sessions.get(h.dpid)
+        warnings = []
+        overhead = max((c.overhead for c in carriers.CARRIERS), default=0)
+        if h.underlay_mtu and h.underlay_mtu < GUEST_FRAME + overhead:
+            warnings.append('underlay MTU %d is below %d: full-size guest '
+                            'frames cannot cross wires'
+                            % (h.underlay_mtu, GUEST_FRAME + overhead))
+        if not any(e.usable for e in h.encaps):
+            warnings.append('no tunnel port on the integration bridge')
+        return {'name': h.name, 'dpid': '%016x' % h.dpid,
+                'tunnel_ip': h.tunnel_ip, 'site': h.site,
+                'encaps': [{'type': e.type, 'ip': e.ip, 'ofport': e.ofport}
+                           for e in h.encaps],
+                'connected': s is not None,
+                'synced': bool(s and s.synced),
+                # When the switch last confirmed (barrier reply) every flow
+                # change we sent it: the moment they were all in place.
+                'flows_confirmed_at': s.confirmed_at if s else None,
+                'datapath_type': h.datapath_type,
+                'underlay_mtu': h.underlay_mtu,
+                'vnics': len(h.vnics), 'warnings': warnings}
+
+    def host_views(self):
+        self.loop.assert_owner()
+        return [self.host_view(n) for n in sorted(self.tables.hosts)]
+
+    def vnic_views(self):
+        """Every plugged vNIC, once, on the host its traffic goes to (the
+        incumbent, while a migration has it plugged on two)."""
+        self.loop.assert_owner()
+        out = {}
+        for vid in sorted(self.tables.placement.claims):
+            loc = self.tables.location(vid)
+            host = self.tables.hosts.get(loc.host) if loc else None
+            v = host.vnic_map().get(vid) if host else None
+            if v is None:
+                continue
+            cid = self.tables.by_vnic.get(vid)
+            out[vid] = {
+                'id': vid, 'host': loc.host, 'port': v.port_name,
+                'ofport': v.ofport, 'mac': v.mac, 'vm_id': v.vm_id,
+                'wire': ids.fmt_connector(cid) if cid else None}
+        return out
+
+    def vnic_view(self, vnic_id):
+        ids.check_vnic_id(vnic_id)
+        v = self.vnic_views().get(vnic_id)
+        if v is None:
+            raise errors.NotFound('no vNIC %s is plugged on any host'
+                                  % vnic_id)
+        return v
+
+    def migration_views(self):
+        self.loop.assert_owner()
+        return [m.view() for m in self.migrations.all()]
+
+    def status(self):
+        self.loop.assert_owner()
+        return {'switches_connected': len(self.sessions),
+                'hosts': len(self.tables.hosts),
+                'wires': len(self.tables.wires),
+                'counters': dict(self.stats,
+                                 events=self.loop.handled,
+                                 loop_lag_max_ms=round(
+                                     self.loop.lag_max * 1000, 3))}
+
+    def wire_stats(self, cid):
+        """Packets and bytes each way, from the wire's flow counters on its
+        ends' hosts. Returns a Future (the switches answer later; the loop
+        never waits)."""
+        self.loop.assert_owner()
+        wire = self.wire(cid)
+        loc, state, _moves = self._ends(wire)
+        out = {'id': cid, 'connector_id': ids.fmt_connector(cid),
+               'state': state}
+        asks = []
+        for src, dst, key in ((wire.end_a, wire.end_b, 'a_to_b'),
+                              (wire.end_b, wire.end_a, 'b_to_a')):
+            out[key] = {'sent_packets': 0, 'sent_bytes': 0,
+                        'delivered_packets': 0, 'delivered_bytes': 0}
+            for end, what in ((src, 'sent'), (dst, 'delivered')):
+                lo = loc.get(end)
+                host = self.tables.hosts.get(lo.host) if lo else None
+                s = self.sessions.get(host.dpid) if host else None
+                if s is not None:
+                    asks.append((s, lo, key, what))
+        fut = Future()
+        left = [len(asks)]
+        if not asks:
+            fut.set(out)
+        cookie = ids.wire_cookie(cid)
+
+        def counted(lo, key, what, body):
+            for st in body:
+                f = openflow.flow_from_stats(st)
+                m = dict(f.match)
+                hit = (m.get('in_port') == lo.ofport and
+                       'tunnel_id' not in m) if what == 'sent' else \
+                    ('output', lo.ofport) in f.actions
+                if hit:
+                    out[key][what + '_packets'] += st.packet_count
+                    out[key][what + '_bytes'] += st.byte_count
+            left[0] -= 1
+            if left[0] == 0:
+                fut.set(out)
+        for s, lo, key, what in asks:
+            s.request(openflow.flow_stats_request(cookie, 0xFFFFFFFFFFFFFFFF),
+                      lambda body, lo=lo, key=key, what=what:
+                      counted(lo, key, what, body))
+        return fut

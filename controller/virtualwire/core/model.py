@@ -1,0 +1,148 @@
+"""The controller's view of the world: intent (wires) and observed host
+state, as plain immutable values, so flow computation is a pure function of
+them. Placement (where a vNIC's traffic goes) is `core.placement`."""
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Dict, Optional, Tuple
+
+
+@dataclass(frozen=True)
+class Wire:
+    connector_id: int
+    end_a: str          # vNIC id (libvirt interfaceid / OVS iface-id)
+    end_b: str
+    created_at: str = ''
+
+    def ends(self) -> Tuple[str, str]:
+        return (self.end_a, self.end_b)
+
+    def other_end(self, vnic_id: str) -> str:
+        return self.end_b if vnic_id == self.end_a else self.end_a
+
+
+@dataclass(frozen=True)
+class VnicPort:
+    """A vNIC as a host's OVSDB shows it (as libvirt plugs it)."""
+    vnic_id: str
+    port_name: str
+    ofport: int
+    mac: str = ''
+    vm_id: str = ''
+    status: str = ''
+
+
+@dataclass(frozen=True)
+class Encap:
+    """One way a host can be reached (OVN's Encap): a carrier type, the
+    host's address for it, and the bridge port that sends/receives it."""
+    type: str                     # 'gre' today; a carrier in pipeline.carriers
+    ip: str
+    ofport: Optional[int] = None  # None until OVS assigned one
+    options: Tuple[Tuple[str, str], ...] = ()
+
+    @property
+    def usable(self) -> bool:
+        return bool(self.ip) and bool(self.ofport) and (self.ofport or 0) > 0
+
+
+@dataclass(frozen=True)
+class Host:
+    """One hypervisor's integration bridge, as read from its OVSDB."""
+    name: str
+    dpid: int
+    encaps: Tuple[Encap, ...] = ()
+    site: str = 'default'
+    datapath_type: str = ''
+    underlay_mtu: Optional[int] = None
+    vnics: Tuple[VnicPort, ...] = ()
+
+    def vnic_map(self) -> Dict[str, VnicPort]:
+        return {v.vnic_id: v for v in self.vnics}
+
+    def encap(self, type_: str) -> Optional[Encap]:
+        return next((e for e in self.encaps if e.type == type_), None)
+
+    @property
+    def tunnel_ip(self) -> str:
+        """The first encapsulation's address (what `vwctl hosts` shows)."""
+        return self.encaps[0].ip if self.encaps else ''
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a wire end is attached: a host's port, of a kind of end
+    (`pipeline.ends`: 'vnic' today)."""
+    host: str
+    ofport: int
+    kind: str = 'vnic'
+
+
+@dataclass(frozen=True)
+class Move:
+    """A vNIC on its way from one host to another (a live migration): its
+    destination tap exists while the guest still runs on the source. Until
+    `activated` (the guest's RARP seen on the destination) traffic for it
+    is delivered on the source; afterwards on the destination."""
+    source: str
+    destination: str
+    activated: bool = False
+
+
+@dataclass
+class World:
+    """Everything the flow computation needs, as one value (for the
+    reference computation and views): intent plus where vNICs are."""
+    wires: Dict[int, Wire] = field(default_factory=dict)
+    hosts: Dict[str, Host] = field(default_factory=dict)
+    moves: Dict[str, Move] = field(default_factory=dict)
+
+    def claims(self) -> Dict[str, Dict[str, int]]:
+        """vNIC id -> {host name: ofport} for every host it is plugged on."""
+        out: Dict[str, Dict[str, int]] = {}
+        for name in sorted(self.hosts):
+            for v in self.hosts[name].vnics:
+                if v.ofport and v.ofport > 0:
+                    out.setdefault(v.vnic_id, {})[name] = v.ofport
+        return out
+
+    def locations(self) -> Dict[str, Location]:
+        from virtualwire.core.placement import place
+        out = {}
+        for v, c in self.claims().items():
+            loc = place(c, self.moves.get(v))[0]
+            if loc is not None:
+                out[v] = loc
+        return out
+
+    def shadows(self) -> Dict[str, Location]:
+        from virtualwire.core.placement import place
+        out = {}
+        for v, c in self.claims().items():
+            shadow = place(c, self.moves.get(v))[1]
+            if shadow is not None:
+                out[v] = shadow
+        return out
+
+    def wire_of_vnic(self) -> Dict[str, int]:
+        m = {}
+        for w in self.wires.values():
+            m[w.end_a] = w.connector_id
+            m[w.end_b] = w.connector_id
+        return m
+
+
+def host_to_json(h: Host) -> str:
+    return json.dumps(asdict(h), sort_keys=True)
+
+
+def host_from_json(text: str) -> Host:
+    d = json.loads(text)
+    d['vnics'] = tuple(VnicPort(**v) for v in d.get('vnics', ()))
+    if 'tunnel_ip' in d:            # snapshots written before Encap
+        ip, port = d.pop('tunnel_ip'), d.pop('tunnel_ofport', None)
+        d['encaps'] = [{'type': 'gre', 'ip': ip, 'ofport': port}] if ip \
+            else []
+    d['encaps'] = tuple(Encap(e['type'], e['ip'], e.get('ofport'),
+                              tuple(tuple(o) for o in e.get('options', ())))
+                        for e in d.get('encaps', ()))
+    return Host(**d)

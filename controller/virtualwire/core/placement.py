@@ -1,0 +1,138 @@
+"""Where each vNIC's traffic goes, and its live migrations: pure.
+
+A vNIC is *claimed* by every host it is plugged on. Plugged on two hosts it
+is moving (announced by the libvirt hook, or inferred when no hook could
+reach us): traffic goes to the source until the guest's RARP activates the
+destination. The source leaving completes the move; the destination
+leaving aborts it. Methods return the events that happened; the caller
+(`control`) records them. Nothing here does I/O.
+"""
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Set, Tuple
+
+from virtualwire.core.model import Location, Move
+
+COMPLETED = 'completed'
+ABORTED = 'aborted'
+TIMED_OUT = 'timed-out'
+
+
+@dataclass(frozen=True)
+class MoveSeen:
+    """A vNIC appeared on a second host with no announced move."""
+    vnic: str
+    move: Move
+
+
+@dataclass(frozen=True)
+class MoveEnded:
+    vnic: str
+    move: Move
+    outcome: str          # COMPLETED | ABORTED | TIMED_OUT
+
+
+def place(claims: Optional[Dict[str, int]], move: Optional[Move]
+          ) -> Tuple[Optional[Location], Optional[Location]]:
+    """(delivery Location, shadow Location or None) of a vNIC plugged on
+    `claims` ({host: ofport}, in arrival order) with an optional Move."""
+    if not claims:
+        return None, None
+    if move is not None and move.source in claims and \
+            move.destination in claims:
+        src = Location(move.source, claims[move.source])
+        dst = Location(move.destination, claims[move.destination])
+        return (dst, None) if move.activated else (src, dst)
+    if move is not None and move.destination in claims and move.activated:
+        return Location(move.destination, claims[move.destination]), None
+    if move is not None and move.source in claims:
+        return Location(move.source, claims[move.source]), None
+    name = next(iter(claims))
+    return Location(name, claims[name]), None
+
+
+class Placement:
+    """Claims and moves of every vNIC. Each mutator returns
+    (vNICs whose placement may have changed, events)."""
+
+    def __init__(self):
+        self.claims: Dict[str, Dict[str, int]] = {}   # arrival order
+        self.moves: Dict[str, Move] = {}
+
+    def where(self, vnic: str):
+        return place(self.claims.get(vnic), self.moves.get(vnic))
+
+    def location(self, vnic: str) -> Optional[Location]:
+        return self.where(vnic)[0]
+
+    def plug(self, host: str, old: Dict[str, int], new: Dict[str, int]):
+        """Host `host`'s vNIC ports went from `old` to `new` ({vnic: ofport})."""
+        changed: Set[str] = set()
+        events: List[object] = []
+        for vnic in set(old) | set(new):
+            if old.get(vnic) == new.get(vnic):
+                continue
+            changed.add(vnic)
+            claims = self.claims.setdefault(vnic, {})
+            port = new.get(vnic)
+            if port is not None and port > 0:
+                arriving = host not in claims
+                claims[host] = port
+                if arriving:
+                    events += self._arrived(vnic, host)
+            elif claims.pop(host, None) is not None:
+                events += self._left(vnic, host)
+            if not claims:
+                del self.claims[vnic]
+        return changed, events
+
+    def _arrived(self, vnic, host):
+        """A vNIC plugged on a second host is a live migration to it, even
+        if no hook announced it (the hook may not reach us)."""
+        claims, move = self.claims[vnic], self.moves.get(vnic)
+        if move is not None and host in (move.source, move.destination):
+            return []
+        others = [h for h in claims if h != host]
+        if not others:
+            return []
+        src = move.source if move is not None and move.source in claims \
+            else others[0]
+        self.moves[vnic] = Move(src, host)
+        return [MoveSeen(vnic, self.moves[vnic])]
+
+    def _left(self, vnic, host):
+        move = self.moves.get(vnic)
+        if move is not None and host == move.source:
+            return [self._finish(vnic, COMPLETED)]
+        if move is not None and host == move.destination:
+            return [self._finish(vnic, ABORTED)]
+        return []
+
+    def _finish(self, vnic, outcome):
+        return MoveEnded(vnic, self.moves.pop(vnic), outcome)
+
+    def start_move(self, vnic: str, source: str, destination: str) -> bool:
+        """A move announced (hook) or restored (restart), before or while
+        its destination tap appears. True if that changed anything."""
+        move = self.moves.get(vnic)
+        if move is not None and (move.source, move.destination) == \
+                (source, destination):
+            return False
+        self.moves[vnic] = Move(source, destination)
+        return True
+
+    def activate(self, vnic: str, host: str) -> bool:
+        """The guest announced itself on `host` (its RARP): deliver there
+        from now on. True if that activated a move."""
+        move = self.moves.get(vnic)
+        if move is None or move.activated or move.destination != host or \
+                host not in self.claims.get(vnic, {}):
+            return False
+        self.moves[vnic] = Move(move.source, move.destination, True)
+        return True
+
+    def cancel_move(self, vnic: str, outcome: str = ABORTED):
+        """Forget a move (timed out, or aborted while its destination port
+        is still there): traffic goes back to the source alone."""
+        if vnic not in self.moves:
+            return []
+        return [self._finish(vnic, outcome)]

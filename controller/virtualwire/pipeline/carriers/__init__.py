@@ -1,0 +1,31 @@
+"""Carriers: how a wire's frame travels between two hosts.
+
+A carrier knows its encapsulation type (the `Encap.type` a host offers),
+the actions that send a frame to a peer, the match that accepts one from a
+peer (and only from that peer), how a 32-bit connector id maps onto its
+key, and its per-frame overhead (MTU accounting). Hosts list encaps;
+`choose` picks the first carrier both ends offer, in preference order.
+"""
+from typing import Optional, Tuple
+
+from virtualwire.core.model import Encap, Host
+from virtualwire.pipeline.carriers.base import Carrier
+from virtualwire.pipeline.carriers.gre import Gre
+
+# Preference order: the first both hosts offer carries the wire.
+CARRIERS: Tuple[Carrier, ...] = (Gre(),)
+BY_TYPE = {c.type: c for c in CARRIERS}
+TYPES = tuple(BY_TYPE)
+
+
+def choose(a: Optional[Host], b: Optional[Host]
+           ) -> Optional[Tuple[Carrier, Encap, Encap]]:
+    """(carrier, a's encap, b's encap) for a hop from a to b, or None if
+    they share no usable carrier."""
+    if a is None or b is None:
+        return None
+    for c in CARRIERS:
+        ea, eb = a.encap(c.type), b.encap(c.type)
+        if ea is not None and eb is not None and ea.usable and eb.usable:
+            return c, ea, eb
+    return None

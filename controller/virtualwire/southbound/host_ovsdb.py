@@ -1,0 +1,149 @@
+"""Reading a hypervisor's own OVSDB: its integration bridge(s) and vNICs.
+
+A bridge is a VirtualWire host when its external_ids carry `vw-host-name`
+(set by ovs-config/vw-host-setup); `vw-site` names its site. Each port
+whose Interface type is a carrier's (`pipeline.carriers`) is an Encap of
+the host, at `options:local_ip` or else the bridge's `vw-tunnel-ip`.
+One ovs-vswitchd may hold several such bridges (used to simulate many hosts).
+vNICs are Interfaces with external_ids:iface-id, exactly as libvirt plugs
+`<virtualport type='openvswitch'>` ports.
+"""
+import logging
+
+import ovs.db.idl
+
+from os_ken.lib import hub
+
+from virtualwire.core.model import Encap, Host, VnicPort
+from virtualwire.pipeline import carriers
+from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
+
+LOG = logging.getLogger(__name__)
+
+COLUMNS = {
+    'Open_vSwitch': ['bridges', 'external_ids'],
+    'Bridge': ['name', 'datapath_id', 'datapath_type', 'external_ids',
+               'ports'],
+    'Port': ['name', 'interfaces'],
+    'Interface': ['name', 'type', 'ofport', 'external_ids', 'mtu', 'options'],
+}
+
+
+def _one(value):
+    if isinstance(value, list):
+        return value[0] if value else None
+    return value
+
+
+def bridge_records(idl):
+    """IDL rows -> plain dicts (so `hosts_from_records` stays pure)."""
+    recs = []
+    for br in idl.tables['Bridge'].rows.values():
+        ifaces = []
+        for port in br.ports:
+            for itf in port.interfaces:
+                ifaces.append({'name': itf.name, 'type': itf.type,
+                               'ofport': _one(itf.ofport),
+                               'mtu': _one(itf.mtu),
+                               'options': dict(itf.options),
+                               'external_ids': dict(itf.external_ids)})
+        recs.append({'name': br.name, 'datapath_id': _one(br.datapath_id),
+                     'datapath_type': br.datapath_type,
+                     'external_ids': dict(br.external_ids),
+                     'interfaces': ifaces})
+    return recs
+
+
+def hosts_from_records(records, carrier_types=carriers.TYPES):
+    hosts = []
+    for br in records:
+        ext = br['external_ids']
+        name = ext.get('vw-host-name')
+        if not name or not br['datapath_id']:
+            continue
+        encaps, vnics, ul_mtu = {}, [], None
+        for itf in sorted(br['interfaces'], key=lambda i: i['name']):
+            ie = itf['external_ids']
+            if itf['type'] in carrier_types:
+                if itf['type'] not in encaps:     # one port per carrier
+                    port = itf['ofport'] if (itf['ofport'] or -1) > 0 \
+                        else None
+                    ip = itf.get('options', {}).get('local_ip', 'flow')
+                    ip = ip if ip != 'flow' else \
+                        ext.get('vw-tunnel-ip', '')
+                    encaps[itf['type']] = Encap(itf['type'], ip, port)
+            elif ie.get('iface-id'):
+                vnics.append(VnicPort(
+                    vnic_id=ie['iface-id'], port_name=itf['name'],
+                    ofport=itf['ofport'] or -1,
+                    mac=ie.get('attached-mac', ''), vm_id=ie.get('vm-id', ''),
+                    status=ie.get('iface-status', '')))
+        if ext.get('vw-underlay-mtu', '').isdigit():
+            ul_mtu = int(ext['vw-underlay-mtu'])
+        hosts.append(Host(
+            name=name, dpid=int(br['datapath_id'], 16),
+            encaps=tuple(encaps[t] for t in carrier_types if t in encaps),
+            site=ext.get('vw-site', 'default'),
+            datapath_type=br['datapath_type'], underlay_mtu=ul_mtu,
+            vnics=tuple(sorted(vnics, key=lambda v: v.vnic_id))))
+    return hosts
+
+
+class HostDb:
+    """Watches one host OVSDB; calls on_hosts(remote, [Host]) on change."""
+
+    def __init__(self, remote, on_hosts):
+        self.remote = remote
+        self.on_hosts = on_hosts
+        self.client = None
+
+    def start(self):
+        schema = fetch_schema(self.remote, 'Open_vSwitch')
+        helper = ovs.db.idl.SchemaHelper(schema_json=schema)
+        for table, cols in COLUMNS.items():
+            helper.register_columns(table, cols)
+        self.client = IdlClient(self.remote, helper, self._changed,
+                                name='host-db ' + self.remote)
+        self.client.start()
+        return self
+
+    def _changed(self, client):
+        with client.lock:
+            recs = bridge_records(client.idl)
+        self.on_hosts(self.remote, hosts_from_records(recs))
+
+    def stop(self):
+        if self.client:
+            self.client.stop()
+
+
+class HostDbs:
+    """The host OVSDBs being watched. Each one's changes become an event
+    on the control loop: on_hosts(remote, [Host]) runs there."""
+
+    def __init__(self, loop, on_hosts=None):
+        self.loop = loop
+        self.on_hosts = on_hosts
+        self.dbs = {}
+
+    def watch(self, remote):
+        if remote in self.dbs:
+            return
+        db = self.dbs[remote] = HostDb(remote, self._post)
+        hub.spawn(self._start, db)
+
+    def _post(self, remote, hosts):
+        self.loop.post(self.on_hosts, remote, hosts)
+
+    @staticmethod
+    def _start(db):
+        delay = 0.2
+        while True:
+            try:
+                db.start()
+                LOG.info('reading host OVSDB %s', db.remote)
+                return
+            except Exception as e:  # not up yet: keep trying, slowly
+                LOG.warning('host OVSDB %s: %s', db.remote, e)
+                hub.sleep(delay)
+                delay = min(delay * 2, 5)

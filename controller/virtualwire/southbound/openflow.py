@@ -1,0 +1,170 @@
+"""The OpenFlow edge: `Flow` values <-> os-ken messages (OpenFlow 1.4).
+
+Messages are built without a switch: they carry a stand-in datapath that
+only knows the protocol version, so they serialize (`to_bytes`) in a test
+exactly as they would on a connection. A real datapath's `send_msg`
+serializes them the same way. Thin on purpose: no decisions are made here.
+"""
+import ipaddress
+
+from os_ken.ofproto import ofproto_v1_4 as ofp
+from os_ken.ofproto import ofproto_v1_4_parser as parser
+
+from virtualwire.pipeline.flow import Flow
+from virtualwire.pipeline.tables import WIRE
+
+
+class _Protocol:
+    """What os-ken messages need of a datapath to serialize."""
+    ofproto = ofp
+    ofproto_parser = parser
+    id = None
+
+
+PROTO = _Protocol()
+
+_ALL_ONES = 0xFFFFFFFFFFFFFFFF
+
+# Width of the match fields a learned flow may set (all immediate values).
+_LEARN_BITS = {'in_port': 32, 'tunnel_id': 64, 'tun_ipv4_src': 32}
+_LEARN_NAMES = {'in_port_nxm': 'in_port', 'tun_id': 'tunnel_id',
+                'tun_ipv4_src': 'tun_ipv4_src', 'tunnel_id_nxm': 'tunnel_id'}
+
+
+def _learn(act):
+    """('learn', priority, cookie, match) -> NXActionLearn adding
+    `match` -> output:<the packet's in_port> to table 0, permanently."""
+    _, priority, cookie, match = act
+    specs = []
+    for field, value in match:
+        if field == 'tun_ipv4_src':
+            value = int(ipaddress.IPv4Address(value))
+        specs.append(parser.NXFlowSpecMatch(
+            src=value, dst=(field, 0), n_bits=_LEARN_BITS[field]))
+    specs.append(parser.NXFlowSpecOutput(src=('in_port', 0), dst='',
+                                         n_bits=32))
+    return parser.NXActionLearn(table_id=WIRE.id, specs=specs,
+                                priority=priority, cookie=cookie)
+
+
+def _unlearn(a):
+    """NXActionLearn as a switch reports it -> our ('learn', ...) tuple,
+    or None if it is not one we would install."""
+    match = []
+    outputs = 0
+    for spec in a.specs:
+        kind = type(spec).__name__
+        if kind == 'NXFlowSpecMatch' and not isinstance(spec.src, tuple):
+            field = _LEARN_NAMES.get(spec.dst[0], spec.dst[0])
+            value = spec.src
+            if field == 'tun_ipv4_src':
+                value = str(ipaddress.IPv4Address(value))
+            match.append((field, value))
+        elif kind == 'NXFlowSpecOutput' and spec.src[0].startswith('in_port'):
+            outputs += 1
+        else:
+            return None
+    if outputs != 1 or a.table_id != WIRE.id:
+        return None
+    return ('learn', a.priority, a.cookie, tuple(sorted(match)))
+
+
+def _match(flow):
+    return parser.OFPMatch(**dict(flow.match))
+
+
+def _actions(flow):
+    acts = []
+    for a in flow.actions:
+        if a[0] == 'output':
+            acts.append(parser.OFPActionOutput(a[1]))
+        elif a[0] == 'set_field':
+            acts.append(parser.OFPActionSetField(**{a[1]: a[2]}))
+        elif a[0] == 'learn':
+            acts.append(_learn(a))
+        elif a[0] == 'push_vlan':
+            acts.append(parser.OFPActionPushVlan(a[1]))
+        elif a[0] == 'pop_vlan':
+            acts.append(parser.OFPActionPopVlan())
+        else:
+            raise ValueError('unsupported action %r' % (a,))
+    return acts
+
+
+def flow_mod(flow, command):
+    cmd = {'add': ofp.OFPFC_ADD, 'modify': ofp.OFPFC_MODIFY_STRICT,
+           'delete': ofp.OFPFC_DELETE_STRICT}[command]
+    inst = []
+    if command != 'delete' and flow.actions:
+        inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS,
+                                             _actions(flow))]
+    return parser.OFPFlowMod(
+        PROTO, cookie=flow.cookie,
+        cookie_mask=_ALL_ONES if command == 'delete' else 0,
+        table_id=flow.table, command=cmd, priority=flow.priority,
+        out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
+        match=_match(flow), instructions=inst)
+
+
+def diff_messages(diff):
+    """FlowMods for a FlowDiff: deletes first, then adds and modifies (the
+    order only matters outside a bundle)."""
+    msgs = [flow_mod(f, 'delete') for f in diff.delete]
+    msgs += [flow_mod(f, 'add') for f in diff.add]
+    msgs += [flow_mod(f, 'modify') for f in diff.modify]
+    return msgs
+
+
+def bundle(bundle_id, msgs):
+    """Wrap messages into one atomic OpenFlow 1.4 bundle: open, add, commit."""
+    flags = ofp.OFPBF_ATOMIC
+    out = [parser.OFPBundleCtrlMsg(PROTO, bundle_id, ofp.OFPBCT_OPEN_REQUEST,
+                                   flags, [])]
+    for m in msgs:
+        out.append(parser.OFPBundleAddMsg(PROTO, bundle_id, flags, m, []))
+    out.append(parser.OFPBundleCtrlMsg(PROTO, bundle_id,
+                                       ofp.OFPBCT_COMMIT_REQUEST, flags, []))
+    return out
+
+
+def barrier():
+    return parser.OFPBarrierRequest(PROTO)
+
+
+def flow_stats_request(cookie=0, cookie_mask=0):
+    return parser.OFPFlowStatsRequest(
+        PROTO, 0, ofp.OFPTT_ALL, ofp.OFPP_ANY, ofp.OFPG_ANY,
+        cookie, cookie_mask, parser.OFPMatch())
+
+
+def to_bytes(msg, xid=1):
+    """The message as it goes on the wire (what a switch receives)."""
+    if msg.xid is None:
+        msg.set_xid(xid)
+    msg.serialize()
+    return bytes(msg.buf)
+
+
+def flow_from_stats(stat):
+    """A `Flow` from an OFPFlowStats entry, to compare with what we want."""
+    actions: list = []
+    for inst in stat.instructions:
+        for a in getattr(inst, 'actions', []):
+            name = type(a).__name__
+            if name == 'OFPActionOutput':
+                actions.append(('output', a.port))
+            elif name == 'OFPActionSetField':
+                actions.append(('set_field', a.key, a.value))
+            elif name == 'OFPActionPushVlan':
+                actions.append(('push_vlan', a.ethertype))
+            elif name == 'OFPActionPopVlan':
+                actions.append(('pop_vlan',))
+            elif name == 'NXActionLearn' and _unlearn(a) is not None:
+                actions.append(_unlearn(a))
+            else:
+                # Something we never install: keep it distinct so the diff
+                # replaces it.
+                actions.append(('other', repr(a)))
+    return Flow(stat.table_id, stat.priority,
+                tuple(sorted(stat.match.items())), tuple(actions),
+                stat.cookie)

@@ -1,0 +1,67 @@
+"""One connected switch, as the controller sees it: what it holds (dumped
+on connect), the bundles and barriers we sent it, and multipart requests
+waiting for replies. Owned by the control loop; sends, never waits."""
+import time
+from typing import Dict, Optional
+
+from virtualwire.pipeline.flow import apply_diff
+from virtualwire.southbound import openflow
+
+
+class SwitchSession:
+    def __init__(self, dp, now=time.time):
+        self.dp = dp
+        self._now = now
+        self.installed: Optional[Dict] = None   # {key: Flow} once dumped
+        self.needs_full = True       # diff the whole table on next sync
+        self.bundle_id = 1
+        self.connected_at = now()
+        self.confirmed_at = None     # barrier reply after our last bundle
+        self.barrier_xid = None
+        self.pending = {}            # xid -> (body list, on_done(body))
+        self.dump_sent_at = None
+
+    @property
+    def synced(self):
+        return self.installed is not None
+
+    def request(self, msg, on_done):
+        """Send a multipart request; on_done(body) when its last reply
+        arrives (on the loop, via `reply`)."""
+        self.dp.set_xid(msg)
+        self.pending[msg.xid] = ([], on_done)
+        self.dp.send_msg(msg)
+        return msg.xid
+
+    def reply(self, msg, more):
+        entry = self.pending.get(msg.xid)
+        if entry is None:
+            return
+        entry[0].extend(msg.body)
+        if not more:
+            del self.pending[msg.xid]
+            entry[1](entry[0])
+
+    def dump(self, on_done):
+        """Ask for the whole flow table."""
+        self.dump_sent_at = self._now()
+        return self.request(openflow.flow_stats_request(), on_done)
+
+    def send_diff(self, diff):
+        """The difference as one atomic bundle, then a barrier whose reply
+        says every change is in place. Returns the number of flow mods."""
+        assert self.installed is not None, 'diff before the dump'
+        apply_diff(self.installed, diff)
+        msgs = openflow.diff_messages(diff)
+        for m in openflow.bundle(self.bundle_id, msgs):
+            self.dp.send_msg(m)
+        self.bundle_id = (self.bundle_id + 1) & 0xFFFFFFFF or 1
+        barrier = openflow.barrier()
+        self.dp.set_xid(barrier)
+        self.barrier_xid = barrier.xid
+        self.dp.send_msg(barrier)
+        return len(msgs)
+
+    def barrier_reply(self, msg):
+        if msg.xid == self.barrier_xid:
+            self.confirmed_at = self._now()

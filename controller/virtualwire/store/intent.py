@@ -1,0 +1,168 @@
+"""Durable intent: wires (and the Binding that makes "a vNIC holds one
+wire" a database constraint), kept in an OVSDB database with our own
+schema. Runtime state (host snapshots, migrations) lives in the same
+database but is `store.runtime`'s.
+
+By default the controller runs a local ovsdb-server for it (see
+`store.local`); a deployment can point `--intent-db` at a clustered
+ovsdb-server instead, which gives it OVSDB's Raft-based HA for free.
+
+The controller applies a wire change only when it comes back on the
+change stream (`on_change`), so its own writes and another writer's take
+the same path, once. `create_wire` and `delete_wire` push the stream
+forward before returning, so a caller that then asks the control loop
+sees its own write.
+"""
+import datetime
+import logging
+import os
+import random
+
+import ovs.db.idl
+
+from virtualwire.core import errors, ids
+from virtualwire.core.model import Wire
+from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
+
+LOG = logging.getLogger(__name__)
+SCHEMA_PATH = os.path.join(os.path.dirname(__file__), 'schema',
+                           'virtualwire.ovsschema')
+DB_NAME = 'VirtualWire'
+
+
+class StoreError(errors.Unavailable):
+    """The database did not take a write (or did not answer)."""
+
+
+class VnicTaken(errors.Conflict):
+    """The database refused a second wire on a vNIC."""
+
+
+class _WireEvents(ovs.db.idl.Idl):
+    """Records Wire row changes, so a writer learns what changed without
+    re-reading the table (which would make bulk writes O(n^2))."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.events = []
+
+    def notify(self, event, row, updates=None):
+        if row._table.name != 'Wire':
+            return
+        if event == ovs.db.idl.ROW_DELETE:
+            self.events.append(('delete', row.connector_id, None))
+        else:
+            self.events.append(('upsert', row.connector_id, _wire(row)))
+
+
+class IntentStore:
+    """on_change(events, n_wires) is called with the Wire changes seen
+    (('upsert', cid, Wire) / ('delete', cid, None)) and the table's size."""
+
+    def __init__(self, remote, on_change=None):
+        helper = ovs.db.idl.SchemaHelper(
+            schema_json=fetch_schema(remote, DB_NAME))
+        helper.register_all()
+        self.client = IdlClient(remote, helper, name='intent-db',
+                                idl_class=_WireEvents)
+        self.client.on_change = self._changed
+        self.on_change = on_change
+        self._rng = random.SystemRandom()
+
+    def _changed(self, client):
+        """Hand the changes seen so far to on_change, in commit order: the
+        pump and a writer may both get here, so the hand-off happens under
+        the IDL's lock (on_change must not block: it posts an event)."""
+        with client.lock:
+            events, client.idl.events = client.idl.events, []
+            n = len(client.idl.tables['Wire'].rows)
+            if self.on_change and (events or n is not None):
+                self.on_change(events, n)
+
+    def flush(self):
+        self._changed(self.client)
+
+    def start(self, timeout=10.0):
+        if not self.client.wait_connected(timeout):
+            raise StoreError('intent database %s did not answer within %ss'
+                             % (self.client.remote, timeout))
+        self.client.start()
+        return self
+
+    def stop(self):
+        self.client.stop()
+
+    def wires(self):
+        with self.client.lock:
+            return {r.connector_id: _wire(r)
+                    for r in self.client.idl.tables['Wire'].rows.values()}
+
+    def create_wire(self, end_a, end_b, connector_id=None):
+        """Insert a wire and a Binding per end. The connector id is random
+        (unguessable, no coordination between controllers) unless given.
+        Binding.vnic is a unique index, so "a vNIC holds one wire" holds in
+        the database itself, whoever writes. Raises VnicTaken."""
+        for _ in range(16):
+            cid = connector_id or self._rng.randint(ids.CONNECTOR_MIN,
+                                                    ids.CONNECTOR_MAX)
+            created = datetime.datetime.now(datetime.timezone.utc) \
+                .isoformat(timespec='seconds')
+
+            def build(txn, idl):
+                row = txn.insert(idl.tables['Wire'])
+                row.connector_id = cid
+                row.end_a = end_a
+                row.end_b = end_b
+                row.created_at = created
+                for v in (end_a, end_b):
+                    b = txn.insert(idl.tables['Binding'])
+                    b.vnic = v
+                    b.connector_id = cid
+
+            status, txn = self.client.transact(build)
+            if status in (ovs.db.idl.Transaction.SUCCESS,
+                          ovs.db.idl.Transaction.UNCHANGED):
+                self.flush()
+                return Wire(cid, end_a, end_b, created)
+            # Which constraint failed is read from the database's rows,
+            # not from its error text.
+            taken = self._bound(end_a, end_b)
+            if taken:
+                raise VnicTaken('vNIC %s is already wired (connector %s)'
+                                % taken)
+            if connector_id is not None or cid not in self._cids():
+                raise StoreError('storing wire failed: %s (%s)'
+                                 % (status, txn.get_error()))
+            LOG.info('connector id %#x collided, drawing another', cid)
+        raise StoreError('could not allocate a connector id')
+
+    def delete_wire(self, connector_id):
+        def build(txn, idl):
+            for table in ('Wire', 'Binding'):
+                for r in list(idl.tables[table].rows.values()):
+                    if r.connector_id == connector_id:
+                        r.delete()
+
+        status, txn = self.client.transact(build)
+        if status not in (ovs.db.idl.Transaction.SUCCESS,
+                          ovs.db.idl.Transaction.UNCHANGED):
+            raise StoreError('deleting wire failed: %s (%s)'
+                             % (status, txn.get_error()))
+        self.flush()
+
+    def _bound(self, *vnics):
+        """(vNIC, connector) of the first of `vnics` that has a Binding."""
+        with self.client.lock:
+            for r in self.client.idl.tables['Binding'].rows.values():
+                if r.vnic in vnics:
+                    return r.vnic, ids.fmt_connector(r.connector_id)
+        return None
+
+    def _cids(self):
+        with self.client.lock:
+            return {r.connector_id
+                    for r in self.client.idl.tables['Wire'].rows.values()}
+
+
+def _wire(row):
+    return Wire(row.connector_id, row.end_a, row.end_b, row.created_at)

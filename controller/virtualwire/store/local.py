@@ -1,0 +1,63 @@
+"""Start (or reuse) the local ovsdb-server that holds the intent database.
+
+It runs detached with a pidfile, as a service of its own: a controller
+restart leaves it (and the wires in it) untouched.
+"""
+import os
+import subprocess
+import time
+
+from virtualwire.store.intent import SCHEMA_PATH
+
+
+class LocalOvsdbError(Exception):
+    pass
+
+
+def _alive(pidfile):
+    try:
+        with open(pidfile) as f:
+            pid = int(f.read().strip())
+        os.kill(pid, 0)
+        return pid
+    except (OSError, ValueError):
+        return None
+
+
+def ensure(state_dir):
+    """Returns the remote ('unix:...') of a running intent ovsdb-server."""
+    os.makedirs(state_dir, exist_ok=True)
+    db = os.path.join(state_dir, 'intent.db')
+    sock = os.path.join(state_dir, 'intent.sock')
+    pidfile = os.path.join(state_dir, 'intent-ovsdb.pid')
+    remote = 'unix:' + sock
+    if _alive(pidfile) and os.path.exists(sock):
+        return remote
+    if not os.path.exists(db):
+        _run(['ovsdb-tool', 'create', db, SCHEMA_PATH])
+    elif _run(['ovsdb-tool', 'needs-conversion', db, SCHEMA_PATH]) == 'yes':
+        _run(['ovsdb-tool', 'convert', db, SCHEMA_PATH])
+    _run(['ovsdb-server', db, '--remote=punix:' + sock,
+          '--pidfile=' + pidfile,
+          '--unixctl=' + os.path.join(state_dir, 'intent-ovsdb.ctl'),
+          '--log-file=' + os.path.join(state_dir, 'intent-ovsdb.log'),
+          '--detach', '--no-chdir'])
+    for _ in range(100):
+        if os.path.exists(sock):
+            return remote
+        time.sleep(0.05)
+    raise LocalOvsdbError('ovsdb-server did not create %s' % sock)
+
+
+def stop(state_dir):
+    pid = _alive(os.path.join(state_dir, 'intent-ovsdb.pid'))
+    if pid:
+        os.kill(pid, 15)
+
+
+def _run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise LocalOvsdbError('%s failed: %s' % (' '.join(cmd),
+                                                  p.stderr.strip()))
+    return p.stdout.strip()

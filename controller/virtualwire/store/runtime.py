@@ -1,0 +1,152 @@
+"""Runtime state: what the controller observed and decided, as opposed to
+intent (`store.intent`). Host snapshots (the last view of each host, so a
+restart never acts on a partial picture) and migration records (so a
+restart mid-migration knows each move's source). Same database as intent,
+other tables.
+
+Writes go through one writer thread, in order, so the control loop never
+waits on the database: `save_*` queue the write and return a ticket
+(`control.loop.Future`) that a caller who needs durability can wait on.
+"""
+import datetime
+import json
+import logging
+
+import ovs.db.idl
+
+from os_ken.lib import hub
+
+from virtualwire.control.loop import Future
+from virtualwire.core.model import host_from_json, host_to_json
+from virtualwire.store.intent import StoreError
+
+LOG = logging.getLogger(__name__)
+
+
+class RuntimeStore:
+    def __init__(self, client):
+        self.client = client          # the intent store's IdlClient
+        self._queue = hub.Queue()
+        self._thread = None
+
+    def start(self):
+        self._thread = hub.spawn(self._writer)
+        return self
+
+    def stop(self, timeout=5.0):
+        if self._thread is not None:
+            self._queue.put(None)
+            join = getattr(self._thread, 'join', None)
+            if join is not None:
+                join(timeout)
+            else:
+                hub.joinall([self._thread])
+            self._thread = None
+
+    def save_host(self, host):
+        return self._submit(self._save_host, host)
+
+    def save_migration(self, rec, keep=()):
+        return self._submit(self._save_migration, rec, list(keep))
+
+    def _submit(self, fn, *args):
+        fut = Future()
+        if self._thread is None:        # not started (tests): write now
+            self._do(fn, args, fut)
+        else:
+            self._queue.put((fn, args, fut))
+        return fut
+
+    def _writer(self):
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            self._do(*item)
+
+    @staticmethod
+    def _do(fn, args, fut):
+        try:
+            fut.set(fn(*args))
+        except Exception as e:
+            LOG.error('runtime write %s failed: %s', fn.__name__, e)
+            fut.set(error=e)
+
+    def hosts(self):
+        """Hosts as last seen: the view the controller starts from, so a
+        restart never acts on a partial picture."""
+        out = {}
+        with self.client.lock:
+            rows = list(self.client.idl.tables['Host'].rows.values())
+            snaps = [(r.name, r.snapshot) for r in rows]
+        for name, snap in snaps:
+            try:
+                out[name] = host_from_json(snap)
+            except (ValueError, TypeError) as e:
+                LOG.warning('ignoring unreadable host snapshot %s: %s',
+                            name, e)
+        return out
+
+    def _save_host(self, host):
+        snap = host_to_json(host)
+        now = datetime.datetime.now(datetime.timezone.utc) \
+            .isoformat(timespec='seconds')
+
+        def build(txn, idl):
+            for r in idl.tables['Host'].rows.values():
+                if r.name == host.name:
+                    if r.snapshot != snap:
+                        r.snapshot = snap
+                        r.updated_at = now
+                    return
+            row = txn.insert(idl.tables['Host'])
+            row.name = host.name
+            row.snapshot = snap
+            row.updated_at = now
+
+        status, txn = self.client.transact(build)
+        if status not in (ovs.db.idl.Transaction.SUCCESS,
+                          ovs.db.idl.Transaction.UNCHANGED):
+            raise StoreError('saving host %s failed: %s (%s)'
+                             % (host.name, status, txn.get_error()))
+
+
+    def migrations(self):
+        """Migration records as saved: [dict], in no particular order."""
+        with self.client.lock:
+            texts = [r.record for r in
+                     self.client.idl.tables['Migration'].rows.values()]
+        out = []
+        for t in texts:
+            try:
+                out.append(json.loads(t))
+            except ValueError as e:
+                LOG.warning('ignoring unreadable migration record: %s', e)
+        return out
+
+    def _save_migration(self, rec, keep=()):
+        """Upsert one migration record (a dict with 'id', 'vm_uuid',
+        'state'); records whose id is not in `keep` and that are not active
+        are dropped (bounded history)."""
+        text = json.dumps(rec, sort_keys=True)
+        keep = set(keep) | {rec['id']}
+
+        def build(txn, idl):
+            found = False
+            for r in list(idl.tables['Migration'].rows.values()):
+                if r.id == rec['id']:
+                    found = True
+                    if r.record != text:
+                        r.record, r.state = text, rec['state']
+                elif r.id not in keep and r.state != 'prepared':
+                    r.delete()
+            if not found:
+                row = txn.insert(idl.tables['Migration'])
+                row.id, row.vm_uuid = rec['id'], rec['vm_uuid']
+                row.state, row.record = rec['state'], text
+
+        status, txn = self.client.transact(build)
+        if status not in (ovs.db.idl.Transaction.SUCCESS,
+                          ovs.db.idl.Transaction.UNCHANGED):
+            raise StoreError('saving migration %s failed: %s (%s)'
+                             % (rec['id'], status, txn.get_error()))

@@ -1,0 +1,314 @@
+"""A fake OpenFlow fabric that consumes the real messages the controller
+sends (Faucet's clib/fakeoftable.py is the model).
+
+`FakeDatapath` stands where os-ken's Datapath does: the controller calls
+`send_msg`, the message is serialized to the bytes a switch would receive
+and parsed back with os-ken's own parser (bundles opened, staged and
+committed atomically; flow mods applied with OpenFlow's add / modify-strict
+/ delete-strict rules), and replies (barrier, flow stats) and packet-ins
+go to `FakeFabric.inbox`, for the harness to hand to the controller as
+os-ken would. `FakeFabric.send` answers "does this frame, entering here,
+leave there, with these headers?" by running the installed entries.
+"""
+import ipaddress
+import struct
+from dataclasses import dataclass, replace
+from typing import Dict, List, Optional, Tuple
+
+from os_ken.ofproto import ofproto_parser as ofproto_parser_mod
+from os_ken.ofproto import ofproto_v1_4 as ofp
+from os_ken.ofproto import ofproto_v1_4_parser as parser
+
+OFPP_CONTROLLER = ofp.OFPP_CONTROLLER
+VID_PRESENT = ofp.OFPVID_PRESENT
+_LEARN_NAMES = {'in_port_nxm': 'in_port', 'tun_id': 'tunnel_id',
+                'tunnel_id_nxm': 'tunnel_id'}
+
+
+@dataclass(frozen=True)
+class Packet:
+    """The headers the controller's flows can look at."""
+    in_port: int
+    payload: bytes = b'frame'
+    eth_type: int = 0x0800
+    vlan_vid: Optional[int] = None          # outer 802.1Q VID, if tagged
+    tunnel_id: Optional[int] = None
+    tun_ipv4_src: Optional[str] = None
+    tun_ipv4_dst: Optional[str] = None
+
+    def frame(self):
+        """The Ethernet frame a packet-in carries."""
+        return b'\xff' * 6 + b'\x02' + b'\x00' * 5 + \
+            self.eth_type.to_bytes(2, 'big') + self.payload
+
+
+class Entry:
+    def __init__(self, mod):
+        self.table_id = mod.table_id
+        self.priority = mod.priority
+        self.cookie = mod.cookie
+        self.match = tuple(sorted(mod.match.items()))
+        self.instructions = mod.instructions
+        self.packets = 0
+        self.bytes = 0
+
+    @property
+    def key(self):
+        return (self.table_id, self.priority, self.match)
+
+    def actions(self):
+        return [a for i in self.instructions for a in getattr(i, 'actions', [])]
+
+    def matches(self, pkt):
+        for field, value in self.match:
+            have = getattr(pkt, field, None)
+            if field == 'vlan_vid':
+                want = value & 0xFFF if value & VID_PRESENT else None
+                if have != want:
+                    return False
+            elif have != value:
+                return False
+        return True
+
+
+class FakeDatapath:
+    """One switch: a flow table, bundles, counters, its carrier ports."""
+
+    def __init__(self, fabric, name, dpid, address=('198.18.0.1', 50000)):
+        self.fabric, self.name, self.id = fabric, name, dpid
+        self.address = address
+        self.ofproto, self.ofproto_parser = ofp, parser
+        self.table: Dict[tuple, Entry] = {}
+        self.carriers: Dict[int, str] = {}   # ofport -> local carrier address
+        self.bundles: Dict[int, List] = {}
+        self.sent: List = []                 # every message received, parsed
+        self.closed = False
+        self._xid = 0
+
+    # -- what os-ken's Datapath offers the controller ----------------------
+    def set_xid(self, msg):
+        self._xid += 1
+        msg.set_xid(self._xid)
+        return self._xid
+
+    def send_msg(self, msg):
+        if msg.xid is None:
+            self.set_xid(msg)
+        msg.serialize()
+        self.receive(bytes(msg.buf), msg)
+
+    def close(self):
+        self.closed = True
+
+    # -- conveniences for tests ----------------------------------------------
+    def apply(self, diff, bundle_id=1):
+        """Send a FlowDiff the way the controller does: real messages, one
+        atomic bundle."""
+        from virtualwire.southbound import openflow
+        for m in openflow.bundle(bundle_id, openflow.diff_messages(diff)):
+            self.send_msg(m)
+
+    def flows(self):
+        """The table as `Flow` values, decoded as a dump would be."""
+        from virtualwire.southbound import openflow
+        return {openflow.flow_from_stats(st) for st in
+                self._flow_stats(parser.OFPFlowStatsRequest(self)).body}
+
+    @property
+    def counters(self):
+        return {e.key: e.packets for e in self.table.values()}
+
+    @property
+    def packet_ins(self):
+        """Packets this switch sent to the controller (in_port, frame)."""
+        return [Packet(m.match['in_port'], m.data[14:],
+                       int.from_bytes(m.data[12:14], 'big'))
+                for dp, m in self.fabric.packet_in_log if dp is self]
+
+    # -- the switch ----------------------------------------------------------
+    def receive(self, buf, obj=None):
+        version, msg_type, length, xid = struct.unpack_from('!BBHI', buf)
+        assert version == ofp.OFP_VERSION and length == len(buf), \
+            'bad OpenFlow header'
+        if msg_type == ofp.OFPT_BUNDLE_ADD_MESSAGE:
+            bundle_id, _pad, _flags = struct.unpack_from('!IHH', buf, 8)
+            inner = buf[16:]
+            iv, it, ilen, ixid = struct.unpack_from('!BBHI', inner)
+            msg = ofproto_parser_mod.msg(self, iv, it, ilen, ixid,
+                                         inner[:ilen])
+            assert bundle_id in self.bundles, 'add to an unopened bundle'
+            self.bundles[bundle_id].append(msg)
+            self.sent.append(msg)
+            return
+        if msg_type in (ofp.OFPT_MULTIPART_REQUEST, ofp.OFPT_BARRIER_REQUEST):
+            msg = obj                        # os-ken has no parser for these
+        else:
+            msg = ofproto_parser_mod.msg(self, version, msg_type, length, xid,
+                                         buf)
+        self.sent.append(msg)
+        if msg_type == ofp.OFPT_BUNDLE_CONTROL:
+            if msg.type == ofp.OFPBCT_OPEN_REQUEST:
+                self.bundles[msg.bundle_id] = []
+            elif msg.type == ofp.OFPBCT_COMMIT_REQUEST:
+                for m in self.bundles.pop(msg.bundle_id):
+                    self.flow_mod(m)
+        elif msg_type == ofp.OFPT_FLOW_MOD:
+            self.flow_mod(msg)
+        elif msg_type == ofp.OFPT_BARRIER_REQUEST:
+            reply = parser.OFPBarrierReply(self)
+            reply.xid = xid
+            self.fabric.inbox.append(('barrier', self, reply))
+        elif msg_type == ofp.OFPT_MULTIPART_REQUEST:
+            self.fabric.inbox.append(('stats', self, self._flow_stats(msg)))
+
+    def flow_mod(self, mod):
+        e = Entry(mod)
+        if mod.command == ofp.OFPFC_ADD:
+            old = self.table.get(e.key)
+            if old is not None:             # replaced: counters carry over
+                e.packets, e.bytes = old.packets, old.bytes
+            self.table[e.key] = e
+        elif mod.command == ofp.OFPFC_MODIFY_STRICT:
+            old = self.table.get(e.key)
+            if old is not None:             # keeps cookie and counters
+                old.instructions = mod.instructions
+        elif mod.command == ofp.OFPFC_DELETE_STRICT:
+            old = self.table.get(e.key)
+            if old is not None and \
+                    old.cookie & mod.cookie_mask == mod.cookie & mod.cookie_mask:
+                del self.table[e.key]
+        else:
+            raise AssertionError('flow mod command %d not expected'
+                                 % mod.command)
+
+    def _flow_stats(self, req):
+        body = []
+        for e in self.table.values():
+            if e.cookie & req.cookie_mask != req.cookie & req.cookie_mask:
+                continue
+            body.append(parser.OFPFlowStats(
+                table_id=e.table_id, duration_sec=0, duration_nsec=0,
+                priority=e.priority, idle_timeout=0, hard_timeout=0, flags=0,
+                importance=0, cookie=e.cookie, packet_count=e.packets,
+                byte_count=e.bytes, match=parser.OFPMatch(**dict(e.match)),
+                instructions=e.instructions))
+        reply = parser.OFPFlowStatsReply(self, body=body, flags=0)
+        reply.xid = req.xid
+        return reply
+
+    def lookup(self, pkt) -> Optional[Entry]:
+        best = None
+        for e in self.table.values():
+            if e.table_id == 0 and e.matches(pkt) and \
+                    (best is None or e.priority > best.priority):
+                best = e
+        return best
+
+    def process(self, pkt) -> List[Tuple[int, Packet]]:
+        """[(output port, packet as it leaves)] for a packet entering."""
+        e = self.lookup(pkt)
+        if e is None:
+            return []
+        e.packets += 1
+        e.bytes += len(pkt.frame())
+        out, cur = [], pkt
+        for a in e.actions():
+            name = type(a).__name__
+            if name == 'OFPActionSetField':
+                cur = replace(cur, **{a.key: a.value})
+            elif name == 'OFPActionPushVlan':
+                cur = replace(cur, vlan_vid=0)
+            elif name == 'OFPActionPopVlan':
+                cur = replace(cur, vlan_vid=None)
+            elif name == 'NXActionLearn':
+                self._learn(a, pkt)
+            elif name == 'OFPActionOutput' and a.port == OFPP_CONTROLLER:
+                self.fabric.packet_in(self, parser.OFPPacketIn(
+                    self, buffer_id=ofp.OFP_NO_BUFFER,
+                    total_len=len(pkt.frame()), reason=ofp.OFPR_APPLY_ACTION,
+                    table_id=e.table_id, cookie=e.cookie,
+                    match=parser.OFPMatch(in_port=pkt.in_port),
+                    data=pkt.frame()))
+            elif name == 'OFPActionOutput':
+                if a.port != pkt.in_port:    # OpenFlow never echoes
+                    out.append((a.port, cur))
+            else:
+                raise AssertionError('action %s not simulated' % name)
+        return out
+
+    def _learn(self, a, pkt):
+        """OVS learn: add (or replace) priority+match -> output:in_port."""
+        match = {}
+        for spec in a.specs:
+            if type(spec).__name__ == 'NXFlowSpecMatch':
+                field = _LEARN_NAMES.get(spec.dst[0], spec.dst[0])
+                value = spec.src
+                if field.startswith('tun_ipv4'):
+                    value = str(ipaddress.IPv4Address(value))
+                match[field] = value
+        mod = parser.OFPFlowMod(
+            self, cookie=a.cookie, table_id=a.table_id,
+            command=ofp.OFPFC_ADD, priority=a.priority,
+            match=parser.OFPMatch(**match),
+            instructions=[parser.OFPInstructionActions(
+                ofp.OFPIT_APPLY_ACTIONS,
+                [parser.OFPActionOutput(pkt.in_port)])])
+        self.flow_mod(mod)
+
+
+class FakeFabric:
+    """Switches joined by their carrier addresses (an underlay)."""
+
+    def __init__(self):
+        self.switches: Dict[str, FakeDatapath] = {}
+        self.inbox: List[Tuple[str, FakeDatapath, object]] = []
+        self.packet_in_log: List[Tuple[FakeDatapath, object]] = []
+
+    def packet_in(self, dp, msg):
+        self.inbox.append(('packet_in', dp, msg))
+        self.packet_in_log.append((dp, msg))
+
+    def add(self, name, dpid, carriers=None, address=None):
+        """carriers: {ofport: local address} of the switch's carrier ports."""
+        dp = FakeDatapath(self, name, dpid,
+                          address or ('198.18.0.%d' % (len(self.switches) + 1),
+                                      50000))
+        dp.carriers = dict(carriers or {})
+        self.switches[name] = dp
+        return dp
+
+    def by_address(self, ip):
+        return next((s for s in self.switches.values()
+                     if ip in s.carriers.values()), None)
+
+    def send(self, host, ofport, payload=b'frame', eth_type=0x0800,
+             vlan_vid=None, forged=None):
+        """Inject a frame on host's port (or `forged`, a packet arriving
+        from the underlay on a carrier port); returns [(host, ofport,
+        Packet)] for every frame that left the fabric on a non-carrier
+        port."""
+        delivered = []
+        pending = [(host, forged or Packet(ofport, payload, eth_type,
+                                           vlan_vid))]
+        hops = 0
+        while pending and hops < 32:
+            hops += 1
+            name, pkt = pending.pop(0)
+            sw = self.switches[name]
+            for port, p in sw.process(pkt):
+                if port not in sw.carriers:
+                    delivered.append((name, port, p))
+                    continue
+                dst = self.by_address(p.tun_ipv4_dst)
+                if dst is None:
+                    continue
+                dst_port = next(o for o, ip in dst.carriers.items()
+                                if ip == p.tun_ipv4_dst)
+                pending.append((dst.name, replace(
+                    p, in_port=dst_port, tun_ipv4_src=sw.carriers[port],
+                    tun_ipv4_dst=None)))
+        return delivered
+
+    def deliveries(self, host, ofport, **kw):
+        """send(), reduced to [(host, ofport)] for assertions."""
+        return [(h, p) for h, p, _pkt in self.send(host, ofport, **kw)]

@@ -1,0 +1,157 @@
+"""Drive a real `Controller` with events, against a `FakeFabric`, with no
+threads: the way unit tests exercise the control layer end to end.
+
+Events enter as they do in production (switch up, host OVSDB change, REST
+call, RARP packet-in, timer tick); the controller's OpenFlow messages go to
+the fake switches, whose replies and packet-ins come back as events, until
+nothing is left to do (`settle`).
+"""
+from typing import Callable, Dict, List
+
+from virtualwire.control.controller import Controller
+from virtualwire.control.loop import Future, Loop
+from virtualwire.core.model import Encap, Host, VnicPort, Wire
+from virtualwire.testing.fakeswitch import FakeFabric
+
+TUN = 65000
+
+
+class MemoryIntent:
+    """The intent store's interface, in memory: writes come back to the
+    controller as change events, as the database's do."""
+
+    def __init__(self):
+        self.rows: Dict[int, Wire] = {}
+        self.on_change: Callable = lambda events, n: None
+        self._next = 0x1000
+
+    def wires(self):
+        return dict(self.rows)
+
+    def create_wire(self, a, b, cid=None):
+        self._next += 1
+        w = Wire(cid or self._next, a, b, 'now')
+        self.rows[w.connector_id] = w
+        self.on_change([('upsert', w.connector_id, w)], len(self.rows))
+        return w
+
+    def delete_wire(self, cid):
+        self.rows.pop(cid, None)
+        self.on_change([('delete', cid, None)], len(self.rows))
+
+
+class MemoryRuntime:
+    def __init__(self):
+        self.host_rows: Dict[str, Host] = {}
+        self.migration_rows: Dict[str, dict] = {}
+
+    def hosts(self):
+        return dict(self.host_rows)
+
+    def migrations(self):
+        return list(self.migration_rows.values())
+
+    def save_host(self, h):
+        self.host_rows[h.name] = h
+        return _done()
+
+    def save_migration(self, rec, keep=()):
+        self.migration_rows[rec['id']] = dict(rec)
+        return _done()
+
+
+def _done():
+    f = Future()
+    f.set(None)
+    return f
+
+
+class Harness:
+    def __init__(self, intent=None, runtime=None, fabric=None,
+                 move_timeout=900.0):
+        self.now = 1000.0
+        self.loop = Loop('test')
+        self.intent = intent or MemoryIntent()
+        self.runtime = runtime or MemoryRuntime()
+        self.fabric = fabric or FakeFabric()
+        self.ctl = Controller(self.loop, self.intent, self.runtime,
+                              move_timeout=move_timeout,
+                              clock=lambda: self.now)
+        self.intent.on_change = lambda ev, n: self.loop.post(
+            self.ctl.on_intent, ev, n)
+        self.ports: Dict[str, List] = {}
+        self.loop.post(self.ctl.start)
+        self.settle()
+
+    # -- the world -------------------------------------------------------------
+    def ip(self, name):
+        return '198.19.0.%d' % int(name[1:])
+
+    def host(self, name, *vnics, connect=True):
+        """Host `name` ('h1'...) with vNICs [(id, ofport)]: its OVSDB
+        reports them and (the first time) its switch connects."""
+        self.ports[name] = list(vnics)
+        h = Host(name, int(name[1:]), (Encap('gre', self.ip(name), TUN),),
+                 vnics=tuple(VnicPort(v, 'vnet%d' % p, p) for v, p in vnics))
+        self.loop.post(self.ctl.on_hosts, 'tcp:%s' % name, [h])
+        if connect and name not in self.fabric.switches:
+            dp = self.fabric.add(name, h.dpid, {TUN: self.ip(name)})
+            self.loop.post(self.ctl.on_switch_up, dp)
+        self.settle()
+        return h
+
+    def reconnect(self, name):
+        """The switch connects (again): the controller dumps its table."""
+        self.loop.post(self.ctl.on_switch_up, self.fabric.switches[name])
+        self.settle()
+
+    # -- what REST does --------------------------------------------------------
+    def connect(self, a, b):
+        self.loop.call(self.ctl.check_connect, a, b)
+        w = self.intent.create_wire(a, b)
+        self.settle()
+        return self.loop.call(self.ctl.wire_view, w.connector_id)
+
+    def disconnect(self, cid):
+        self.loop.call(self.ctl.wire, cid)
+        self.intent.delete_wire(cid)
+        self.settle()
+
+    def call(self, fn, *args):
+        out = self.loop.call(fn, *args)
+        self.settle()
+        return out
+
+    def tick(self, seconds):
+        self.now += seconds
+        self.loop.post(self.ctl.tick)
+        self.settle()
+
+    # -- the fabric ------------------------------------------------------------
+    def settle(self, rounds=100):
+        """Run events and hand the switches' answers back until quiet."""
+        for _ in range(rounds):
+            self.loop.run_pending()
+            inbox, self.fabric.inbox = self.fabric.inbox, []
+            if not inbox:
+                return
+            for kind, _dp, msg in inbox:
+                if kind == 'barrier':
+                    self.loop.post(self.ctl.on_barrier_reply, msg)
+                elif kind == 'stats':
+                    self.loop.post(self.ctl.on_multipart_reply, msg, False)
+                elif kind == 'packet_in':
+                    self.loop.post(self.ctl.on_packet_in, msg)
+        raise AssertionError('controller and fabric never settled')
+
+    def send(self, host, port, **kw):
+        """Deliveries of a frame entering host's port; packet-ins it caused
+        reach the controller before this returns."""
+        out = self.fabric.deliveries(host, port, **kw)
+        self.settle()
+        return out
+
+    def flow_mods(self):
+        """Flow mods the switches have received so far, per host."""
+        return {n: sum(1 for m in sw.sent if type(m).__name__ == 'OFPFlowMod')
+                for n, sw in self.fabric.switches.items()}

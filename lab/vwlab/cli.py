@@ -1,0 +1,197 @@
+"""`vwlab`: the namespace lab from a shell.
+
+  vwlab demo [--topology FILE] [--keep]   lab + controller + wires + traffic
+  vwlab list                              labs on this machine
+  vwlab down PREFIX | --all               remove labs
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+from tabulate import tabulate
+
+from vwlab import topology as topo_mod
+from virtualwire.cli.vwctl import Client, cmd_hosts, cmd_stats, cmd_wires
+from vwlab import Lab, LabError, list_labs, teardown
+
+
+def say(step, total, msg):
+    print('[%d/%d] %s' % (step, total, msg), flush=True)
+
+
+def _wait(fn, timeout, what):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            if fn():
+                return
+        except LabError:
+            raise
+        except Exception:
+            pass
+        time.sleep(0.1)
+    raise LabError('timed out after %ds waiting for %s' % (timeout, what))
+
+
+def deploy(lab, topo, client):
+    """Create the topology's VMs and wire its links. Returns
+    [(wire, vm_a, ip_a, vm_b, ip_b)]."""
+    vms = {}
+    for node in topo.nodes.values():
+        nics = [(topo.vnic_id('%s:%s' % (node.name, nic)), cidr)
+                for nic, cidr in node.nics.items()]
+        vms[node.name] = lab.host(node.host).add_vm(
+            '%s-%s' % (topo.name, node.name), nics)
+    out = []
+    for a, b in topo.links:
+        w = client.call('POST', '/v1/wires',
+                        {'a': topo.vnic_id(a), 'b': topo.vnic_id(b)})
+        (na, ia), (nb, ib) = a.split(':'), b.split(':')
+        out.append((w, vms[na], topo.nodes[na].nics[ia], vms[nb],
+                    topo.nodes[nb].nics[ib]))
+    return out
+
+
+def _traffic(vm_a, vm_b, ip_b, port):
+    ready = tempfile.mktemp(prefix='vwready')
+    tx, rx = vm_a.ping(ip_b, count=5)
+    p = vm_b.tool_bg('udp-recv', '--port', port, '--seconds', 2.5,
+                     '--ready-file', ready)
+    _wait(lambda: os.path.exists(ready), 10, 'UDP receiver')
+    sent = vm_a.tool('udp-send', '--dst', ip_b, '--port', port, '--rate',
+                     1000, '--seconds', 1)
+    got = json.loads(p.communicate(timeout=30)[0].strip().splitlines()[-1])
+    os.unlink(ready)
+    ready2 = tempfile.mktemp(prefix='vwready')
+    p = vm_b.tool_bg('tcp-recv', '--port', port + 1, '--ready-file', ready2)
+    _wait(lambda: os.path.exists(ready2), 10, 'TCP receiver')
+    vm_a.tool('tcp-send', '--dst', ip_b, '--port', port + 1, '--bytes',
+              16 << 20)
+    tcp = json.loads(p.communicate(timeout=60)[0].strip().splitlines()[-1])
+    os.unlink(ready2)
+    return {'ping': '%d/%d' % (rx, tx),
+            'udp': '%d/%d' % (got['received'], sent['sent']),
+            'tcp_mbit_s': round(tcp['mbit_s'], 1)}
+
+
+def cmd_demo(args):
+    if args.topology:
+        topo = topo_mod.load(args.topology)
+    else:
+        topo = topo_mod.parse(topo_mod.DEMO, 'embedded demo')
+    n_hosts = max(args.hosts, max(int(h[1:]) for h in topo.hosts()))
+    total = 6
+    lab = Lab(n_hosts)
+    try:
+        say(1, total, 'building a %d-host lab %s (namespaces, OVS netdev, '
+            'GRE underlay)' % (n_hosts, lab.prefix))
+        lab.up(progress=lambda m: print('      ' + m, flush=True))
+        say(2, total, 'starting virtualwire-controller (REST %s)'
+            % '127.0.0.1')
+        lab.start_controller()
+        client = Client(lab.url, open(lab.token_file).read().strip())
+        seen = {}
+
+        def hosts_up():
+            if lab.controller.poll() is not None:
+                raise LabError('virtualwire-controller exited (code %d)'
+                               % lab.controller.returncode)
+            hosts = client.call('GET', '/v1/hosts')['hosts']
+            seen.update((h['name'], 'synced' if h['synced'] else
+                         'connected' if h['connected'] else 'not connected')
+                        for h in hosts)
+            return len(hosts) == n_hosts and all(h['connected'] and
+                                                 h['synced'] for h in hosts)
+        try:
+            _wait(hosts_up, 60, 'hosts to connect')
+        except LabError as e:
+            print('vwlab: %s; hosts seen: %s\n%s' % (
+                e, ', '.join('%s %s' % kv for kv in sorted(seen.items()))
+                or 'none', lab.diagnostics()), file=sys.stderr)
+            raise
+        print(cmd_hosts(client, None)[1])
+        say(3, total, 'deploying topology "%s": %d VMs, %d wires'
+            % (topo.name, len(topo.nodes), len(topo.links)))
+        wired = deploy(lab, topo, client)
+        _wait(lambda: all(w['state'] != 'pending' for w in
+                          client.call('GET', '/v1/wires')['wires']) and
+              all(h['synced'] for h in
+                  client.call('GET', '/v1/hosts')['hosts']),
+              30, 'wires to come up')
+        print(cmd_wires(client, None)[1])
+        say(4, total, 'sending traffic over every wire (ping, 1 kHz UDP for '
+            '1 s, 16 MiB TCP)')
+        rows = []
+        for i, (w, va, ia, vb, ib) in enumerate(wired):
+            ip_b = ib.split('/')[0]
+            _wait(lambda: va.ping(ip_b, count=1)[1] == 1, 15, 'first ping')
+            r = _traffic(va, vb, ip_b, 7000 + 10 * i)
+            state = client.call('GET', '/v1/wires/%d' % w['id'])['state']
+            rows.append([w['connector_id'], '%s -> %s' % (va.name, vb.name),
+                         state, r['ping'], r['udp'], r['tcp_mbit_s']])
+        print(tabulate(rows, headers=['wire', 'path', 'state', 'ping',
+                                      'udp rx/tx', 'tcp Mbit/s']))
+        say(5, total, 'per-wire flow statistics (counters fold in each ~1 s)')
+        time.sleep(1.5)
+        for w, *_ in wired:
+            print(cmd_stats(client, argparse.Namespace(
+                wire=w['connector_id']))[1])
+        if args.keep:
+            say(6, total, 'lab %s left running. Try:\n'
+                '      VWCTL_CONFIG=%s vwctl wires\n'
+                '      vwlab down %s' % (lab.prefix, lab.vwctl_config,
+                                         lab.prefix))
+            lab.controller = None      # keep it running after we exit
+            return 0
+        say(6, total, 'tearing the lab down (use --keep to explore it)')
+    finally:
+        if not args.keep:
+            lab.down()
+    return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog='vwlab', description='VirtualWire lab')
+    sub = p.add_subparsers(dest='cmd', required=True)
+    d = sub.add_parser('demo', help='lab + controller + wires + traffic')
+    d.add_argument('--topology', help='topology YAML (default: embedded demo)')
+    d.add_argument('--hosts', type=int, default=3)
+    d.add_argument('--keep', action='store_true',
+                   help='leave the lab and controller running')
+    sub.add_parser('list', help='labs on this machine')
+    d = sub.add_parser('down', help='remove a lab')
+    d.add_argument('prefix', nargs='?')
+    d.add_argument('--all', action='store_true')
+    args = p.parse_args(argv)
+    if os.geteuid() != 0:
+        print('vwlab: needs root (network namespaces, OVS)', file=sys.stderr)
+        return 1
+    try:
+        if args.cmd == 'demo':
+            return cmd_demo(args)
+        if args.cmd == 'list':
+            for prefix in list_labs():
+                print(prefix)
+            return 0
+        if args.cmd == 'down':
+            targets = list_labs() if args.all else [args.prefix]
+            if not targets or targets == [None]:
+                print('vwlab: name a lab or use --all', file=sys.stderr)
+                return 2
+            for t in targets:
+                teardown(t)
+                print('removed %s' % t)
+            return 0
+    except (LabError, topo_mod.TopologyError) as e:
+        print('vwlab: error: %s' % e, file=sys.stderr)
+        return 1
+    except Exception as e:          # a REST error surfaces as CliError
+        print('vwlab: error: %s' % e, file=sys.stderr)
+        return 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""Build the lab guest reproducibly from Debian packages: the distribution's
+cloud kernel and a busybox-static initramfs whose /init loads virtio-net,
+sets addresses from the kernel command line and runs vw-responder (a UDP
+echo with the guest's own receive counter). No downloads beyond apt.
+
+    python -m vwlab.guest_image [--out DIR] [--json]
+
+The result (vmlinuz, initrd.img, manifest.json) is cached under DIR and
+rebuilt only when a package version or one of our sources changes.
+"""
+import argparse
+import glob
+import gzip
+import hashlib
+import json
+import lzma
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'guest')
+DEFAULT_OUT = os.environ.get('VW_GUEST_DIR', '/var/cache/virtualwire/guest')
+KERNEL_META = 'linux-image-cloud-amd64'
+BUSYBOX = 'busybox-static'
+MODULES = ('virtio_ring', 'virtio', 'virtio_pci_modern_dev',
+           'virtio_pci_legacy_dev', 'virtio_pci', 'failover', 'net_failover',
+           'virtio_net')
+
+
+class GuestBuildError(Exception):
+    pass
+
+
+def _run(cmd, **kw):
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        raise GuestBuildError('%s failed: %s' % (' '.join(cmd),
+                                                (p.stderr or p.stdout).strip()))
+    return p.stdout
+
+
+def kernel_package():
+    """The versioned kernel package the cloud metapackage points at."""
+    for line in _run(['apt-cache', 'depends', KERNEL_META]).splitlines():
+        line = line.strip()
+        if line.startswith('Depends:') and 'linux-image-' in line:
+            return line.split()[1]
+    raise GuestBuildError('cannot resolve %s (apt-get update?)' % KERNEL_META)
+
+
+def candidate(pkg):
+    out = _run(['apt-cache', 'policy', pkg])
+    for line in out.splitlines():
+        if line.strip().startswith('Candidate:'):
+            return line.split()[1]
+    raise GuestBuildError('no candidate version for %s' % pkg)
+
+
+def _sources_digest():
+    h = hashlib.sha256()
+    for path in (os.path.join(HERE, 'init'),
+                 os.path.join(HERE, 'vw-responder.c'), __file__):
+        with open(path, 'rb') as f:
+            h.update(f.read())
+    return h.hexdigest()[:16]
+
+
+def wanted_manifest():
+    kpkg = kernel_package()
+    return {'kernel_package': kpkg, 'kernel_version': candidate(kpkg),
+            'busybox_version': candidate(BUSYBOX),
+            'sources': _sources_digest()}
+
+
+def _download(pkgs, where):
+    _run(['apt-get', 'download'] + list(pkgs), cwd=where)
+    debs = glob.glob(os.path.join(where, '*.deb'))
+    if len(debs) != len(pkgs):
+        raise GuestBuildError('apt-get download gave %s' % debs)
+    root = os.path.join(where, 'root')
+    for deb in debs:
+        _run(['dpkg-deb', '-x', deb, root])
+    return root
+
+
+def _module(root, name):
+    hits = [p for pat in ('%s.ko' % name, '%s.ko.xz' % name)
+            for p in glob.glob(os.path.join(root, 'lib/modules/*/kernel/**',
+                                            pat), recursive=True)]
+    if not hits:
+        return None
+    path = hits[0]
+    with open(path, 'rb') as f:
+        data = f.read()
+    return lzma.decompress(data) if path.endswith('.xz') else data
+
+
+def _cpio_gz(tree, dest):
+    """A newc cpio of `tree`, gzipped, with fixed owners and times so the
+    same inputs give the same bytes."""
+    files = _run(['find', '.', '-mindepth', '1'], cwd=tree).split('\n')
+    names = '\n'.join(sorted(f for f in files if f)) + '\n'
+    raw = subprocess.run(['cpio', '-o', '-H', 'newc', '-R', '0:0',
+                          '--reproducible', '--quiet'],
+                         input=names.encode(), capture_output=True, cwd=tree)
+    if raw.returncode != 0:
+        raise GuestBuildError('cpio failed: %s' % raw.stderr.decode())
+    with open(dest, 'wb') as f:
+        with gzip.GzipFile(fileobj=f, mode='wb', mtime=0) as g:
+            g.write(raw.stdout)
+
+
+def build(out=DEFAULT_OUT, progress=lambda m: None):
+    """Returns the manifest (paths included) of an up-to-date guest."""
+    want = wanted_manifest()
+    mpath = os.path.join(out, 'manifest.json')
+    try:
+        with open(mpath) as f:
+            have = json.load(f)
+        if {k: have.get(k) for k in want} == want and all(
+                os.path.exists(have[k]) for k in ('kernel', 'initrd')):
+            return have
+    except (OSError, ValueError, KeyError):
+        pass
+    os.makedirs(out, exist_ok=True)
+    work = tempfile.mkdtemp(prefix='vwguest')
+    try:
+        progress('downloading %s %s and %s %s' % (
+            want['kernel_package'], want['kernel_version'], BUSYBOX,
+            want['busybox_version']))
+        root = _download([want['kernel_package'], BUSYBOX], work)
+        tree = os.path.join(work, 'initramfs')
+        for d in ('bin', 'dev', 'proc', 'sys', 'lib/modules', 'tmp'):
+            os.makedirs(os.path.join(tree, d))
+        shutil.copy(os.path.join(root, 'bin/busybox'),
+                    os.path.join(tree, 'bin/busybox'))
+        shutil.copy(os.path.join(HERE, 'init'), os.path.join(tree, 'init'))
+        os.chmod(os.path.join(tree, 'init'), 0o755)
+        progress('compiling vw-responder')
+        _run(['gcc', '-static', '-Os', '-s', '-o',
+              os.path.join(tree, 'bin/vw-responder'),
+              os.path.join(HERE, 'vw-responder.c')])
+        included = []
+        for m in MODULES:
+            data = _module(root, m)
+            if data is None:
+                continue            # built into this kernel
+            with open(os.path.join(tree, 'lib/modules', m + '.ko'),
+                      'wb') as f:
+                f.write(data)
+            included.append(m)
+        if 'virtio_net' not in included and not glob.glob(
+                os.path.join(root, 'boot/config-*')):
+            raise GuestBuildError('virtio_net module not found')
+        progress('packing initramfs (%d modules)' % len(included))
+        kernel = os.path.join(out, 'vmlinuz')
+        initrd = os.path.join(out, 'initrd.img')
+        shutil.copy(glob.glob(os.path.join(root, 'boot/vmlinuz-*'))[0],
+                    kernel)
+        _cpio_gz(tree, initrd + '.tmp')
+        os.replace(initrd + '.tmp', initrd)
+        have = dict(want, kernel=kernel, initrd=initrd, modules=included)
+        with open(mpath, 'w') as f:
+            json.dump(have, f, indent=2)
+        return have
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog='vwlab.guest_image',
+                                 description=__doc__.split('\n\n')[0])
+    ap.add_argument('--out', default=DEFAULT_OUT)
+    ap.add_argument('--json', action='store_true')
+    args = ap.parse_args(argv)
+    try:
+        m = build(args.out, progress=lambda s: print('guest: ' + s,
+                                                     file=sys.stderr))
+    except GuestBuildError as e:
+        print('guest: error: %s' % e, file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(m, indent=2))
+    else:
+        for k in ('kernel', 'initrd', 'kernel_package', 'kernel_version',
+                  'busybox_version'):
+            print('%-16s %s' % (k, m[k]))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""Where did each lost datagram of an echo stream die?
+
+A live migration pauses the guest; datagrams lost while it is paused are the
+guest's own outage, not the network's. Judging that by send time alone is
+wrong on a loaded host: a datagram sent 15 ms before QEMU's STOP can reach
+the source tap 1 ms before it and die with the source QEMU. So each lost
+datagram is followed through packet captures (vwlab.capture) and
+given one cause:
+
+- 'guest':   it reached a tap of the guest where the guest was running at
+             that moment, and the guest never answered (QEMU stopped with it
+             queued, or the guest dropped it);
+- 'pause':   it reached the source tap while the guest was paused, or it was
+             not delivered and was sent within STOP - margin .. RESUME +
+             margin (the guest could not have taken it anywhere);
+- 'ovs-race': it vanished inside a host's OVS while that host's
+             vswitchd had just re-translated its tunnel datapath flows
+             without the tunnel (push or pop) and restored them a few ms
+             later, or its tunnel frame was handed to the underlay bridge's
+             kernel interface: OVS 3.1's userspace datapath rebuilds its
+             tunnel routes on every interface event on the host (libvirt
+             plugging a tap), racing its revalidators (docs/benchmarks.rst);
+- 'network': anything else: the network lost it outside the pause.
+
+Pure: captures, windows and the lost list in, verdicts out.
+"""
+import calendar
+import re
+import time
+from collections import namedtuple
+
+Verdict = namedtuple('Verdict', 'seq cause at host')
+
+
+def _seq(payload):
+    return int.from_bytes(payload[:8], 'big') if len(payload) >= 8 else None
+
+
+def guest_state(windows, t):
+    """(host the guest runs on, or None while paused) at time t, from the
+    STOP->RESUME windows [(stop, src, resume, dst)] in order."""
+    where = windows[0][1] if windows else None
+    for stop, src, resume, dst in windows:
+        if t < stop:
+            return src
+        if t < resume:
+            return None
+        where = dst
+    return where
+
+
+def _paused_at(windows, t):
+    """The window the guest is paused in at t, or None."""
+    for w in windows:
+        if w[0] <= t < w[2]:
+            return w
+    return None
+
+
+_FLOW_MOD = re.compile(r'^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})Z\|[^|]*\|'
+                       r'dpif_netdev\(revalidator[^)]*\)\|DBG\|flow_mod: .*'
+                       r'old_actions:(.*), actions:(.*)$')
+FLIP_BACK = 0.100       # a legitimate rewire does not undo itself this fast
+
+
+def _tunnelled(actions):
+    return 'tnl_push(' in actions or 'tnl_pop(' in actions
+
+
+def ovs_glitches(log_text):
+    """[(start, end)] during which a vswitchd (dpif_netdev debug log) had
+    re-translated tunnel datapath flows without their tunnel action and put
+    it back within FLIP_BACK seconds."""
+    lost_at, out = [], []
+    for line in log_text.splitlines():
+        m = _FLOW_MOD.match(line)
+        if not m:
+            continue
+        t = calendar.timegm(
+            time.strptime(m.group(1), '%Y-%m-%dT%H:%M:%S')) \
+            + int(m.group(2)) / 1e3
+        old, new = m.group(3), m.group(4)
+        if _tunnelled(old) and not _tunnelled(new):
+            lost_at.append(t)
+        elif not _tunnelled(old) and _tunnelled(new):
+            starts = [s for s in lost_at if t - s <= FLIP_BACK]
+            if starts:
+                out.append((min(starts), t))
+            lost_at = [s for s in lost_at if s > t]
+    merged = []
+    for s, e in sorted(out):
+        if merged and s <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(e, merged[-1][1]))
+        else:
+            merged.append((s, e))
+    return merged
+
+
+def explain(lost, datagrams, guest_ip, peer_ip, port, guest_taps,
+            underlay_ifaces, windows, margin, glitches=None):
+    """lost: [(seq, sent_at)] of an echo stream peer -> guest:port;
+    datagrams: capture records from every host; guest_taps: {(host, iface)}
+    of the guest's NICs; underlay_ifaces: {(host, iface)} of the underlay
+    bridges' kernel interfaces; glitches: {host: ovs_glitches(its log)}.
+    Returns [Verdict] in seq order."""
+    want = {q for q, _ in lost}
+    requests, replies, misdecap = {}, {}, set()
+    for d in datagrams:
+        if d.dst == guest_ip and d.src == peer_ip and d.dport == port:
+            book = requests
+        elif d.src == guest_ip and d.dst == peer_ip and d.sport == port:
+            book = replies
+        else:
+            continue
+        q = _seq(d.payload)
+        if q not in want:
+            continue
+        book.setdefault(q, []).append(d)
+        if d.key is not None and (d.host, d.iface) in underlay_ifaces:
+            misdecap.add(q)
+    out = []
+    for q, sent in sorted(lost):
+        seen = requests.get(q, []) + replies.get(q, [])
+        last = max(seen, key=lambda d: d.time) if seen else None
+        raced = q in misdecap or (last is not None and any(
+            s - GLITCH_SLACK <= last.time <= e + GLITCH_SLACK
+            for s, e in (glitches or {}).get(last.host, ())))
+        out.append(_one(q, sent, requests.get(q, []), replies.get(q, []),
+                        raced, guest_taps, windows, margin))
+    return out
+
+
+# The log has millisecond stamps and is written after the datapath changed.
+GLITCH_SLACK = 0.005
+
+
+def _one(q, sent, requests, replies, raced, guest_taps, windows, margin):
+    left = [d for d in replies
+            if (d.host, d.iface) in guest_taps and not d.outgoing]
+    if left:                        # the guest answered; the answer died
+        d = min(left, key=lambda d: d.time)
+        return _undelivered(q, d.time, raced, windows, margin, d.host)
+    reached = sorted((d for d in requests
+                      if (d.host, d.iface) in guest_taps and d.outgoing),
+                     key=lambda d: d.time)
+    for d in reached:
+        running = guest_state(windows, d.time)
+        if running == d.host:
+            return Verdict(q, 'guest', d.time, d.host)
+        w = _paused_at(windows, d.time)
+        if w is not None and d.host == w[1]:
+            return Verdict(q, 'pause', d.time, d.host)
+    return _undelivered(q, sent, raced, windows, margin, None)
+
+
+def _undelivered(q, t, raced, windows, margin, host):
+    if any(stop - margin <= t <= resume + margin
+           for stop, _, resume, _ in windows):
+        return Verdict(q, 'pause', t, host)
+    if raced:
+        return Verdict(q, 'ovs-race', t, host)
+    return Verdict(q, 'network', t, host)
+
+
+def summary(verdicts, windows):
+    """{cause: [(count, first ms, last ms) relative to the nearest STOP]}:
+    runs of consecutive verdicts with the same cause, for messages."""
+    out = {}
+    for v in verdicts:
+        stop = min((w[0] for w in windows), key=lambda s: abs(s - v.at),
+                   default=0.0)
+        ms = round((v.at - stop) * 1e3, 1)
+        runs = out.setdefault(v.cause, [])
+        if runs and runs[-1][3] == v.seq - 1:
+            runs[-1] = (runs[-1][0] + 1, runs[-1][1], ms, v.seq)
+        else:
+            runs.append((1, ms, ms, v.seq))
+    return {k: [r[:3] for r in runs] for k, runs in out.items()}

@@ -1,0 +1,452 @@
+"""Traffic tools run inside lab namespaces (`python -m vwlab.traffic`).
+
+  frames-send IFACE HEX...           send raw Ethernet frames
+  frames-sniff IFACE --seconds S     print every frame seen (hex, JSON lines),
+                                     VLAN tags restored from PACKET_AUXDATA
+  udp-recv --port P --seconds S      sequenced UDP sink, prints a JSON report
+  udp-send --dst IP --port P --rate R --seconds S
+  tcp-recv --port P                  prints {"bytes", "sha256"} of one stream
+  tcp-send --dst IP --port P --bytes N
+  udp-echo --dst IP --port P --rate R --seconds S
+                                     sequenced stream to a responder that
+                                     echoes (the lab guest's vw-responder);
+                                     reports losses each way, duplicates
+                                     and the lost windows (JSON)
+  echo-server --port P               what the guest's vw-responder does, in a
+                                     namespace VM: echo each datagram's
+                                     sequence with our receive counter
+  rarp IFACE...                      send the RARP announce QEMU sends for
+                                     a migrated NIC on each IFACE, at once;
+                                     prints {"sent_at"} (unix time)
+  beacon IFACE --interval-us U       raw frames (ethertype 0x88b5) until killed
+  first-frame IFACE --timeout S      print the CLOCK_MONOTONIC arrival time of
+                                     the first beacon frame (JSON)
+"""
+import argparse
+import hashlib
+import json
+import select
+import socket
+import struct
+import sys
+import time
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_AUXDATA = 8
+TP_STATUS_VLAN_VALID = 0x10
+TP_STATUS_VLAN_TPID_VALID = 0x40
+PACKET_OUTGOING = 4
+
+
+def frames_send(iface, frames):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    for f in frames:
+        s.send(bytes.fromhex(f))
+    s.close()
+
+
+def rarp_frame(mac):
+    """QEMU's self-announce (net/announce.c): a RARP reverse request from
+    and for the NIC's MAC, padded to 60 bytes."""
+    m = bytes.fromhex(mac.replace(':', ''))
+    body = struct.pack('!HHBBH', 1, 0x0800, 6, 4, 3) + m + bytes(4) + m + \
+        bytes(4)
+    return (b'\xff' * 6 + m + b'\x80\x35' + body).ljust(60, b'\0')
+
+
+def rarp(ifaces):
+    socks = []
+    for i in ifaces:
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        s.bind((i, 0))
+        with open('/sys/class/net/%s/address' % i) as f:
+            socks.append((s, rarp_frame(f.read().strip())))
+    t = time.time()
+    for s, frame in socks:
+        s.send(frame)
+    print(json.dumps({'sent_at': t}))
+
+
+def frames_sniff(iface, seconds, ready_file=None):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
+                      socket.htons(ETH_P_ALL))
+    s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+    s.bind((iface, 0))
+    if ready_file:
+        open(ready_file, 'w').close()
+    end = time.time() + seconds
+    while True:
+        left = end - time.time()
+        if left <= 0:
+            break
+        r, _, _ = select.select([s], [], [], left)
+        if not r:
+            continue
+        data, anc, _flags, addr = s.recvmsg(65535, socket.CMSG_SPACE(64))
+        if addr[2] == PACKET_OUTGOING:
+            continue
+        for level, typ, cdata in anc:
+            if level == SOL_PACKET and typ == PACKET_AUXDATA:
+                (status, _len, _snap, _mac, _net, tci,
+                 tpid) = struct.unpack('IIIHHHH', cdata[:20])
+                if status & TP_STATUS_VLAN_VALID:
+                    if not status & TP_STATUS_VLAN_TPID_VALID:
+                        tpid = 0x8100
+                    data = data[:12] + struct.pack('!HH', tpid, tci) + \
+                        data[12:]
+        print(json.dumps({'t': time.time(), 'hex': data.hex()}), flush=True)
+
+
+HDR = struct.Struct('!Qd')      # sequence number, send time
+
+
+def udp_recv(port, seconds, ready_file=None):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.bind(('0.0.0.0', port))
+    if ready_file:
+        open(ready_file, 'w').close()
+    seen, dups, times = set(), 0, {}
+    end = time.time() + seconds
+    max_seq = -1
+    while True:
+        left = end - time.time()
+        if left <= 0:
+            break
+        r, _, _ = select.select([s], [], [], min(left, 0.5))
+        if not r:
+            continue
+        data, _ = s.recvfrom(65535)
+        if len(data) < HDR.size:
+            continue
+        seq, _sent = HDR.unpack_from(data)
+        if seq in seen:
+            dups += 1
+            continue
+        seen.add(seq)
+        times[seq] = time.time()
+        max_seq = max(max_seq, seq)
+    missing = [q for q in range(max_seq + 1) if q not in seen]
+    # Outage = longest run of consecutive missing numbers, in packets.
+    longest, run, prev = 0, 0, None
+    for q in missing:
+        run = run + 1 if prev is not None and q == prev + 1 else 1
+        longest, prev = max(longest, run), q
+    print(json.dumps({'received': len(seen), 'highest_seq': max_seq,
+                      'missing': len(missing), 'missing_seqs': missing[:1000],
+                      'duplicates': dups, 'longest_gap_packets': longest}))
+
+
+def udp_send(dst, port, rate, seconds, size=64):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    pad = b'\0' * max(0, size - HDR.size)
+    interval = 1.0 / rate
+    start = time.perf_counter()
+    n = int(rate * seconds)
+    for seq in range(n):
+        target = start + seq * interval
+        while True:
+            now = time.perf_counter()
+            if now >= target:
+                break
+            if target - now > 0.002:
+                time.sleep(target - now - 0.001)
+        try:
+            s.sendto(HDR.pack(seq, time.time()) + pad, (dst, port))
+        except OSError:
+            pass          # e.g. no ARP answer yet: counted as lost
+    print(json.dumps({'sent': n}))
+
+
+def tcp_recv(port, ready_file=None, timeout=60):
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(('0.0.0.0', port))
+    ls.listen(1)
+    ls.settimeout(timeout)
+    if ready_file:
+        open(ready_file, 'w').close()
+    c, _ = ls.accept()
+    c.settimeout(timeout)
+    h, total, t0 = hashlib.sha256(), 0, time.time()
+    while True:
+        b = c.recv(1 << 16)
+        if not b:
+            break
+        h.update(b)
+        total += len(b)
+    dt = time.time() - t0
+    print(json.dumps({'bytes': total, 'sha256': h.hexdigest(),
+                      'seconds': dt,
+                      'mbit_s': total * 8 / dt / 1e6 if dt else 0}))
+
+
+def tcp_send(dst, port, nbytes, seed=1):
+    data = hashlib.sha256(str(seed).encode()).digest() * 2048   # 64 KiB
+    h, sent = hashlib.sha256(), 0
+    s = socket.create_connection((dst, port), timeout=30)
+    while sent < nbytes:
+        chunk = data[:min(len(data), nbytes - sent)]
+        s.sendall(chunk)
+        h.update(chunk)
+        sent += len(chunk)
+    s.shutdown(socket.SHUT_WR)
+    s.recv(1)
+    s.close()
+    print(json.dumps({'bytes': sent, 'sha256': h.hexdigest()}))
+
+
+ECHO = struct.Struct('!QQ')     # our sequence, the responder's rx counter
+
+
+SEND_GAP = 0.005        # s between two sends that counts as a silence
+
+
+def echo_report(sent_at, echoes):
+    """sent_at: {seq: send time}; echoes: [(seq, responder counter, t)].
+    Between two consecutive echoes the responder's counter tells how many
+    of the missing datagrams reached it (lost on the way back) and how
+    many did not (lost on the way in)."""
+    seen, dups = {}, 0
+    for seq, ctr, t in echoes:
+        if seq in seen:
+            dups += 1
+        else:
+            seen[seq] = ctr
+    lost_in = lost_back = 0
+    prev = None                     # (seq, counter)
+    for seq in sorted(seen):
+        ctr = seen[seq]
+        gap = seq - (prev[0] + 1 if prev else 0)
+        reached = ctr - (prev[1] + 1 if prev else 1)
+        if gap > 0:
+            lost_back += max(0, min(gap, reached))
+            lost_in += gap - max(0, min(gap, reached))
+        prev = (seq, ctr)
+    missing = [q for q in sorted(sent_at) if q not in seen]
+    # Where the sender itself fell silent (not scheduled): a stream that
+    # sent nothing during a guest's pause cannot have lost anything in it.
+    times = [sent_at[q] for q in sorted(sent_at)]
+    send_gaps = [[a, b - a] for a, b in zip(times, times[1:])
+                 if b - a > SEND_GAP]
+    runs = []
+    for q in missing:
+        if runs and runs[-1][1] == q - 1:
+            runs[-1][1] = q
+        else:
+            runs.append([q, q])
+    return {'sent': len(sent_at), 'echoed': len(seen), 'duplicates': dups,
+            'lost': len(missing), 'lost_tail': len(sent_at) - 1 - max(
+                seen, default=-1),
+            'lost_on_the_way_in': lost_in, 'lost_on_the_way_back': lost_back,
+            'lost_runs': [{'first': a, 'last': b, 'packets': b - a + 1,
+                           'from': sent_at[a], 'to': sent_at[b]}
+                          for a, b in runs],
+            # Each lost datagram with its send time, for loss audits.
+            'lost_sent_at': [[q, sent_at[q]] for q in missing],
+            'send_gaps': send_gaps}
+
+
+def echo_server(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.bind(('0.0.0.0', port))
+    count = 0
+    while True:
+        data, peer = s.recvfrom(65535)
+        if len(data) >= ECHO.size:
+            count += 1
+            seq, _ = ECHO.unpack_from(data)
+            s.sendto(ECHO.pack(seq, count) + data[ECHO.size:], peer)
+
+
+def udp_echo(dst, port, rate, seconds, size=64, linger=0.5):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.setblocking(False)
+    pad = b'\0' * max(0, size - ECHO.size)
+    interval = 1.0 / rate
+    n = int(rate * seconds)
+    sent_at, echoes = {}, []
+    start = time.perf_counter()
+    wall0 = time.time() - start
+
+    def drain(timeout):
+        r, _, _ = select.select([s], [], [], max(0.0, timeout))
+        while r:
+            try:
+                data = s.recv(65535)
+            except BlockingIOError:
+                break
+            if len(data) >= ECHO.size:
+                seq, ctr = ECHO.unpack_from(data)
+                echoes.append((seq, ctr, time.time()))
+    for seq in range(n):
+        target = start + seq * interval
+        drain(target - time.perf_counter())
+        sent_at[seq] = wall0 + time.perf_counter()
+        try:
+            s.sendto(ECHO.pack(seq, 0) + pad, (dst, port))
+        except OSError:
+            pass            # e.g. no ARP answer yet: counted as lost
+    end = time.perf_counter() + linger
+    while time.perf_counter() < end:
+        drain(end - time.perf_counter())
+    print(json.dumps(echo_report(sent_at, echoes)))
+
+
+def parse_guest_stats(text):
+    """/proc/net/snmp + /proc/net/dev text -> {'udp': {...}, 'dev': {iface:
+    {'rx_packets', 'rx_dropped', 'tx_packets', 'tx_dropped'}}}."""
+    udp, dev, head = {}, {}, None
+    snmp, _, netdev = text.partition('Inter-|')
+    for line in snmp.splitlines():
+        if line.startswith('Udp: '):
+            fields = line.split()[1:]
+            if head is None:
+                head = fields
+            else:
+                udp = dict(zip(head, (int(v) for v in fields)))
+    for line in netdev.splitlines()[2:]:
+        name, _, rest = line.partition(':')
+        v = [int(x) for x in rest.split()]
+        if len(v) >= 12:
+            dev[name.strip()] = {'rx_packets': v[1], 'rx_dropped': v[3],
+                                 'tx_packets': v[9], 'tx_dropped': v[11]}
+    return {'udp': udp, 'dev': dev}
+
+
+def guest_stats(dst, port, timeout=2.0):
+    """Asks the lab guest's responder for its kernel's counters."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(timeout)
+    for _ in range(3):
+        s.sendto(b'VWSTATS?', (dst, port))
+        try:
+            data = s.recv(65535)
+        except socket.timeout:
+            continue
+        print(json.dumps(parse_guest_stats(data.decode(errors='replace'))))
+        return 0
+    print('guest-stats: no answer from %s:%d' % (dst, port), file=sys.stderr)
+    return 1
+
+
+BEACON_ETHERTYPE = 0x88b5         # IEEE local experimental
+
+
+def beacon(iface, interval_us, src_mac):
+    """A steady stream of small frames, so the moment a wire starts carrying
+    traffic shows up (to within interval_us) at the far end."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((iface, 0))
+    mac = bytes.fromhex(src_mac.replace(':', ''))
+    frame = b'\xff' * 6 + mac + struct.pack('!H', BEACON_ETHERTYPE) + \
+        b'\0' * 46
+    interval = interval_us / 1e6
+    nxt = time.monotonic()
+    while True:
+        try:
+            s.send(frame)
+        except OSError:
+            pass
+        nxt += interval
+        left = nxt - time.monotonic()
+        if left > 0:
+            time.sleep(left)
+        else:
+            nxt = time.monotonic()
+
+
+def first_frame(iface, timeout, ready_file=None):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
+                      socket.htons(BEACON_ETHERTYPE))
+    s.bind((iface, 0))
+    if ready_file:
+        open(ready_file, 'w').close()
+    r, _, _ = select.select([s], [], [], timeout)
+    t = time.monotonic() if r else None
+    print(json.dumps({'monotonic': t}))
+    return 0 if r else 1
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog='vwlab.traffic')
+    sub = p.add_subparsers(dest='cmd', required=True)
+    a = sub.add_parser('frames-send')
+    a.add_argument('iface')
+    a.add_argument('frames', nargs='+')
+    a = sub.add_parser('frames-sniff')
+    a.add_argument('iface')
+    a.add_argument('--seconds', type=float, default=3)
+    a.add_argument('--ready-file')
+    a = sub.add_parser('udp-recv')
+    a.add_argument('--port', type=int, required=True)
+    a.add_argument('--seconds', type=float, required=True)
+    a.add_argument('--ready-file')
+    a = sub.add_parser('udp-send')
+    a.add_argument('--dst', required=True)
+    a.add_argument('--port', type=int, required=True)
+    a.add_argument('--rate', type=float, default=1000)
+    a.add_argument('--seconds', type=float, required=True)
+    a.add_argument('--size', type=int, default=64)
+    a = sub.add_parser('tcp-recv')
+    a.add_argument('--port', type=int, required=True)
+    a.add_argument('--ready-file')
+    a = sub.add_parser('tcp-send')
+    a.add_argument('--dst', required=True)
+    a.add_argument('--port', type=int, required=True)
+    a.add_argument('--bytes', type=int, required=True)
+    a = sub.add_parser('udp-echo')
+    a.add_argument('--dst', required=True)
+    a.add_argument('--port', type=int, default=7000)
+    a.add_argument('--rate', type=float, default=1000)
+    a.add_argument('--seconds', type=float, required=True)
+    a.add_argument('--size', type=int, default=64)
+    a = sub.add_parser('guest-stats')
+    a.add_argument('--dst', required=True)
+    a.add_argument('--port', type=int, default=7000)
+    a = sub.add_parser('echo-server')
+    a.add_argument('--port', type=int, default=7000)
+    a = sub.add_parser('rarp')
+    a.add_argument('ifaces', nargs='+')
+    a = sub.add_parser('beacon')
+    a.add_argument('iface')
+    a.add_argument('--interval-us', type=int, default=250)
+    a.add_argument('--src-mac', default='02:00:00:00:00:01')
+    a = sub.add_parser('first-frame')
+    a.add_argument('iface')
+    a.add_argument('--timeout', type=float, default=10)
+    a.add_argument('--ready-file')
+    args = p.parse_args(argv)
+    if args.cmd == 'frames-send':
+        frames_send(args.iface, args.frames)
+    elif args.cmd == 'frames-sniff':
+        frames_sniff(args.iface, args.seconds, args.ready_file)
+    elif args.cmd == 'udp-recv':
+        udp_recv(args.port, args.seconds, args.ready_file)
+    elif args.cmd == 'udp-send':
+        udp_send(args.dst, args.port, args.rate, args.seconds, args.size)
+    elif args.cmd == 'tcp-recv':
+        tcp_recv(args.port, args.ready_file)
+    elif args.cmd == 'tcp-send':
+        tcp_send(args.dst, args.port, args.bytes)
+    elif args.cmd == 'udp-echo':
+        udp_echo(args.dst, args.port, args.rate, args.seconds, args.size)
+    elif args.cmd == 'guest-stats':
+        return guest_stats(args.dst, args.port)
+    elif args.cmd == 'echo-server':
+        echo_server(args.port)
+    elif args.cmd == 'rarp':
+        rarp(args.ifaces)
+    elif args.cmd == 'beacon':
+        beacon(args.iface, args.interval_us, args.src_mac)
+    elif args.cmd == 'first-frame':
+        return first_frame(args.iface, args.timeout, args.ready_file)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

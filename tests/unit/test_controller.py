@@ -1,0 +1,292 @@
+"""The controller driven by events (switch connects, port appears, REST
+connect, RARP packet-in, timer) against a fake fabric that consumes the
+real OpenFlow messages it sends: what a frame does at each step."""
+import threading
+import uuid
+
+import pytest
+
+from virtualwire.control.controller import Controller
+from virtualwire.control.loop import Loop
+from virtualwire.core import errors, ids
+from virtualwire.pipeline.flow import Flow, FlowDiff, default_flows
+from virtualwire.testing.harness import TUN, Harness, MemoryRuntime
+from virtualwire.testing.fakeswitch import Packet
+
+RARP = 0x8035
+
+
+def tables(h):
+    return {n: sw.flows() for n, sw in h.fabric.switches.items()}
+
+
+def test_connect_carries_frames_both_ways_and_nowhere_else():
+    h = Harness()
+    h.host('h1', ('a', 1), ('x', 2))
+    h.host('h2', ('b', 1))
+    w = h.connect('a', 'b')
+    assert w['state'] == 'tunnelled' and (w['host_a'], w['host_b']) == \
+        ('h1', 'h2')
+    assert h.send('h1', 1) == [('h2', 1)]
+    assert h.send('h2', 1) == [('h1', 1)]
+    assert h.send('h1', 2) == []                      # unwired vNIC
+    # The frame crossed with the whole connector id as its key, from h1.
+    [(_h, _p, pkt)] = h.fabric.send('h1', 1, vlan_vid=42)
+    assert pkt.tunnel_id == w['id'] and pkt.tun_ipv4_src == '198.19.0.1'
+    assert pkt.vlan_vid == 42                          # tags untouched
+    # Each switch got one bundle; confirmed by its barrier.
+    views = h.call(h.ctl.host_views)
+    assert all(v['synced'] and v['flows_confirmed_at'] for v in views)
+
+
+def test_forged_carrier_frame_from_a_third_host_is_dropped():
+    h = Harness()
+    h.host('h1', ('a', 1))
+    h.host('h2', ('b', 1))
+    h.host('h3')
+    w = h.connect('a', 'b')
+    forged = Packet(TUN, b'evil', tunnel_id=w['id'],
+                    tun_ipv4_src='198.19.0.3')
+    assert h.fabric.deliveries('h2', None, forged=forged) == []
+    genuine = Packet(TUN, b'ok', tunnel_id=w['id'],
+                     tun_ipv4_src='198.19.0.1')
+    assert h.fabric.deliveries('h2', None, forged=genuine) == [('h2', 1)]
+
+
+def test_connect_refusals_change_nothing():
+    h = Harness()
+    h.host('h1', ('a', 1), ('b', 2), ('c', 3))
+    w = h.connect('a', 'b')
+    before = tables(h)
+    with pytest.raises(errors.Conflict, match='vNIC a is already wired'):
+        h.connect('a', 'c')
+    with pytest.raises(errors.Invalid, match='two different'):
+        h.connect('c', 'c')
+    with pytest.raises(errors.Invalid, match='vNIC id'):
+        h.connect('c', 'bad id!')
+    assert tables(h) == before
+    assert [x['id'] for x in h.call(h.ctl.wire_views)] == [w['id']]
+
+
+def test_disconnect_leaves_only_the_miss_flow():
+    h = Harness()
+    h.host('h1', ('a', 1))
+    h.host('h2', ('b', 1))
+    w = h.connect('a', 'b')
+    h.disconnect(w['id'])
+    assert h.send('h1', 1) == []
+    assert tables(h) == {'h1': default_flows(), 'h2': default_flows()}
+    with pytest.raises(errors.NotFound):
+        h.disconnect(w['id'])
+
+
+def test_wire_collapses_when_its_ends_meet_and_expands_again():
+    h = Harness()
+    h.host('h1', ('a', 1))
+    h.host('h2', ('b', 1))
+    w = h.connect('a', 'b')
+    h.host('h2')                                   # b unplugged from h2
+    h.host('h1', ('a', 1), ('b', 7))               # ... and plugged on h1
+    assert h.call(h.ctl.wire_view, w['id'])['state'] == 'collapsed'
+    assert h.send('h1', 1) == [('h1', 7)]
+    assert h.send('h1', 7) == [('h1', 1)]
+    assert h.fabric.switches['h2'].flows() == default_flows()
+    h.host('h1', ('a', 1))
+    h.host('h2', ('b', 3))
+    assert h.send('h1', 1) == [('h2', 3)]
+
+
+def _migrating(move_timeout=900.0):
+    """g on h1 wired to f on h3; the hook announces g's guest moving to h2."""
+    h = Harness(move_timeout=move_timeout)
+    h.host('h1', ('g', 1))
+    h.host('h2')
+    h.host('h3', ('f', 5))
+    w = h.connect('g', 'f')
+    vm = str(uuid.uuid4())
+    view, ticket = h.call(h.ctl.announce_migration, {
+        'vm': 'guest', 'vm_uuid': vm, 'vnics': ['g'], 'destination': 'h2'})
+    assert ticket.done() and view['state'] == 'prepared'
+    return h, w, vm
+
+
+def test_migration_activates_in_the_switch_on_the_rarp_then_completes():
+    h, w, vm = _migrating()
+    plain = tables(h)
+    h.host('h2', ('g', 2))                         # destination tap plugged
+    assert h.send('h3', 5) == [('h1', 1)]          # paused copy gets nothing
+    assert h.send('h2', 2) == [('h3', 5)]          # guest resumed early: sent
+    moving = h.call(h.ctl.wire_view, w['id'])['moving']
+    assert moving == {'g': {'source': 'h1', 'destination': 'h2',
+                            'activated': False}}
+    # The guest's RARP on h2: the switch learns delivery itself and tells
+    # the controller, which cleans up.
+    assert h.send('h2', 2, eth_type=RARP) == [('h3', 5)]
+    assert h.send('h3', 5) == [('h2', 2)]
+    assert h.call(h.ctl.wire_view, w['id'])['moving']['g']['activated']
+    h.host('h1')                                   # source port goes
+    assert h.send('h3', 5) == [('h2', 2)]
+    assert h.call(h.ctl.wire_view, w['id'])['moving'] == {}
+    assert tables(h)['h1'] == plain['h1'] - {
+        f for f in plain['h1'] if f.cookie & 0xFFFFFFFF}
+    h.call(h.ctl.migration_released, vm, 'h1')
+    [m] = h.call(h.ctl.migration_views)
+    assert m['state'] == 'completed' and set(m['activated']) == {'g'}
+    assert h.runtime.migration_rows[m['id']]['state'] == 'completed'
+
+
+def test_aborted_migration_restores_the_exact_flows():
+    h, w, vm = _migrating()
+    before = tables(h)
+    h.host('h2', ('g', 2))
+    assert tables(h) != before
+    h.host('h2')                                   # domjobabort: tap goes
+    assert tables(h) == before
+    assert h.send('h3', 5) == [('h1', 1)]
+    h.call(h.ctl.migration_released, vm, 'h2')
+    assert h.call(h.ctl.migration_views)[0]['state'] == 'aborted'
+
+
+def test_move_not_activated_in_time_goes_back_to_the_source():
+    h, w, vm = _migrating(move_timeout=3)
+    before = tables(h)
+    h.host('h2', ('g', 2))
+    h.tick(1)
+    assert tables(h) != before
+    h.tick(5)
+    assert tables(h) == before                     # tap still plugged
+    assert h.send('h3', 5) == [('h1', 1)]
+    [m] = h.call(h.ctl.migration_views)
+    assert m['state'] == 'timed-out'
+
+
+def test_released_for_an_unknown_guest_is_not_found():
+    h = Harness()
+    with pytest.raises(errors.NotFound):
+        h.call(h.ctl.migration_released, str(uuid.uuid4()), 'h1')
+    with pytest.raises(errors.Invalid):
+        h.call(h.ctl.migration_released, ' 5', 'h1')
+
+
+def test_restart_changes_nothing_on_switches_that_are_right():
+    h = Harness()
+    h.host('h1', ('a', 1), ('c', 3))
+    h.host('h2', ('b', 1))
+    w = h.connect('a', 'b')
+    h.send('h1', 1)
+    h.send('h1', 1)
+    sent = h.flow_mods()
+    counted = dict(h.fabric.switches['h1'].counters)
+    # A new controller, same intent and runtime records, same switches.
+    h2 = Harness(intent=h.intent, runtime=h.runtime, fabric=h.fabric)
+    h2.reconnect('h1')
+    h2.reconnect('h2')
+    h2.host('h1', ('a', 1), ('c', 3), connect=False)
+    h2.host('h2', ('b', 1), connect=False)
+    assert h2.flow_mods() == sent                  # not one flow mod
+    assert h2.fabric.switches['h1'].counters == counted
+    assert h2.send('h1', 1) == [('h2', 1)]
+    assert h2.call(h2.ctl.wire_view, w['id'])['state'] == 'tunnelled'
+
+
+def test_restart_removes_flows_nobody_wants():
+    h = Harness()
+    h.host('h1', ('a', 1))
+    h.host('h2', ('b', 1))
+    w = h.connect('a', 'b')
+    h.intent.rows.clear()            # deleted while no controller ran
+    # ... and a flow of ours that no wire explains (an older controller's).
+    stale = Flow(0, 100, (('in_port', 9),), (('output', 1),),
+                 ids.wire_cookie(77))
+    h.fabric.switches['h2'].apply(FlowDiff([stale], [], []))
+    assert stale in h.fabric.switches['h2'].flows()
+    h2 = Harness(intent=h.intent, runtime=h.runtime, fabric=h.fabric)
+    h2.reconnect('h1')
+    h2.reconnect('h2')
+    assert tables(h2) == {'h1': default_flows(), 'h2': default_flows()}
+    assert h2.send('h1', 1) == []
+    with pytest.raises(errors.NotFound):
+        h2.call(h2.ctl.wire, w['id'])
+
+
+def test_restart_mid_migration_reads_the_activation_from_the_switch():
+    h, w, vm = _migrating()
+    h.host('h2', ('g', 2))
+    # The controller is gone when the guest's RARP arrives: the switch
+    # activates by itself.
+    h.fabric.deliveries('h2', 2, eth_type=RARP)
+    h.fabric.inbox.clear()                         # nobody listening
+    # Delivery switched in the switch (the far end still sends to both,
+    # and the source's paused or gone guest is no one's concern).
+    assert h.fabric.deliveries('h3', 5) == [('h1', 1), ('h2', 2)]
+    n = Harness(intent=h.intent, runtime=h.runtime, fabric=h.fabric)
+    for name in ('h1', 'h2', 'h3'):
+        n.reconnect(name)
+    n.host('h1', ('g', 1), connect=False)
+    n.host('h2', ('g', 2), connect=False)
+    n.host('h3', ('f', 5), connect=False)
+    assert n.call(n.ctl.wire_view, w['id'])['moving']['g']['activated']
+    assert n.send('h3', 5) == [('h2', 2)]
+
+
+def test_wire_stats_count_frames_each_way():
+    h = Harness()
+    h.host('h1', ('a', 1))
+    h.host('h2', ('b', 1))
+    w = h.connect('a', 'b')
+    for _ in range(3):
+        h.send('h1', 1)
+    h.send('h2', 1)
+    fut = h.call(h.ctl.wire_stats, w['id'])
+    h.settle()
+    st = fut.result(1)
+    assert st['a_to_b']['sent_packets'] == 3
+    assert st['a_to_b']['delivered_packets'] == 3
+    assert st['b_to_a']['sent_packets'] == 1
+
+
+def test_state_touched_off_the_loop_fails_loudly():
+    """One owner: a handler called from another thread raises instead of
+    racing (the loop thread is the owner)."""
+    loop = Loop('owner')
+    ctl = Controller(loop, Harness().intent, MemoryRuntime())
+    loop.post(ctl.start)
+    t = threading.Thread(target=loop.run, daemon=True)
+    t.start()
+    try:
+        assert loop.call(ctl.wire_views) == []
+        with pytest.raises(AssertionError, match='outside the'):
+            ctl.wire_views()
+    finally:
+        loop.stop()
+        t.join(2)
+
+
+def test_events_from_many_threads_are_applied_once_each_in_order():
+    """REST calls from 8 threads against one loop: every connect lands,
+    none twice, and the state is consistent afterwards."""
+    h = Harness()
+    vnics = [('v%d' % i, i + 1) for i in range(80)]
+    h.host('h1', *vnics[:40])
+    h.host('h2', *vnics[40:])
+    t = threading.Thread(target=h.loop.run, daemon=True)
+    t.start()
+    errs = []
+
+    def worker(k):
+        for i in range(k, 40, 8):
+            try:
+                h.loop.call(h.ctl.check_connect, 'v%d' % i, 'v%d' % (i + 40))
+                h.intent.create_wire('v%d' % i, 'v%d' % (i + 40))
+            except Exception as e:      # pragma: no cover - reported below
+                errs.append(e)
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for x in threads:
+        x.start()
+    for x in threads:
+        x.join(10)
+    views = h.loop.call(h.ctl.wire_views)
+    h.loop.stop()
+    t.join(2)
+    assert not errs
+    assert len(views) == 40 and {v['state'] for v in views} == {'tunnelled'}
