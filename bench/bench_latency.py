@@ -28,7 +28,8 @@ from common import Api, ofctl_flow, summary, write_result  # noqa: E402
 from virtualwire.pipeline import wire as fl                          # noqa: E402
 from virtualwire.core import ids                                  # noqa: E402
 from vwlab import Lab                              # noqa: E402
-from virtualwire.core.model import Encap, Host, VnicPort, Wire, World    # noqa: E402
+from virtualwire.core.model import Encap, Host, VnicPort, Wire    # noqa: E402
+from virtualwire.core.world import World    # noqa: E402
 
 CASES = (('tunnelled', 'lat-b', 'vm-b'), ('collapsed', 'lat-c', 'vm-c'))
 

@@ -20,7 +20,8 @@ from common import Api, ofctl_flow, summary, write_result  # noqa: E402
 
 from virtualwire.pipeline import wire as fl                          # noqa: E402
 from vwlab import Lab, SimHosts                    # noqa: E402
-from virtualwire.core.model import Encap, Host, VnicPort, Wire, World    # noqa: E402
+from virtualwire.core.model import Encap, Host, VnicPort, Wire    # noqa: E402
+from virtualwire.core.world import World    # noqa: E402
 
 
 def plan(n_hosts, n_wires):

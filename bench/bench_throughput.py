@@ -29,7 +29,8 @@ from common import Api, ofctl_flow, write_result          # noqa: E402
 
 from virtualwire.pipeline import wire as fl                       # noqa: E402
 from vwlab import Lab                           # noqa: E402
-from virtualwire.core.model import Wire, World                 # noqa: E402
+from virtualwire.core.model import Wire                 # noqa: E402
+from virtualwire.core.world import World                 # noqa: E402
 
 CID = 0xC0FFEE01            # the hand cases' connector id (full 32 bits)
 HAND_COOKIE = 0x1

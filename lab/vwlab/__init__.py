@@ -479,9 +479,10 @@ class Lab:
         return time.time() - t
 
     # ---- controller ----------------------------------------------------
-    def start_controller(self, rest_port=None, extra=()):
+    def start_controller(self, rest_port=None, extra=(), env=None):
         """Run virtualwire-controller as a real process, southbound in the
-        management namespace, REST on 127.0.0.1."""
+        management namespace, REST on 127.0.0.1 (`env`: extra environment,
+        e.g. OSKEN_HUB_TYPE)."""
         self.rest_port = rest_port or getattr(self, 'rest_port', None) \
             or _free_port()
         state = os.path.join(self.dir, 'controller')
@@ -501,7 +502,8 @@ class Lab:
                '--southbound-rest-listen', '%s:8781' % CONTROLLER_IP] + \
             list(extra)
         self.controller = subprocess.Popen(cmd, stdout=log,
-                                           stderr=subprocess.STDOUT)
+                                           stderr=subprocess.STDOUT,
+                                           env=dict(os.environ, **(env or {})))
         self.url = 'http://127.0.0.1:%d' % self.rest_port
         self._write_vwctl_config()
         return self.controller

@@ -47,6 +47,36 @@ def test_controller_restart_keeps_traffic_flowing(pair, lab, api):
     assert api.wire(wc['id'])['state'] == 'collapsed'
 
 
+def test_controller_under_the_native_hub_keeps_and_makes_wires(pair, lab,
+                                                               api):
+    """The control loop owns all state under either os-ken hub: restarted
+    with OSKEN_HUB_TYPE=native the controller keeps a running wire (no
+    packet lost), makes a new one that carries traffic, and goes back."""
+    va, vb, w = pair('h1', 'h2')
+    results = {}
+    t = threading.Thread(target=lambda: results.update(ab=udp_stream(
+        va, vb, '192.0.2.2', seconds=5.0, rate=1000, port=6180)))
+    t.start()
+    time.sleep(1.0)
+    try:
+        lab.stop_controller()
+        lab.start_controller(env={'OSKEN_HUB_TYPE': 'native'})
+        wait_until(api.synced, 20, what='native-hub controller synced')
+        t.join(60)
+        sent, got = results['ab']
+        assert got['received'] == sent['sent'] and got['duplicates'] == 0
+        vc, vd, w2 = pair('h3', 'h1', '192.0.2.3/24', '192.0.2.4/24')
+        assert vc.ping('192.0.2.4', count=3)[1] == 3
+        r = api.req('DELETE', '/v1/wires/%d' % w2['id'])
+        assert r.status_code == 204
+        wait_until(lambda: vc.ping('192.0.2.4', count=1, wait=1)[1] == 0,
+                   10, what='disconnected wire carries nothing')
+    finally:
+        lab.stop_controller()
+        lab.start_controller()
+        wait_until(api.synced, 20, what='controller back on eventlet')
+
+
 def test_stale_flows_are_repaired_when_the_controller_reconnects(pair, lab,
                                                                  api):
     va, vb, w = pair('h1', 'h2')

@@ -7,7 +7,8 @@ from virtualwire.pipeline.incremental import IncrementalTables
 from virtualwire.pipeline.tables import WIRE
 from virtualwire.core import ids
 from virtualwire.testing.fakeswitch import FakeFabric, Packet
-from virtualwire.core.model import Encap, Host, Move, VnicPort, Wire, World
+from virtualwire.core.model import Encap, Host, Move, VnicPort, Wire
+from virtualwire.core.world import World
 
 TUN = 65000
 

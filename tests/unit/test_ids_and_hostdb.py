@@ -68,7 +68,7 @@ def test_hosts_from_records_reads_libvirt_style_ports():
 
 
 def test_port_without_ofport_yet_is_not_located():
-    from virtualwire.core.model import World
+    from virtualwire.core.world import World
     recs = [_bridge('br-int', {'vw-host-name': 'h1'}, [
         {'name': 'vnet0', 'type': '', 'ofport': None, 'mtu': None,
          'external_ids': {'iface-id': 'nic-1'}}])]

@@ -8,7 +8,8 @@ from virtualwire.pipeline import wire as fl
 from virtualwire.pipeline.incremental import IncrementalTables
 from virtualwire.testing.fakeswitch import FakeFabric
 from virtualwire.core.placement import MoveEnded, MoveSeen
-from virtualwire.core.model import Encap, Host, Move, VnicPort, Wire, World
+from virtualwire.core.model import Encap, Host, Move, VnicPort, Wire
+from virtualwire.core.world import World
 
 TUN = 65000
 IPS = {'h1': '198.19.0.11', 'h2': '198.19.0.12', 'h3': '198.19.0.13'}

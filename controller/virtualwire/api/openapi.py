@@ -68,7 +68,8 @@ def openapi_document():
                         'application/json': {'schema': _ref('ConnectRequest')}}},
                     'responses': {'201': _ok(_ref('Wire'), 'Created'),
                                   '400': _ERR, '401': _ERR, '409': _ERR,
-                                  '413': _ERR, '422': _ERR}}},
+                                  '411': _ERR, '413': _ERR, '422': _ERR,
+                                  '503': _ERR}}},
             '/v1/wires/{wire_id}': {
                 'parameters': [_WIRE_ID],
                 'get': {'summary': 'One wire',
@@ -113,7 +114,8 @@ def openapi_document():
                                  'properties': {'host': {
                                      'type': 'string'}}}}}},
                          'responses': {'200': _ok({'type': 'object'}),
-                                       '400': _ERR, '401': _ERR}}},
+                                       '400': _ERR, '401': _ERR, '404': _ERR,
+                                       '413': _ERR, '422': _ERR}}},
         },
         'components': {
             'securitySchemes': {'bearer': {'type': 'http',

@@ -2,7 +2,7 @@
 state, as plain immutable values, so flow computation is a pure function of
 them. Placement (where a vNIC's traffic goes) is `core.placement`."""
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Dict, Optional, Tuple
 
 
@@ -86,49 +86,6 @@ class Move:
     source: str
     destination: str
     activated: bool = False
-
-
-@dataclass
-class World:
-    """Everything the flow computation needs, as one value (for the
-    reference computation and views): intent plus where vNICs are."""
-    wires: Dict[int, Wire] = field(default_factory=dict)
-    hosts: Dict[str, Host] = field(default_factory=dict)
-    moves: Dict[str, Move] = field(default_factory=dict)
-
-    def claims(self) -> Dict[str, Dict[str, int]]:
-        """vNIC id -> {host name: ofport} for every host it is plugged on."""
-        out: Dict[str, Dict[str, int]] = {}
-        for name in sorted(self.hosts):
-            for v in self.hosts[name].vnics:
-                if v.ofport and v.ofport > 0:
-                    out.setdefault(v.vnic_id, {})[name] = v.ofport
-        return out
-
-    def locations(self) -> Dict[str, Location]:
-        from virtualwire.core.placement import place
-        out = {}
-        for v, c in self.claims().items():
-            loc = place(c, self.moves.get(v))[0]
-            if loc is not None:
-                out[v] = loc
-        return out
-
-    def shadows(self) -> Dict[str, Location]:
-        from virtualwire.core.placement import place
-        out = {}
-        for v, c in self.claims().items():
-            shadow = place(c, self.moves.get(v))[1]
-            if shadow is not None:
-                out[v] = shadow
-        return out
-
-    def wire_of_vnic(self) -> Dict[str, int]:
-        m = {}
-        for w in self.wires.values():
-            m[w.end_a] = w.connector_id
-            m[w.end_b] = w.connector_id
-        return m
 
 
 def host_to_json(h: Host) -> str:
