@@ -89,6 +89,10 @@ class RestApi:
     @webob.dec.wsgify
     def __call__(self, req):
         try:
+            if any(ord(c) < 0x20 or c == '\x7f' for c in req.path_info):
+                # Routes would drop a trailing newline ('/v1/wires/5%0A'
+                # served wire 5): no path of ours has control characters.
+                return error(400, 'the path contains control characters')
             match = self.mapper.match(environ=req.environ)
             if match is None:
                 if self.mapper.match(req.path_info):

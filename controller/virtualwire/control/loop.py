@@ -54,6 +54,7 @@ class Loop:
         self.idle = None                   # called after each burst
         self.handled = 0
         self.lag_max = 0.0                 # worst queueing delay seen (s)
+        self._in_handler = False
 
     # -- from anywhere -------------------------------------------------------
     def post(self, fn, *args):
@@ -64,6 +65,11 @@ class Loop:
         """Run fn(*args) on the loop and return its result (or raise its
         exception) in the caller. Must not be called from the loop."""
         if self.on_loop():
+            # Only a thread driving the loop by hand (run_pending: tests)
+            # gets here; run what was queued before, as the loop would.
+            if self._in_handler:
+                raise AssertionError('a handler must not wait on the loop')
+            self.run_pending()
             return fn(*args)
         fut = Future()
         self._queue.put((time.monotonic(), fn, args, fut))
@@ -127,6 +133,7 @@ class Loop:
         queued, fn, args, fut = item
         self.lag_max = max(self.lag_max, time.monotonic() - queued)
         self.handled += 1
+        self._in_handler = True
         try:
             value = fn(*args)
         except Exception as e:          # the caller (if any) gets it
@@ -135,15 +142,19 @@ class Loop:
             else:
                 fut.set(error=e)
             return
+        finally:
+            self._in_handler = False
         if fut is not None:
             fut.set(value)
 
-    @staticmethod
-    def _guard(fn):
+    def _guard(self, fn):
+        self._in_handler = True
         try:
             fn()
         except Exception:
             LOG.exception('%s failed', getattr(fn, '__name__', fn))
+        finally:
+            self._in_handler = False
 
 
 def _current():

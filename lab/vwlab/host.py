@@ -1,0 +1,236 @@
+"""One lab hypervisor: a namespace with its own ovsdb-server and
+ovs-vswitchd, bootstrapped by ovs-config/vw-host-setup."""
+import os
+import secrets
+import uuid as uuid_mod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Dict, Optional
+
+from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, MGMT_NET, UL_NET,
+                         UNDERLAY_MTU, LabError, kill_pidfile, sh)
+from vwlab.guests import Guest, LibvirtGuest, Vm, wait_booted
+
+if TYPE_CHECKING:
+    from vwlab import Lab
+
+
+@dataclass
+class LabHost:
+    lab: 'Lab'
+    index: int
+    name: str
+    ns: str
+    dir: str
+    vms: Dict[str, Vm] = field(default_factory=dict)
+    _nic_seq: int = 0
+    libvirt: Optional[object] = None      # LibvirtHost when the lab has it
+
+    @property
+    def mgmt_ip(self):
+        return '%s.%d' % (MGMT_NET, 10 + self.index)
+
+    @property
+    def tunnel_ip(self):
+        return '%s.%d' % (UL_NET, 10 + self.index)
+
+    @property
+    def db(self):
+        return 'unix:%s/db.sock' % self.dir
+
+    def env(self):
+        return dict(os.environ, OVS_RUNDIR=self.dir)
+
+    def vsctl(self, *args):
+        return sh(['ovs-vsctl', '--db=' + self.db, '--timeout=10'] + list(args))
+
+    def ofctl(self, *args, bridge='br-int'):
+        return sh(['ovs-ofctl', '-O', 'OpenFlow14'] + list(args[:1]) +
+                  ['unix:%s/%s.mgmt' % (self.dir, bridge)] + list(args[1:]))
+
+    def appctl(self, *args):
+        return sh(['ovs-appctl', '-t', '%s/vswitchd.ctl' % self.dir]
+                  + list(args))
+
+    def log_datapath_flow_changes(self, on=True):
+        """Have vswitchd log every datapath flow it adds, changes or deletes
+        (dpif_netdev at debug level) to its log file."""
+        self.appctl('vlog/set', 'dpif_netdev:file:%s' % ('dbg' if on
+                                                          else 'info'))
+
+    def vswitchd_log(self):
+        with open(os.path.join(self.dir, 'vswitchd.log'),
+                  errors='replace') as f:
+            return f.read()
+
+    def dump_flows(self):
+        """[(cookie, table, priority, match, actions, n_packets)]"""
+        return self.ofctl('dump-flows', '--no-names')
+
+    # ---- OVS lifecycle -------------------------------------------------
+    def start_ovs(self):
+        os.makedirs(self.dir, exist_ok=True)
+        db = os.path.join(self.dir, 'conf.db')
+        if not os.path.exists(db):
+            sh(['ovsdb-tool', 'create', db,
+                '/usr/share/openvswitch/vswitch.ovsschema'])
+        sh(['ovsdb-server', db, '--remote=punix:%s/db.sock' % self.dir,
+            '--remote=db:Open_vSwitch,Open_vSwitch,manager_options',
+            '--pidfile=%s/ovsdb-server.pid' % self.dir,
+            '--unixctl=%s/ovsdb-server.ctl' % self.dir,
+            '--log-file=%s/ovsdb-server.log' % self.dir,
+            '--detach', '--no-chdir'], ns=self.ns, env=self.env())
+        self.vsctl('--no-wait', 'init')
+        sh(['ovs-vswitchd', self.db, '--pidfile=%s/vswitchd.pid' % self.dir,
+            '--unixctl=%s/vswitchd.ctl' % self.dir,
+            '--log-file=%s/vswitchd.log' % self.dir,
+            '--detach', '--no-chdir', '--disable-system'],
+           ns=self.ns, env=self.env())
+
+    def stop_vswitchd(self):
+        kill_pidfile(os.path.join(self.dir, 'vswitchd.pid'))
+
+    def start_vswitchd(self):
+        sh(['ovs-vswitchd', self.db, '--pidfile=%s/vswitchd.pid' % self.dir,
+            '--unixctl=%s/vswitchd.ctl' % self.dir,
+            '--log-file=%s/vswitchd.log' % self.dir,
+            '--detach', '--no-chdir', '--disable-system'],
+           ns=self.ns, env=self.env())
+
+    def bootstrap(self):
+        sh([HOST_SETUP, '--db', self.db, '--name', self.name,
+            '--tunnel-ip', self.tunnel_ip,
+            '--controller', 'tcp:%s:%d' % (CONTROLLER_IP, self.lab.of_port),
+            '--manager', 'ptcp:6640:%s' % self.mgmt_ip,
+            '--site', self.lab.site_of(self.index),
+            '--datapath-type', 'netdev',
+            '--underlay-bridge', 'br-phy', '--underlay-iface', 'ul0',
+            '--underlay-cidr', '%s/24' % self.tunnel_ip,
+            '--underlay-mtu', str(UNDERLAY_MTU)], ns=self.ns, env=self.env())
+
+    def underlay_mac(self):
+        return sh(['cat', '/sys/class/net/br-phy/address'], ns=self.ns).strip()
+
+    # ---- stand-in VMs --------------------------------------------------
+    def add_vm(self, name, nics):
+        """nics: [(vnic_id, ip_cidr or None)]. The VM is a namespace; each
+        NIC a veth whose host side is plugged as libvirt plugs a tap."""
+        vm_ns = '%s-%s' % (self.lab.prefix, name)
+        sh(['ip', 'netns', 'add', vm_ns])
+        vm = Vm(name, self, vm_ns)
+        self.vms[name] = vm
+        vm_uuid = secrets.token_hex(16)
+        for i, (vnic_id, cidr) in enumerate(nics):
+            self.plug(vm, vnic_id, 'eth%d' % i, cidr, vm_uuid)
+        return vm
+
+    def plug(self, vm, vnic_id, ifname, cidr=None, vm_uuid='', mtu=1500,
+             mac=None):
+        self._nic_seq += 1
+        # Not libvirt's vnetN: a libvirt guest on this host takes those.
+        port = 'vwveth%d' % self._nic_seq
+        tmp = 'vwtmp%d' % self._nic_seq
+        mac = mac or '52:54:00:%02x:%02x:%02x' % (
+            self.index, self._nic_seq >> 8 & 255, self._nic_seq & 255)
+        sh(['ip', 'link', 'add', port, 'type', 'veth', 'peer', 'name', tmp],
+           ns=self.ns)
+        sh(['ip', 'link', 'set', tmp, 'netns', vm.ns], ns=self.ns)
+        sh(['ip', 'link', 'set', tmp, 'name', ifname], ns=vm.ns)
+        sh(['ip', 'link', 'set', ifname, 'address', mac, 'mtu', str(mtu)],
+           ns=vm.ns)
+        for ns, dev in ((self.ns, port), (vm.ns, ifname)):
+            # veth TX checksum offload + OVS netdev = UDP with bad checksums.
+            sh(['ethtool', '-K', dev, 'tx', 'off'], ns=ns, check=False)
+            sh(['ip', 'link', 'set', dev, 'up'], ns=ns)
+        sh(['ip', 'link', 'set', 'lo', 'up'], ns=vm.ns)
+        if cidr:
+            sh(['ip', 'addr', 'add', cidr, 'dev', ifname], ns=vm.ns)
+        self.vsctl('add-port', 'br-int', port, '--', 'set', 'interface', port,
+                   'external_ids:iface-id=%s' % vnic_id,
+                   'external_ids:attached-mac=%s' % mac,
+                   'external_ids:vm-id=%s' % (vm_uuid or secrets.token_hex(16)),
+                   'external_ids:iface-status=active')
+        vm.nics[vnic_id] = {'port': port, 'ifname': ifname, 'mac': mac,
+                            'cidr': cidr}
+        return vm.nics[vnic_id]
+
+    def add_guest(self, name, nics, memory_mb=128, boot_timeout=60):
+        """Boot the lab guest under QEMU (TCG, single-threaded: see the lab
+        notes) with one virtio-net NIC per (vnic_id, ip_cidr); waits until
+        its /init says it is ready."""
+        from vwlab import guest_image
+        img = guest_image.build()
+        os.makedirs(self.dir, exist_ok=True)
+        g = Guest(name, self, os.path.join(self.dir, name + '.qemu.pid'),
+                  os.path.join(self.dir, name + '.console'))
+        vm_uuid = secrets.token_hex(16)
+        net_args, nets = [], []
+        for i, (vnic_id, cidr) in enumerate(nics):
+            self._nic_seq += 1
+            tap = 'vwtap%d' % self._nic_seq
+            mac = '52:54:00:%02x:%02x:%02x' % (
+                self.index, 0x80 | self._nic_seq >> 8 & 127,
+                self._nic_seq & 255)
+            # csum=off: the guest writes full checksums (notes, section 5).
+            net_args += ['-netdev', 'tap,id=n%d,ifname=%s,script=no,'
+                         'downscript=no' % (i, tap), '-device',
+                         'virtio-net-pci,netdev=n%d,mac=%s,csum=off' % (i,
+                                                                       mac)]
+            nets.append('eth%d=%s' % (i, cidr))
+            g.nics[vnic_id] = {'port': tap, 'ifname': 'eth%d' % i,
+                               'mac': mac, 'cidr': cidr}
+        sh(['qemu-system-x86_64', '-name', 'guest=%s,debug-threads=on' % name,
+            '-accel', 'tcg,thread=single', '-m', str(memory_mb), '-smp', '1',
+            '-no-reboot', '-kernel', img['kernel'],
+            '-initrd', img['initrd'], '-append',
+            'console=ttyS0 quiet panic=-1 vw.net=' + ','.join(nets),
+            '-serial', 'file:' + g.console, '-monitor', 'none',
+            '-display', 'none', '-pidfile', g.pidfile, '-daemonize']
+           + net_args, ns=self.ns)
+        for vnic_id, info in g.nics.items():
+            sh(['ip', 'link', 'set', info['port'], 'up'], ns=self.ns)
+            self.vsctl('add-port', 'br-int', info['port'], '--', 'set',
+                       'interface', info['port'],
+                       'external_ids:iface-id=%s' % vnic_id,
+                       'external_ids:attached-mac=%s' % info['mac'],
+                       'external_ids:vm-id=%s' % vm_uuid,
+                       'external_ids:iface-status=active')
+        wait_booted(g, boot_timeout)
+        self.vms[name] = g
+        return g
+
+    def define_guest(self, name, nics, boot_timeout=60):
+        """Start the lab guest through this host's libvirtd, NICs as
+        <interface type='bridge'><virtualport type='openvswitch'> with an
+        interfaceid each. nics: [(interfaceid (a UUID), ip_cidr)]."""
+        from vwlab import guest_image
+        from vwlab.libvirt_host import domain_xml
+        if self.libvirt is None:
+            raise LabError('lab was made without libvirt (Lab(libvirt=True))')
+        img = guest_image.build()
+        d = os.path.join(self.lab.dir, 'guests')
+        os.makedirs(d, exist_ok=True)
+        g = LibvirtGuest(name, os.path.join(d, name + '.console'),
+                         os.path.join(d, name + '.xml'),
+                         str(uuid_mod.uuid4()))
+        spec = []
+        for vnic_id, cidr in nics:
+            self._nic_seq += 1
+            mac = '52:54:00:%02x:%02x:%02x' % (
+                self.index, 0x40 | self._nic_seq >> 8 & 63,
+                self._nic_seq & 255)
+            spec.append((vnic_id, mac, cidr))
+            g.nics[vnic_id] = {'mac': mac, 'cidr': cidr}
+        with open(g.xml, 'w') as f:
+            f.write(domain_xml(name, spec, img['kernel'], img['initrd'],
+                               g.console, dom_uuid=g.uuid))
+        self.libvirt.virsh('create', g.xml)
+        wait_booted(g, boot_timeout)
+        return g
+
+    def unplug(self, vm, vnic_id):
+        """Unplug a vNIC (its info dict is returned, to plug it again)."""
+        info = vm.nics.pop(vnic_id)
+        port = info['port']
+        self.vsctl('--if-exists', 'del-port', 'br-int', port)
+        sh(['ip', 'link', 'del', port], ns=self.ns, check=False)
+        return info

@@ -1,0 +1,83 @@
+"""Shell helpers and the lab's fixed addresses."""
+import os
+import shlex
+import subprocess
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+HOST_SETUP = os.path.join(REPO, 'ovs-config', 'vw-host-setup')
+LAB_ROOT = os.environ.get('VW_LAB_ROOT', '/tmp/virtualwire-labs')
+MGMT_NET, UL_NET = '198.18.0', '198.19.0'
+CONTROLLER_IP = MGMT_NET + '.1'
+UNDERLAY_MTU = 1600
+
+
+class LabError(Exception):
+    pass
+
+
+def sh(cmd, ns=None, check=True, env=None, timeout=60):
+    """Run a command (a list, or a string for sh -c), optionally in a netns."""
+    if isinstance(cmd, str):
+        cmd = ['sh', '-c', cmd]
+    if ns:
+        cmd = ['ip', 'netns', 'exec', ns] + cmd
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                       timeout=timeout)
+    if check and p.returncode != 0:
+        text = ' '.join(shlex.quote(c) for c in cmd)
+        if len(text) > 300:
+            text = text[:300] + '...'
+        raise LabError('%s failed (%d): %s' % (
+            text, p.returncode,
+            (p.stderr or p.stdout).strip()))
+    return p.stdout
+
+
+def read_text(path):
+    try:
+        with open(path, errors='replace') as f:
+            return f.read()
+    except OSError:
+        return ''
+
+
+def kill_pidfile(path, wait=5.0):
+    try:
+        with open(path) as f:
+            pid = int(f.read().strip())
+    except (OSError, ValueError):
+        return
+    try:
+        os.kill(pid, 15)
+    except OSError:
+        return
+    end = time.time() + wait
+    while time.time() < end:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return
+        time.sleep(0.02)
+    try:
+        os.kill(pid, 9)
+    except OSError:
+        pass
+
+
+def tail(path, n):
+    try:
+        with open(path, errors='replace') as f:
+            return ''.join(f.readlines()[-n:])
+    except OSError as e:
+        return '(%s)' % e
+
+
+def free_port():
+    import socket
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
