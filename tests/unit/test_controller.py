@@ -290,3 +290,22 @@ def test_events_from_many_threads_are_applied_once_each_in_order():
     t.join(2)
     assert not errs
     assert len(views) == 40 and {v['state'] for v in views} == {'tunnelled'}
+
+
+def test_a_switch_error_makes_the_controller_dump_again_and_repair():
+    """After an error our picture of the switch may be wrong: the
+    controller dumps its table again and fixes what differs."""
+    from os_ken.ofproto import ofproto_v1_4_parser as p
+    h = Harness()
+    h.host('h1', ('a', 1))
+    h.host('h2', ('b', 1))
+    h.connect('a', 'b')
+    sw = h.fabric.switches['h1']
+    right = sw.flows()
+    sw.table.clear()                      # the switch lost its flows
+    err = p.OFPErrorMsg(sw, type_=1, code=2)
+    h.loop.post(h.ctl.on_switch_error, err)
+    h.settle()
+    assert sw.flows() == right
+    assert h.send('h1', 1) == [('h2', 1)]
+    assert h.call(h.ctl.status)['counters']['switch_errors'] == 1

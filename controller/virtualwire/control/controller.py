@@ -176,8 +176,9 @@ class Controller(MigrationHandlers, Views):
         self.loop.assert_owner()
         self.stats['switch_errors'] += 1
         dp = msg.datapath
-        LOG.error('switch %016x error type=%s code=%s', dp.id, msg.type,
-                  msg.code)
+        LOG.error('switch %s error type=%s code=%s',
+                  '%016x' % dp.id if dp.id is not None else dp.address,
+                  msg.type, msg.code)
         s = self._session(dp)
         if s is not None and s.installed is not None:
             # Our picture of its table may be wrong now: dump again.

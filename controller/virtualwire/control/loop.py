@@ -157,14 +157,12 @@ class Loop:
             self._in_handler = False
 
 
-def _current():
-    """The running thread or green thread (eventlet patches threading's
-    ident to the green thread's when the hub patched it; otherwise ask
-    the hub)."""
-    try:
-        import eventlet.greenthread
-        if hub.HUB_TYPE == 'eventlet':
-            return id(eventlet.greenthread.getcurrent())
-    except ImportError:
-        pass
-    return threading.get_ident()
+if hub.HUB_TYPE == 'eventlet':
+    import eventlet.greenthread
+
+    def _current():
+        """The running green thread (all of them share one OS thread)."""
+        return id(eventlet.greenthread.getcurrent())
+else:
+    def _current():
+        return threading.get_ident()
