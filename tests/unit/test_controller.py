@@ -60,6 +60,8 @@ def test_connect_refusals_change_nothing():
     before = tables(h)
     with pytest.raises(errors.Conflict, match='vNIC a is already wired'):
         h.connect('a', 'c')
+    with pytest.raises(errors.Conflict, match='vNIC b is already wired'):
+        h.connect('c', 'b')
     with pytest.raises(errors.Invalid, match='two different'):
         h.connect('c', 'c')
     with pytest.raises(errors.Invalid, match='vNIC id'):
@@ -276,8 +278,16 @@ def test_events_from_many_threads_are_applied_once_each_in_order():
     def worker(k):
         for i in range(k, 40, 8):
             try:
-                h.loop.call(h.ctl.check_connect, 'v%d' % i, 'v%d' % (i + 40))
-                h.intent.create_wire('v%d' % i, 'v%d' % (i + 40))
+                w = h.intent.create_wire('v%d' % i, 'v%d' % (i + 40))
+                # As REST does: the answer is read after the write is in.
+                view = h.loop.call(h.ctl.wire_view, w.connector_id)
+                assert view['a'] == 'v%d' % i
+                # A second wire on a taken vNIC is refused, changes nothing.
+                try:
+                    h.intent.create_wire('v%d' % i, 'v%d' % ((i + 1) % 40))
+                    errs.append('second wire on v%d accepted' % i)
+                except errors.Conflict:
+                    pass
             except Exception as e:      # pragma: no cover - reported below
                 errs.append(e)
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]

@@ -158,9 +158,10 @@ class RestApi:
         if unknown:
             raise errors.Malformed('unknown field(s): %s'
                                    % ', '.join(unknown))
-        self._call(self.ctl.check_connect, doc['a'], doc['b'])
+        ids.check_wire_ends(doc['a'], doc['b'])
         # The database is the arbiter between writers (Binding's unique
-        # index); the loop applies the wire when it comes back from it.
+        # index: a vNIC already wired is refused there, with its wire's
+        # id); the loop applies the wire when it comes back from it.
         wire = self.intent.create_wire(doc['a'], doc['b'])
         resp = _json(201, self._call(self.ctl.wire_view, wire.connector_id))
         resp.headers['Location'] = '/v1/wires/%d' % wire.connector_id

@@ -78,19 +78,6 @@ class Controller(MigrationHandlers, Views):
                         n_wires, len(self.tables.wires))
             self.tables.set_wires(self.intent.wires())
 
-    def check_connect(self, end_a, end_b):
-        """Refuse a wire the current state cannot take (before writing)."""
-        self.loop.assert_owner()
-        ids.check_vnic_id(end_a)
-        ids.check_vnic_id(end_b)
-        if end_a == end_b:
-            raise errors.Invalid('a wire needs two different vNICs, got %s '
-                                 'twice' % end_a)
-        for v in (end_a, end_b):
-            cid = self.tables.by_vnic.get(v)
-            if cid is not None:
-                raise errors.Conflict('vNIC %s is already wired (connector '
-                                      '%s)' % (v, ids.fmt_connector(cid)))
 
     def wire(self, cid):
         self.loop.assert_owner()

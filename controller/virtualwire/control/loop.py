@@ -102,12 +102,19 @@ class Loop:
         self._owner = _current()
         while not self._stopped:
             item = self._queue.get()
+            answered = False
             while item is not None:
+                answered |= item[3] is not None
                 self._run(item)
                 try:
                     item = self._queue.get(block=False)
                 except hub.QueueEmpty:
                     item = None
+            if answered:
+                # Let the callers just answered (REST) reply before the
+                # sync builds and sends bundles: under eventlet they would
+                # otherwise wait for it (~0.5 ms a connect on 50 hosts).
+                hub.sleep(0)
             if self.idle is not None and not self._stopped:
                 self._guard(self.idle)
 

@@ -32,6 +32,17 @@ def check_vnic_id(value):
     return value
 
 
+def check_wire_ends(end_a, end_b):
+    """A wire joins two different, valid vNIC ids (whether either is
+    already wired is the intent database's to say: it is the arbiter
+    between writers)."""
+    check_vnic_id(end_a)
+    check_vnic_id(end_b)
+    if end_a == end_b:
+        raise InvalidId('a wire needs two different vNICs, got %s twice'
+                        % end_a)
+
+
 def parse_connector_id(value):
     """Accept an int, a decimal string or a 0x-prefixed hex string."""
     if isinstance(value, bool):

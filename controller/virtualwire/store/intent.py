@@ -20,22 +20,17 @@ import random
 
 import ovs.db.idl
 
-from virtualwire.core import errors, ids
+from virtualwire.core import ids
 from virtualwire.core.model import Wire
 from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
+from virtualwire.store.errors import StoreError, VnicTaken
+
+__all__ = ['IntentStore', 'StoreError', 'VnicTaken', 'SCHEMA_PATH']
 
 LOG = logging.getLogger(__name__)
 SCHEMA_PATH = os.path.join(os.path.dirname(__file__), 'schema',
                            'virtualwire.ovsschema')
 DB_NAME = 'VirtualWire'
-
-
-class StoreError(errors.Unavailable):
-    """The database did not take a write (or did not answer)."""
-
-
-class VnicTaken(errors.Conflict):
-    """The database refused a second wire on a vNIC."""
 
 
 class _WireEvents(ovs.db.idl.Idl):

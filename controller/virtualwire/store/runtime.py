@@ -18,7 +18,7 @@ from os_ken.lib import hub
 
 from virtualwire.control.loop import Future
 from virtualwire.core.model import host_from_json, host_to_json
-from virtualwire.store.intent import StoreError
+from virtualwire.store.errors import StoreError
 
 LOG = logging.getLogger(__name__)
 

@@ -6,11 +6,14 @@ call, RARP packet-in, timer tick); the controller's OpenFlow messages go to
 the fake switches, whose replies and packet-ins come back as events, until
 nothing is left to do (`settle`).
 """
+import threading
 from typing import Callable, Dict, List
 
 from virtualwire.control.controller import Controller
 from virtualwire.control.loop import Future, Loop
+from virtualwire.core import ids
 from virtualwire.core.model import Encap, Host, VnicPort, Wire
+from virtualwire.store.errors import VnicTaken
 from virtualwire.testing.fakeswitch import FakeFabric
 
 TUN = 65000
@@ -24,20 +27,32 @@ class MemoryIntent:
         self.rows: Dict[int, Wire] = {}
         self.on_change: Callable = lambda events, n: None
         self._next = 0x1000
+        # Commits are serialized and their changes handed on in commit
+        # order, as ovsdb-server and IntentStore do.
+        self._lock = threading.Lock()
 
     def wires(self):
         return dict(self.rows)
 
     def create_wire(self, a, b, cid=None):
-        self._next += 1
-        w = Wire(cid or self._next, a, b, 'now')
-        self.rows[w.connector_id] = w
-        self.on_change([('upsert', w.connector_id, w)], len(self.rows))
-        return w
+        with self._lock:
+            for w in self.rows.values():       # Binding's unique index
+                for v in (a, b):
+                    if v in w.ends():
+                        raise VnicTaken('vNIC %s is already wired '
+                                        '(connector %s)' % (
+                                            v, ids.fmt_connector(
+                                                w.connector_id)))
+            self._next += 1
+            w = Wire(cid or self._next, a, b, 'now')
+            self.rows[w.connector_id] = w
+            self.on_change([('upsert', w.connector_id, w)], len(self.rows))
+            return w
 
     def delete_wire(self, cid):
-        self.rows.pop(cid, None)
-        self.on_change([('delete', cid, None)], len(self.rows))
+        with self._lock:
+            self.rows.pop(cid, None)
+            self.on_change([('delete', cid, None)], len(self.rows))
 
 
 class MemoryRuntime:
@@ -107,7 +122,7 @@ class Harness:
 
     # -- what REST does --------------------------------------------------------
     def connect(self, a, b):
-        self.loop.call(self.ctl.check_connect, a, b)
+        ids.check_wire_ends(a, b)
         w = self.intent.create_wire(a, b)
         self.settle()
         return self.loop.call(self.ctl.wire_view, w.connector_id)
