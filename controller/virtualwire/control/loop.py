@@ -19,30 +19,11 @@ import time
 
 from os_ken.lib import hub
 
+from virtualwire.future import Future
+
+__all__ = ['Future', 'Loop']
+
 LOG = logging.getLogger(__name__)
-
-
-class Future:
-    """A result the loop will produce; wait on it from any other thread."""
-
-    def __init__(self):
-        self._event = hub.Event()
-        self._value = None
-        self._error = None
-
-    def set(self, value=None, error=None):
-        self._value, self._error = value, error
-        self._event.set()
-
-    def done(self):
-        return self._event.is_set()
-
-    def result(self, timeout=None):
-        if not self._event.wait(timeout=timeout):
-            raise TimeoutError('no result within %ss' % timeout)
-        if self._error is not None:
-            raise self._error
-        return self._value
 
 
 class Loop:

@@ -1,7 +1,7 @@
 """Read-only views of the controller's state for the API (a part of
 `Controller`, on the control loop). Each returns plain JSON-ready values;
 nothing here changes state."""
-from virtualwire.control.loop import Future
+from virtualwire.future import Future
 from virtualwire.control.state import ControllerState
 from virtualwire.core import errors, ids
 from virtualwire.pipeline import carriers

@@ -16,7 +16,7 @@ import ovs.db.idl
 
 from os_ken.lib import hub
 
-from virtualwire.control.loop import Future
+from virtualwire.future import Future
 from virtualwire.core.model import host_from_json, host_to_json
 from virtualwire.store.errors import StoreError
 

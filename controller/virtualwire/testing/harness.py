@@ -10,7 +10,8 @@ import threading
 from typing import Callable, Dict, List
 
 from virtualwire.control.controller import Controller
-from virtualwire.control.loop import Future, Loop
+from virtualwire.control.loop import Loop
+from virtualwire.future import Future
 from virtualwire.core import ids
 from virtualwire.core.model import Encap, Host, VnicPort, Wire
 from virtualwire.store.errors import VnicTaken
