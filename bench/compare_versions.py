@@ -56,7 +56,7 @@ def main():
     for version in ('before', 'after'):
         fs = [f for (v, _), f in runs.items() if v == version]
         if fs:
-            summary[version] = {c: statistics.median(f[c] for f in fs)
+            summary[version] = {c: round(statistics.median(f[c] for f in fs), 3)
                                 for c in cols}
             summary[version]['runs'] = len(fs)
     if len(summary) == 2:
