@@ -11,12 +11,29 @@ def _ok(schema, desc='OK'):
 
 
 _ERR = {'$ref': '#/components/responses/Error'}
+# What core.ids accepts, declared so that clients (and the fuzzer) know.
+_VNIC = {'type': 'string', 'pattern': r'^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$',
+         'maxLength': 128}
 _WIRE_ID = {'name': 'wire_id', 'in': 'path', 'required': True,
-            'description': 'connector id, decimal or 0x-prefixed hex',
-            'schema': {'type': 'string'}}
+            'description': 'connector id: decimal, or 0x and 1-8 hex digits',
+            'schema': {'type': 'integer', 'minimum': 1,
+                       'maximum': 0xFFFFFFFF}}
 
 
 def openapi_document():
+    doc = _document()
+    # Any request can be malformed (400: e.g. control characters in its
+    # path) or lack the token (401).
+    for ops in doc['paths'].values():
+        for name, op in ops.items():
+            if name != 'parameters' and 'responses' in op:
+                op['responses'].setdefault('400', _ERR)
+                if 'security' not in op:
+                    op['responses'].setdefault('401', _ERR)
+    return doc
+
+
+def _document():
     return {
         'openapi': '3.0.3',
         'info': {'title': 'VirtualWire controller', 'version': '1',
@@ -48,8 +65,7 @@ def openapi_document():
             '/v1/vnics/{vnic_id}': {'get': {
                 'summary': 'One vNIC',
                 'parameters': [{'name': 'vnic_id', 'in': 'path',
-                                'required': True,
-                                'schema': {'type': 'string'}}],
+                                'required': True, 'schema': _VNIC}],
                 'responses': {'200': _ok(_ref('Vnic')), '401': _ERR,
                               '404': _ERR, '422': _ERR}}},
             '/v1/wires': {
@@ -104,13 +120,15 @@ def openapi_document():
             '/v1/migrations/{vm_uuid}/released': {
                 'parameters': [{'name': 'vm_uuid', 'in': 'path',
                                 'required': True,
-                                'schema': {'type': 'string'}}],
+                                'schema': {'type': 'string',
+                                           'format': 'uuid'}}],
                 'post': {'summary': "The guest left a host (libvirt hook, "
                                     "'release end'): completes or aborts "
                                     'its migration',
                          'requestBody': {'required': True, 'content': {
                              'application/json': {'schema': {
                                  'type': 'object', 'required': ['host'],
+                                 'additionalProperties': False,
                                  'properties': {'host': {
                                      'type': 'string'}}}}}},
                          'responses': {'200': _ok({'type': 'object'}),
@@ -132,11 +150,12 @@ def openapi_document():
                     'required': ['vm', 'vm_uuid', 'vnics', 'destination'],
                     'additionalProperties': False,
                     'properties': {
-                        'vm': {'type': 'string'},
+                        'vm': {'type': 'string', 'minLength': 1,
+                               'maxLength': 256},
                         'vm_uuid': {'type': 'string', 'format': 'uuid'},
                         'vnics': {'type': 'array', 'maxItems': 64,
-                                  'items': {'type': 'string'}},
-                        'destination': {'type': 'string'}}},
+                                  'uniqueItems': True, 'items': _VNIC},
+                        'destination': {'type': 'string', 'minLength': 1}}},
                 'Migration': {'type': 'object', 'properties': {
                     'id': {'type': 'string'}, 'vm': {'type': 'string'},
                     'vm_uuid': {'type': 'string'},
@@ -158,8 +177,8 @@ def openapi_document():
                 'ConnectRequest': {
                     'type': 'object', 'required': ['a', 'b'],
                     'additionalProperties': False,
-                    'properties': {'a': {'type': 'string'},
-                                   'b': {'type': 'string'}}},
+                    'description': 'a and b must differ',
+                    'properties': {'a': _VNIC, 'b': _VNIC}},
                 'Wire': {'type': 'object', 'properties': {
                     'id': {'type': 'integer', 'minimum': 1,
                            'maximum': 4294967295},

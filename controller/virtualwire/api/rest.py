@@ -95,9 +95,12 @@ class RestApi:
                 return error(400, 'the path contains control characters')
             match = self.mapper.match(environ=req.environ)
             if match is None:
-                if self.mapper.match(req.path_info):
-                    return error(405, 'method %s not allowed on %s'
+                allowed = self._allowed(req.path_info)
+                if allowed:
+                    resp = error(405, 'method %s not allowed on %s'
                                  % (req.method, req.path_info))
+                    resp.headers['Allow'] = ', '.join(allowed)
+                    return resp
                 return error(404, 'no such resource: %s' % req.path_info)
             action = match.pop('action')
             match.pop('controller', None)
@@ -113,6 +116,12 @@ class RestApi:
         except Exception:
             LOG.exception('internal error on %s %s', req.method, req.path)
             return error(500, 'internal error; see the controller log')
+
+    def _allowed(self, path):
+        """The methods some route takes on `path` (for 405's Allow)."""
+        return [m for m in ('GET', 'POST', 'DELETE')
+                if self.mapper.match(environ={'PATH_INFO': path,
+                                              'REQUEST_METHOD': m})]
 
     def _authorized(self, req):
         auth = req.headers.get('Authorization', '')

@@ -12,6 +12,7 @@ leave there, with these headers?" by running the installed entries.
 """
 import ipaddress
 import struct
+import threading
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
 
@@ -157,9 +158,9 @@ class FakeDatapath:
         elif msg_type == ofp.OFPT_BARRIER_REQUEST:
             reply = parser.OFPBarrierReply(self)
             reply.xid = xid
-            self.fabric.inbox.append(('barrier', self, reply))
+            self.fabric.post('barrier', self, reply)
         elif msg_type == ofp.OFPT_MULTIPART_REQUEST:
-            self.fabric.inbox.append(('stats', self, self._flow_stats(msg)))
+            self.fabric.post('stats', self, self._flow_stats(msg))
 
     def flow_mod(self, mod):
         e = Entry(mod)
@@ -263,9 +264,20 @@ class FakeFabric:
         self.switches: Dict[str, FakeDatapath] = {}
         self.inbox: List[Tuple[str, FakeDatapath, object]] = []
         self.packet_in_log: List[Tuple[FakeDatapath, object]] = []
+        self._lock = threading.Lock()   # the loop posts, a harness drains
+
+    def post(self, kind, dp, msg):
+        """A message from a switch to the controller."""
+        with self._lock:
+            self.inbox.append((kind, dp, msg))
+
+    def drain(self):
+        with self._lock:
+            out, self.inbox = self.inbox, []
+        return out
 
     def packet_in(self, dp, msg):
-        self.inbox.append(('packet_in', dp, msg))
+        self.post('packet_in', dp, msg)
         self.packet_in_log.append((dp, msg))
 
     def add(self, name, dpid, carriers=None, address=None):

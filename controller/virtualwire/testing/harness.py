@@ -148,17 +148,43 @@ class Harness:
         """Run events and hand the switches' answers back until quiet."""
         for _ in range(rounds):
             self.loop.run_pending()
-            inbox, self.fabric.inbox = self.fabric.inbox, []
-            if not inbox:
+            if not self._deliver():
                 return
-            for kind, _dp, msg in inbox:
-                if kind == 'barrier':
-                    self.loop.post(self.ctl.on_barrier_reply, msg)
-                elif kind == 'stats':
-                    self.loop.post(self.ctl.on_multipart_reply, msg, False)
-                elif kind == 'packet_in':
-                    self.loop.post(self.ctl.on_packet_in, msg)
         raise AssertionError('controller and fabric never settled')
+
+    def _deliver(self):
+        """Hand the switches' messages to the controller, as os-ken would."""
+        inbox = self.fabric.drain()
+        for kind, _dp, msg in inbox:
+            if kind == 'barrier':
+                self.loop.post(self.ctl.on_barrier_reply, msg)
+            elif kind == 'stats':
+                self.loop.post(self.ctl.on_multipart_reply, msg, False)
+            elif kind == 'packet_in':
+                self.loop.post(self.ctl.on_packet_in, msg)
+        return bool(inbox)
+
+    def run_threads(self):
+        """Run the loop on a thread of its own and deliver the switches'
+        answers from another, as in production (for callers that block on
+        the loop, e.g. REST). Returns stop()."""
+        stopped = threading.Event()
+
+        def deliver():
+            while not stopped.is_set():
+                if not self._deliver():
+                    stopped.wait(0.001)
+        threads = [threading.Thread(target=self.loop.run, daemon=True),
+                   threading.Thread(target=deliver, daemon=True)]
+        for t in threads:
+            t.start()
+
+        def stop():
+            stopped.set()
+            self.loop.stop()
+            for t in threads:
+                t.join(5)
+        return stop
 
     def send(self, host, port, **kw):
         """Deliveries of a frame entering host's port; packet-ins it caused
