@@ -94,7 +94,7 @@ class Loop:
             if answered:
                 # Let the callers just answered (REST) reply before the
                 # sync builds and sends bundles: under eventlet they would
-                # otherwise wait for it (~0.5 ms a connect on 50 hosts).
+                # otherwise wait for it (docs/benchmarks.rst, the reshape).
                 hub.sleep(0)
             if self.idle is not None and not self._stopped:
                 self._guard(self.idle)

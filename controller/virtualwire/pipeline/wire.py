@@ -12,7 +12,7 @@ tags, ARP, LLDP, BPDUs, any ethertype) crosses unchanged. While an end
 live-migrates, `wire_flows` adds the flows that let the destination switch
 activate itself on the guest's RARP (a learn action).
 """
-from typing import Dict, Optional, Set
+from typing import Dict, Set
 
 from virtualwire.core import ids
 from virtualwire.core.model import Location
@@ -173,7 +173,3 @@ def activation_flows(table) -> Dict[tuple, Flow]:
                 out[(f.table, a[1], a[3])] = f
     return out
 
-
-def learned_delivery(rarp: Flow) -> Optional[int]:
-    """The port a RARP flow's learned flow delivers to (its in_port)."""
-    return dict(rarp.match).get('in_port')  # type: ignore[return-value]

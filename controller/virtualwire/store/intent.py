@@ -71,7 +71,7 @@ class IntentStore:
         with client.lock:
             events, client.idl.events = client.idl.events, []
             n = len(client.idl.tables['Wire'].rows)
-            if self.on_change and (events or n is not None):
+            if self.on_change:
                 self.on_change(events, n)
 
     def flush(self):
