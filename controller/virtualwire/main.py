@@ -52,8 +52,8 @@ def parse_args(argv=None):
     p.add_argument('--move-timeout', type=_positive, default=900.0,
                    metavar='SECONDS',
                    help='cancel a vNIC move (migration) not activated by '
-                        "the guest's RARP within this time: its wires go "
-                        'back to the source alone (default: %(default)s)')
+                        "the guest's first frame within this time: its wires "
+                        'go back to the source alone (default: %(default)s)')
     p.add_argument('--log-file', default='')
     p.add_argument('--log-level', default='INFO')
     return p.parse_args(argv)

@@ -40,11 +40,11 @@ def test_wire_phase_follows_a_move():
         'source': 'h1', 'destination': 'h2', 'activated': False}}))
     assert prepared == ("wire 0x00000007 tunnelled h1-h3, nic-a moving "
                         "h1 -> h2: both hosts receive, h1 delivers until "
-                        "the guest's RARP")
+                        "the guest's first frame on h2")
     active = wire_phase(_wire(host_a='h2', moving={'nic-a': {
         'source': 'h1', 'destination': 'h2', 'activated': True}}))
     assert active.startswith('wire 0x00000007 tunnelled h2-h3, nic-a moving '
-                             'h1 -> h2: activated by its RARP')
+                             'h1 -> h2: activated by the guest')
     assert wire_phase(_wire(state='pending', host_a=None, host_b=None)) == \
         'wire 0x00000007 pending -'
     assert wire_phase(_wire(state='collapsed', host_b='h1')) == \

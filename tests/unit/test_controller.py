@@ -1,5 +1,5 @@
 """The controller driven by events (switch connects, port appears, REST
-connect, RARP packet-in, timer) against a fake fabric that consumes the
+connect, packet-in, timer) against a fake fabric that consumes the
 real OpenFlow messages it sends: what a frame does at each step."""
 import threading
 import uuid
@@ -14,6 +14,18 @@ from virtualwire.testing.harness import TUN, Harness, MemoryRuntime
 from virtualwire.testing.fakeswitch import Packet
 
 RARP = 0x8035
+_MAC = bytes.fromhex('020000000001')
+_IP = bytes([10, 0, 0, 1])
+# A guest's possible first frames on its destination: (eth_type, payload,
+# the trigger the migration record names).
+FIRST_FRAMES = {
+    'rarp': (RARP, b'\0' * 28, 'rarp'),
+    'garp': (0x0806, bytes.fromhex('000108000604') + b'\0\1' + _MAC + _IP
+             + b'\0' * 6 + _IP, 'garp'),
+    'ipv6-na': (0x86dd, bytes.fromhex('6000000000203aff') + b'\0' * 32
+                + bytes([136, 0]) + b'\0' * 30, 'ipv6-na'),
+    'data': (0x0800, b'\x45' + b'\0' * 40, 'ipv4'),
+}
 
 
 def tables(h):
@@ -112,18 +124,21 @@ def _migrating(move_timeout=900.0):
     return h, w, vm
 
 
-def test_migration_activates_in_the_switch_on_the_rarp_then_completes():
+@pytest.mark.parametrize('first', FIRST_FRAMES.values(),
+                         ids=list(FIRST_FRAMES))
+def test_migration_activates_in_the_switch_on_the_first_frame(first):
+    eth_type, payload, trigger = first
     h, w, vm = _migrating()
     plain = tables(h)
     h.host('h2', ('g', 2))                         # destination tap plugged
     assert h.send('h3', 5) == [('h1', 1)]          # paused copy gets nothing
-    assert h.send('h2', 2) == [('h3', 5)]          # guest resumed early: sent
     moving = h.call(h.ctl.wire_view, w['id'])['moving']
     assert moving == {'g': {'source': 'h1', 'destination': 'h2',
                             'activated': False}}
-    # The guest's RARP on h2: the switch learns delivery itself and tells
-    # the controller, which cleans up.
-    assert h.send('h2', 2, eth_type=RARP) == [('h3', 5)]
+    # The guest's first frame on h2, whatever its kind, goes on to the far
+    # end; the switch learns delivery itself and tells the controller,
+    # which cleans up.
+    assert h.send('h2', 2, payload=payload, eth_type=eth_type) == [('h3', 5)]
     assert h.send('h3', 5) == [('h2', 2)]
     assert h.call(h.ctl.wire_view, w['id'])['moving']['g']['activated']
     h.host('h1')                                   # source port goes
@@ -134,7 +149,38 @@ def test_migration_activates_in_the_switch_on_the_rarp_then_completes():
     h.call(h.ctl.migration_released, vm, 'h1')
     [m] = h.call(h.ctl.migration_views)
     assert m['state'] == 'completed' and set(m['activated']) == {'g'}
-    assert h.runtime.migration_rows[m['id']]['state'] == 'completed'
+    assert m['activated_by'] == {'g': trigger}
+    assert h.runtime.migration_rows[m['id']]['activated_by'] == {'g': trigger}
+
+
+def test_a_silent_guest_is_activated_by_its_sources_release_hook():
+    """The last resort when the guest sends nothing on its destination (a
+    QEMU whose announce sends nothing, a guest that disabled it): the
+    source's libvirt hook says the guest left it."""
+    h, w, vm = _migrating()
+    h.host('h2', ('g', 2))
+    assert h.send('h3', 5) == [('h1', 1)]
+    h.call(h.ctl.migration_released, vm, 'h1')
+    assert h.send('h3', 5) == [('h2', 2)]
+    [m] = h.call(h.ctl.migration_views)
+    assert m['activated_by'] == {'g': 'release-hook'}
+    assert h.fabric.switches['h2'].packet_ins == []
+
+
+def test_a_silent_unannounced_guest_is_activated_when_its_source_leaves():
+    """No hook reached the controller and the guest sent nothing: the
+    source port leaving OVSDB ends the move, and the record says so."""
+    h = Harness()
+    h.host('h1', ('g', 1))
+    h.host('h3', ('f', 5))
+    h.connect('g', 'f')
+    h.host('h2', ('g', 2))                         # seen in OVSDB only
+    assert h.send('h3', 5) == [('h1', 1)]
+    h.host('h1')
+    assert h.send('h3', 5) == [('h2', 2)]
+    [m] = h.call(h.ctl.migration_views)
+    assert (m['found_by'], m['state']) == ('ovsdb', 'completed')
+    assert m['activated_by'] == {'g': 'source-left'}
 
 
 def test_aborted_migration_restores_the_exact_flows():
@@ -214,8 +260,8 @@ def test_restart_removes_flows_nobody_wants():
 def test_restart_mid_migration_reads_the_activation_from_the_switch():
     h, w, vm = _migrating()
     h.host('h2', ('g', 2))
-    # The controller is gone when the guest's RARP arrives: the switch
-    # activates by itself.
+    # The controller is gone when the guest's first frame arrives: the
+    # switch activates by itself.
     h.fabric.deliveries('h2', 2, eth_type=RARP)
     h.fabric.inbox.clear()                         # nobody listening
     # Delivery switched in the switch (the far end still sends to both,
@@ -229,6 +275,8 @@ def test_restart_mid_migration_reads_the_activation_from_the_switch():
     n.host('h3', ('f', 5), connect=False)
     assert n.call(n.ctl.wire_view, w['id'])['moving']['g']['activated']
     assert n.send('h3', 5) == [('h2', 2)]
+    [m] = n.call(n.ctl.migration_views)
+    assert m['activated_by'] == {'g': 'found-in-table'}
 
 
 def test_wire_stats_count_frames_each_way():

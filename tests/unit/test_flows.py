@@ -258,7 +258,7 @@ def test_incremental_tables_match_the_reference_under_random_changes():
                 placement[v].pop(1)
                 moves.pop(v, None)
         elif op == 'activate' and any(not m.activated for m in moves.values()):
-            # The guest's RARP on the destination.
+            # The guest's first frame on the destination.
             v = rng.choice(sorted(v for v, m in moves.items()
                                   if not m.activated))
             assert inc.activate(v, moves[v].destination)

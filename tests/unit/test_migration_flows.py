@@ -1,6 +1,7 @@
 """A wire whose end live-migrates, on a fake fabric: where each frame lands
-before the guest's RARP, when the switch itself activates the destination,
-and after the controller cleans up."""
+before the guest's first frame on its destination, when the switch itself
+activates the destination on that frame (whatever its kind), and after
+the controller cleans up."""
 import pytest
 
 from virtualwire.pipeline import flow as pf
@@ -13,7 +14,11 @@ from virtualwire.core.world import World
 
 TUN = 65000
 IPS = {'h1': '198.19.0.11', 'h2': '198.19.0.12', 'h3': '198.19.0.13'}
-RARP = fl.ETH_RARP
+RARP = 0x8035
+# What a guest may send first on its destination: QEMU's announce, the
+# guest's own gratuitous ARP or IPv6 NA, data, or anything else.
+FIRST_FRAMES = {'rarp': RARP, 'arp': 0x0806, 'ipv6': 0x86dd, 'ipv4': 0x0800,
+                'lldp': 0x88cc}
 
 
 def host(name, *vnics):
@@ -52,8 +57,11 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize('first', FIRST_FRAMES.values(),
+                         ids=list(FIRST_FRAMES))
 @pytest.mark.parametrize('far', CASES.values(), ids=list(CASES))
-def test_switchover_happens_in_the_switch_at_the_rarp(far):
+def test_switchover_happens_in_the_switch_at_the_guests_first_frame(
+        far, first):
     fab = fabric()
     before = {'h1': [('g', 1)]}
     before.setdefault(far, []).append(('f', 5))
@@ -67,12 +75,12 @@ def test_switchover_happens_in_the_switch_at_the_rarp(far):
     sync(fab, world(during, ('h1', 'h2')))
     assert fab.deliveries(far, 5) == [('h1', 1)]
     assert fab.deliveries('h1', 1) == [(far, 5)]
-    assert fab.deliveries('h2', 2) == [(far, 5)]         # guest resumed early
     assert fab.switches['h2'].packet_ins == []
 
-    # The guest's RARP on the destination: the switch learns delivery there
-    # and tells the controller; nothing else changes yet.
-    assert fab.deliveries('h2', 2, eth_type=RARP) == [(far, 5)]
+    # The guest's first frame on the destination, whatever it is, goes to
+    # the far end; the switch learns delivery there and tells the
+    # controller; nothing else changes yet.
+    assert fab.deliveries('h2', 2, eth_type=first) == [(far, 5)]
     assert [p.in_port for p in fab.switches['h2'].packet_ins] == [2]
     assert ('h2', 2) in fab.deliveries(far, 5)
 
@@ -83,6 +91,7 @@ def test_switchover_happens_in_the_switch_at_the_rarp(far):
     assert fab.deliveries(far, 5) == [('h2', 2)]
     assert fab.deliveries('h2', 2) == [(far, 5)]
     assert fab.deliveries('h2', 2, eth_type=RARP) == [(far, 5)]   # plain now
+    assert len(fab.switches['h2'].packet_ins) == 1
     kept = learned & set(fab.switches['h2'].flows())
     assert any(f.actions == (('output', 2),) for f in kept)
 
@@ -110,13 +119,14 @@ def test_destination_drops_frames_until_activation_so_none_arrive_twice():
     assert len(gated) == 1 and fab.switches['h2'].counters[gated[0].key] == 3
 
 
-def test_rarp_on_the_source_or_a_stranger_port_activates_nothing():
+def test_frames_on_the_source_or_a_stranger_port_activate_nothing():
     fab = fabric()
     w = world({'h1': [('g', 1), ('x', 3)], 'h2': [('g', 2), ('y', 4)],
                'h3': [('f', 5)]}, ('h1', 'h2'))
     sync(fab, w)
-    fab.deliveries('h1', 1, eth_type=RARP)
-    fab.deliveries('h2', 4, eth_type=RARP)
+    for first in FIRST_FRAMES.values():
+        fab.deliveries('h1', 1, eth_type=first)
+        fab.deliveries('h2', 4, eth_type=first)
     assert fab.deliveries('h3', 5) == [('h1', 1)]
     assert all(not sw.packet_ins for sw in fab.switches.values())
 

@@ -22,8 +22,7 @@ FLOWS = {
                                       'tunnel_id': 0xFFFFFFFF,
                                       'tun_ipv4_src': '198.19.0.2'},
                        [('output', 1)], COOKIE),
-    'activate': make_flow(WIRE, 'activate', {'in_port': 2,
-                                             'eth_type': 0x8035}, [
+    'activate': make_flow(WIRE, 'activate', {'in_port': 2}, [
         ('learn', 100, COOKIE, (('in_port', 65000),
                                 ('tun_ipv4_src', '198.19.0.3'),
                                 ('tunnel_id', 0xFFFFFFFF))),

@@ -167,8 +167,16 @@ def _document():
                     'started_at': {'type': 'number'},
                     'ended_at': {'type': ['number', 'null']},
                     'activated': {'type': 'object', 'description':
-                                  'vNIC -> when its RARP switched delivery '
-                                  'to the destination'},
+                                  "vNIC -> when the guest's first frame on "
+                                  'the destination switched delivery there'},
+                    'activated_by': {'type': 'object', 'description':
+                                     'vNIC -> what activated it: the kind '
+                                     'of that first frame (rarp, garp, arp, '
+                                     'ipv6-na, ipv4, ipv6, ...) or a last '
+                                     'resort (release-hook: the source\'s '
+                                     'hook said the guest left; source-left: '
+                                     'its source port went; found-in-table: '
+                                     'read from the switch after a restart)'},
                     'moves': {'type': 'object', 'description':
                               'vNIC -> how its move ended in the data plane'},
                     'found_by': {'type': 'string', 'enum': ['hook', 'ovsdb'],
@@ -193,7 +201,7 @@ def _document():
                     'moving': {'type': 'object', 'description':
                                'vNIC -> {source, destination, activated} '
                                'for each end being live-migrated: until '
-                               "activated (the guest's RARP on the "
+                               "activated (the guest's first frame on the "
                                'destination) the far end sends to both '
                                'hosts and the source delivers'}}},
                 'Direction': {'type': 'object', 'properties': {

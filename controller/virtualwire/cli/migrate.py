@@ -1,6 +1,6 @@
 """`vwctl migrate VM DEST`: a live migration through libvirt-python, with
 progress and the controller's view of each of the guest's wires as it
-changes (prepared on both hosts, activated by the RARP, re-pointed), then
+changes (prepared on both hosts, activated by the guest, re-pointed), then
 the wires as they end up.
 
 Hosts are named as VirtualWire names them; their libvirt URIs come from the
@@ -60,10 +60,10 @@ def wire_phase(wire):
     for vnic, m in sorted((wire.get('moving') or {}).items()):
         parts.append('%s moving %s -> %s: %s' % (
             vnic, m['source'], m['destination'],
-            'activated by its RARP, sisters being re-pointed'
+            'activated by the guest, sisters being re-pointed'
             if m['activated'] else
-            "both hosts receive, %s delivers until the guest's RARP"
-            % m['source']))
+            "both hosts receive, %s delivers until the guest's first frame "
+            "on %s" % (m['source'], m['destination'])))
     return ', '.join(parts)
 
 

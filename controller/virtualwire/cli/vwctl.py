@@ -9,6 +9,7 @@ by --config or $VWCTL_CONFIG, ~/.config/virtualwire/vwctl.conf:
     token_file = /var/lib/virtualwire/api-token     (or: token = ...)
 """
 import argparse
+import collections
 import json
 import os
 import sys
@@ -39,8 +40,8 @@ def cmd_vnics(c, a):
 
 
 def moving_text(wire):
-    """'h1->h2' per end being live-migrated ('*' once its RARP activated
-    the destination), '-' for none."""
+    """'h1->h2' per end being live-migrated ('*' once the guest's first
+    frame there activated the destination), '-' for none."""
     return ' '.join('%s->%s%s' % (m['source'], m['destination'],
                                   '*' if m['activated'] else '')
                     for _v, m in sorted((wire.get('moving') or {}).items())
@@ -65,6 +66,13 @@ def migration_rows(migrations):
             'vm': m['vm'] or m['vm_uuid'], 'state': m['state'],
             'move': '%s -> %s' % (','.join(sources) or '?', m['destination']),
             'activated': '%d/%d' % (len(m['activated']), len(m['vnics'])),
+            # What activated each vNIC (its first frame's kind, or a last
+            # resort), counted: 'rarp' or 'garp x2, source-left'.
+            'activated_by': ', '.join(
+                k if n == 1 else '%s x%d' % (k, n) for k, n in sorted(
+                    collections.Counter(
+                        (m.get('activated_by') or {}).values()).items())
+            ) or '-',
             'found_by': m['found_by'],
             'started': time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(
                 m['started_at'])),
@@ -76,8 +84,8 @@ def migration_rows(migrations):
 def cmd_migrations(c, a):
     doc = c.call('GET', '/v1/migrations')
     return doc, _table(migration_rows(doc['migrations']), [
-        'vm', 'state', 'move', 'activated', 'found_by', 'started', 'took_s',
-        'id'])
+        'vm', 'state', 'move', 'activated', 'activated_by', 'found_by',
+        'started', 'took_s', 'id'])
 
 
 def cmd_show(c, a):

@@ -1,14 +1,16 @@
 """Live-migration handlers of the controller (a part of `Controller`, on
 the control loop): the hook's announcements and releases, data-plane
-activation seen as a RARP packet-in or in a dumped table, moves inferred
-from OVSDB, and moves that never activated."""
+activation seen as a packet-in (the guest's first frame on its destination)
+or in a dumped table, the last resorts when the guest sent nothing (the
+source's release hook, the source port leaving), moves inferred from OVSDB,
+and moves that never activated."""
 import logging
 
 from virtualwire.control.migrations import ABORTED, TIMED_OUT, parse_vm_uuid
 from virtualwire.control.state import ControllerState
-from virtualwire.core import errors
-from virtualwire.core.placement import MoveEnded, MoveSeen
-from virtualwire.pipeline.wire import ETH_RARP, activation_flows
+from virtualwire.core import errors, frames
+from virtualwire.core.placement import COMPLETED, MoveEnded, MoveSeen
+from virtualwire.pipeline.wire import activation_flows
 
 LOG = logging.getLogger(__name__)
 
@@ -34,6 +36,14 @@ class MigrationHandlers(ControllerState):
                              ev.move.destination)
                 self._record(m)
             elif isinstance(ev, MoveEnded):
+                if ev.outcome == COMPLETED and not ev.move.activated:
+                    # The guest sent nothing on its destination before its
+                    # source went: the move's end is the last resort.
+                    LOG.warning('vNIC %s: no frame from the guest on %s '
+                                'before its source %s left', ev.vnic,
+                                ev.move.destination, ev.move.source)
+                    self._record(self.migrations.activated(
+                        ev.vnic, ev.move.destination, frames.SOURCE_LEFT))
                 LOG.info('vNIC %s move %s -> %s %s', ev.vnic, ev.move.source,
                          ev.move.destination, ev.outcome)
                 self.move_seen.pop(ev.vnic, None)
@@ -77,6 +87,14 @@ class MigrationHandlers(ControllerState):
         if not self.migrations.known(vm_uuid):
             raise errors.NotFound('no migration of guest %s is known'
                                   % vm_uuid)
+        m = self.migrations.active.get(vm_uuid)
+        if m is not None and host != m.destination and \
+                host in m.sources.values():
+            # The guest left its source: it runs on the destination even if
+            # it has sent nothing there yet (a QEMU whose announce sent
+            # nothing, a guest that disabled it): a last resort.
+            for v in m.vnics:
+                self._activate(v, m.destination, frames.RELEASE_HOOK)
         m = self.migrations.released(vm_uuid, host)
         if m is not None and m.state == ABORTED:
             for v in m.vnics:
@@ -93,22 +111,20 @@ class MigrationHandlers(ControllerState):
         self._placement_events(self.tables.cancel_move(vnic, outcome))
 
     def on_packet_in(self, msg):
-        """The copy of a moving guest's RARP its destination sends once its
-        learn action switched delivery over: clean up around it."""
+        """The copy of a moving guest's first frame on its destination,
+        sent once the switch's learn action switched delivery over: clean
+        up around it, and record what kind of frame it was."""
         self.loop.assert_owner()
-        data = bytes(msg.data or b'')
-        if len(data) < 14 or int.from_bytes(data[12:14], 'big') != ETH_RARP:
-            return
         host = self.host_of_dpid(msg.datapath.id)
         vnic = self.tables.vnic_at(host, msg.match.get('in_port')) \
             if host else None
         if vnic is not None:
-            self._activate(vnic, host, 'RARP')
+            self._activate(vnic, host, frames.kind(bytes(msg.data or b'')))
 
-    def _activate(self, vnic, host, how):
+    def _activate(self, vnic, host, trigger):
         if self.tables.activate(vnic, host):
-            LOG.info('vNIC %s activated on %s (%s)', vnic, host, how)
-            self._record(self.migrations.activated(vnic, host))
+            LOG.info('vNIC %s activated on %s (%s)', vnic, host, trigger)
+            self._record(self.migrations.activated(vnic, host, trigger))
 
     def activations_in(self, dpid, installed):
         """A destination that learned its flow while we were not listening
@@ -122,7 +138,7 @@ class MigrationHandlers(ControllerState):
             if have is not None and have.actions == (('output', port),):
                 vnic = self.tables.vnic_at(host, port)
                 if vnic:
-                    self._activate(vnic, host, 'found in its flow table')
+                    self._activate(vnic, host, frames.FOUND_IN_TABLE)
 
     def expire_moves(self):
         """A move never activated within move_timeout (a migration stuck or

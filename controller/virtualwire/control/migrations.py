@@ -39,8 +39,12 @@ class Migration:
     state: str = PREPARED
     started_at: float = field(default_factory=time.time)
     ended_at: Optional[float] = None
-    # vNIC -> when its RARP switched delivery to the destination
+    # vNIC -> when the guest's first frame on the destination switched
+    # delivery there, and what did it (`core.frames`: 'rarp', 'garp',
+    # 'ipv6-na', 'ipv4', ...; or 'found-in-table', 'release-hook',
+    # 'source-left')
     activated: Dict[str, float] = field(default_factory=dict)
+    activated_by: Dict[str, str] = field(default_factory=dict)
     # vNIC -> how its move ended in the data plane ('completed'|'aborted'|
     # 'timed-out')
     moves: Dict[str, str] = field(default_factory=dict)
@@ -164,11 +168,14 @@ class MigrationBook:
             return self._end(m, COMPLETED)
         return None
 
-    def activated(self, vnic, host, when=None):
-        """vNIC's guest announced itself on `host` (data-plane activation)."""
+    def activated(self, vnic, host, trigger, when=None):
+        """vNIC's guest showed up on `host` (data-plane activation), by
+        `trigger`. Returns the record, or None if no migration has it."""
         for m in self.active.values():
             if vnic in m.vnics and m.destination == host:
-                m.activated.setdefault(vnic, when or time.time())
+                if vnic not in m.activated:
+                    m.activated[vnic] = when or time.time()
+                    m.activated_by[vnic] = trigger
                 return m
         return None
 

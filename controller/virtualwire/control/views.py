@@ -34,7 +34,7 @@ class Views(ControllerState):
             'host_b': lb.host if lb else None,
             'created_at': wire.created_at,
             # Ends being live-migrated: both hosts receive the wire until
-            # the guest's RARP activates the destination.
+            # the guest's first frame there activates the destination.
             'moving': {v: {'source': m.source, 'destination': m.destination,
                            'activated': m.activated}
                        for v, m in moves.items()},

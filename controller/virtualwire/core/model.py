@@ -81,8 +81,8 @@ class Location:
 class Move:
     """A vNIC on its way from one host to another (a live migration): its
     destination tap exists while the guest still runs on the source. Until
-    `activated` (the guest's RARP seen on the destination) traffic for it
-    is delivered on the source; afterwards on the destination."""
+    `activated` (the guest's first frame seen on the destination) traffic
+    for it is delivered on the source; afterwards on the destination."""
     source: str
     destination: str
     activated: bool = False

@@ -2,8 +2,8 @@
 
 A vNIC is *claimed* by every host it is plugged on. Plugged on two hosts it
 is moving (announced by the libvirt hook, or inferred when no hook could
-reach us): traffic goes to the source until the guest's RARP activates the
-destination. The source leaving completes the move; the destination
+reach us): traffic goes to the source until the guest's first frame on the
+destination activates it. The source leaving completes the move; the destination
 leaving aborts it. Methods return the events that happened; the caller
 (`control`) records them. Nothing here does I/O.
 """
@@ -121,7 +121,7 @@ class Placement:
         return True
 
     def activate(self, vnic: str, host: str) -> bool:
-        """The guest announced itself on `host` (its RARP): deliver there
+        """The guest showed up on `host` (its first frame there): deliver there
         from now on. True if that activated a move."""
         move = self.moves.get(vnic)
         if move is None or move.activated or move.destination != host or \

@@ -52,7 +52,7 @@ COOKIES: Tuple[CookieSpace, ...] = (
 WIRE = Table(
     id=0, name='wire',
     priorities={'activate': 110, 'wire': 100, 'miss': 0},
-    match_fields=frozenset({'in_port', 'eth_type', 'vlan_vid', 'tunnel_id',
+    match_fields=frozenset({'in_port', 'vlan_vid', 'tunnel_id',
                             'tun_ipv4_src'}),
     actions=frozenset({'output', 'set_field', 'learn', 'push_vlan',
                        'pop_vlan'}),

@@ -10,7 +10,7 @@ Matching the carrier's source means only the host holding the far end can
 inject frames into a wire. No L2/L3 field is matched, so every frame (VLAN
 tags, ARP, LLDP, BPDUs, any ethertype) crosses unchanged. While an end
 live-migrates, `wire_flows` adds the flows that let the destination switch
-activate itself on the guest's RARP (a learn action).
+activate itself on the guest's first frame there (a learn action).
 """
 from typing import Dict, Set
 
@@ -21,7 +21,6 @@ from virtualwire.pipeline import carriers, ends
 from virtualwire.pipeline.flow import Flow, default_flows, make_flow
 from virtualwire.pipeline.tables import WIRE
 
-ETH_RARP = 0x8035
 OFPP_CONTROLLER = 0xfffffffd
 
 # Wire states reported to users.
@@ -98,10 +97,12 @@ def wire_flows(wire, hosts, locations, shadows=None) -> Dict[str, Set[Flow]]:
       - the far end sends every frame to both the source and the
         destination (no controller round trip at switchover);
       - the destination drops them (a paused guest's tap would queue them
-        and deliver them late, as duplicates) until the guest's RARP
-        announce (ethertype 0x8035) arrives on its port: a learn action
-        then installs, in the switch itself, exactly the flow that
-        delivers them, and a copy goes to the controller to clean up;
+        and deliver them late, as duplicates) until the guest's first
+        frame of any kind arrives on its port (QEMU's RARP announce,
+        a gratuitous ARP, an IPv6 NA, data: a paused guest sends
+        nothing, so any frame means it runs there): a learn action then
+        installs, in the switch itself, exactly the flow that delivers
+        them, and a copy goes to the controller to clean up;
       - both source and destination send the guest's frames to the far end.
     If both ends move at once, or the hosts share no carrier, the wire
     keeps its plain flows (it switches when a source port leaves)."""
@@ -123,9 +124,7 @@ def wire_flows(wire, hosts, locations, shadows=None) -> Dict[str, Set[Flow]]:
             learned = (ends.kind_of(far).ingress_match(far)
                        if far.host == dst.host else
                        b.ingress(dst.host, far.host))
-            match = dict(ends.kind_of(dst).ingress_match(dst),
-                         eth_type=ETH_RARP)
-            b.add(dst.host, 'activate', match,
+            b.add(dst.host, 'activate', ends.kind_of(dst).ingress_match(dst),
                   [('learn', WIRE.priority('wire'), b.cookie,
                     tuple(sorted(learned.items())))] +
                   b.send(dst.host, far) + [('output', OFPP_CONTROLLER)])
@@ -163,7 +162,7 @@ def compute_flows(world) -> Dict[str, Set[Flow]]:
 
 
 def activation_flows(table) -> Dict[tuple, Flow]:
-    """{key of a learned flow: RARP flow that learns it} in a host's
+    """{key of a learned flow: activation flow that learns it} in a host's
     desired table, to recognise activations the switch made while the
     controller was not listening."""
     out = {}

@@ -2,7 +2,7 @@
 threads: the way unit tests exercise the control layer end to end.
 
 Events enter as they do in production (switch up, host OVSDB change, REST
-call, RARP packet-in, timer tick); the controller's OpenFlow messages go to
+call, packet-in, timer tick); the controller's OpenFlow messages go to
 the fake switches, whose replies and packet-ins come back as events, until
 nothing is left to do (`settle`).
 """
