@@ -1,5 +1,6 @@
 """Stand-in VMs (namespaces) and real QEMU guests of a lab host."""
 import json
+import os
 import subprocess
 import sys
 import time
@@ -36,9 +37,16 @@ class Vm:
         lines = [l for l in p.stdout.splitlines() if l.strip()]
         return json.loads(lines[-1]) if lines else None
 
-    def tool_bg(self, *args):
-        return subprocess.Popen(self.tool_cmd(*args), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+    def tool_bg(self, *args, realtime=False):
+        """Start a traffic tool in this VM. realtime: run it SCHED_FIFO, so
+        that a probe keeps its schedule while a migration loads the
+        machine (a 2-core host running two TCG guests starved a normal
+        1 kHz sender for over a second)."""
+        p = subprocess.Popen(self.tool_cmd(*args), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        if realtime:
+            os.sched_setscheduler(p.pid, os.SCHED_FIFO, os.sched_param(10))
+        return p
 
     def ping(self, dst, count=3, interval=0.2, size=56, df=False, wait=2):
         cmd = ['ping', '-n', '-q', '-c', str(count), '-i', str(interval),

@@ -26,6 +26,7 @@ import argparse
 import hashlib
 import json
 import select
+import signal
 import socket
 import struct
 import sys
@@ -201,7 +202,9 @@ def tcp_send(dst, port, nbytes, seed=1):
 ECHO = struct.Struct('!QQ')     # our sequence, the responder's rx counter
 
 
-SEND_GAP = 0.005        # s between two sends that counts as a silence
+# s between two sends that counts as a silence: at 1 kHz, over 2 ms means
+# at least one datagram was not sent when due (vwlab.outage.PROBE_GAP).
+SEND_GAP = 0.002
 
 
 def echo_report(sent_at, echoes):
@@ -246,7 +249,11 @@ def echo_report(sent_at, echoes):
                           for a, b in runs],
             # Each lost datagram with its send time, for loss audits.
             'lost_sent_at': [[q, sent_at[q]] for q in missing],
-            'send_gaps': send_gaps}
+            'send_gaps': send_gaps,
+            'first_sent': times[0] if times else None,
+            'last_sent': times[-1] if times else None,
+            # Every datagram's send time, by sequence number.
+            'sent_times': [round(t, 6) for t in times]}
 
 
 def echo_server(port):
@@ -263,6 +270,12 @@ def echo_server(port):
 
 
 def udp_echo(dst, port, rate, seconds, size=64, linger=0.5):
+    """Send `rate` sequenced datagrams a second for `seconds` (or until
+    SIGINT/SIGTERM), each at its own time on the clock, and print what
+    came back (`echo_report`)."""
+    stopping = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stopping.append(1))
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
     s.setblocking(False)
@@ -273,27 +286,35 @@ def udp_echo(dst, port, rate, seconds, size=64, linger=0.5):
     start = time.perf_counter()
     wall0 = time.time() - start
 
-    def drain(timeout):
-        r, _, _ = select.select([s], [], [], max(0.0, timeout))
-        while r:
-            try:
-                data = s.recv(65535)
-            except BlockingIOError:
-                break
-            if len(data) >= ECHO.size:
-                seq, ctr = ECHO.unpack_from(data)
-                echoes.append((seq, ctr, time.time()))
+    def drain(until):
+        """Read echoes until `until` (perf_counter): waking up for an echo
+        must not send the next datagram early (a sender clocked by its
+        echoes runs ahead of its schedule, then falls silent for as long
+        when they stop: a probe that says nothing about a pause)."""
+        while True:
+            left = until - time.perf_counter()
+            r, _, _ = select.select([s], [], [], max(0.0, left))
+            while r:
+                try:
+                    data = s.recv(65535)
+                except BlockingIOError:
+                    break
+                if len(data) >= ECHO.size:
+                    seq, ctr = ECHO.unpack_from(data)
+                    echoes.append((seq, ctr, time.time()))
+            if left <= 0:
+                return
     for seq in range(n):
         target = start + seq * interval
-        drain(target - time.perf_counter())
+        drain(target)
+        if stopping:
+            break
         sent_at[seq] = wall0 + time.perf_counter()
         try:
             s.sendto(ECHO.pack(seq, 0) + pad, (dst, port))
         except OSError:
             pass            # e.g. no ARP answer yet: counted as lost
-    end = time.perf_counter() + linger
-    while time.perf_counter() < end:
-        drain(end - time.perf_counter())
+    drain(time.perf_counter() + linger)
     print(json.dumps(echo_report(sent_at, echoes)))
 
 

@@ -39,3 +39,46 @@ def test_a_sender_that_fell_silent_says_when_and_for_how_long():
     ((at, gap),) = r['send_gaps']
     assert at == sent[2] and abs(gap - 0.081) < 1e-9
     assert echo_report(_sent(6), [])['send_gaps'] == []
+
+
+def test_the_echo_probe_keeps_its_schedule_when_echoes_come_back_fast():
+    """Echoes over loopback return in microseconds; the probe must still
+    send datagram k no earlier than k / rate after the first (a sender
+    woken by each echo ran ahead of its schedule, then fell silent for as
+    long as it was ahead when a migration stopped the echoes)."""
+    import json
+    import socket
+    import subprocess
+    import sys
+    import threading
+
+    srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    srv.bind(('127.0.0.1', 0))
+    srv.settimeout(0.2)
+    stop = threading.Event()
+
+    def echo():
+        while not stop.is_set():
+            try:
+                data, peer = srv.recvfrom(2048)
+            except socket.timeout:
+                continue
+            srv.sendto(data, peer)
+    t = threading.Thread(target=echo)
+    t.start()
+    try:
+        p = subprocess.run(
+            [sys.executable, '-m', 'vwlab.traffic', 'udp-echo', '--dst',
+             '127.0.0.1', '--port', str(srv.getsockname()[1]), '--rate',
+             '1000', '--seconds', '0.3'], capture_output=True, text=True,
+            timeout=30, check=True)
+    finally:
+        stop.set()
+        t.join()
+        srv.close()
+    r = json.loads(p.stdout.splitlines()[-1])
+    times = r['sent_times']
+    assert r['sent'] == 300 and r['echoed'] > 0
+    early = [k for k, at in enumerate(times) if at < times[0] + k / 1000.0
+             - 0.0002]
+    assert early == [], 'sent ahead of schedule: %s' % early[:10]

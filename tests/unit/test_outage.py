@@ -1,0 +1,100 @@
+"""The probe's verdicts on one migration: whether it measured the pause at
+all, and what it lost outside it, datagram by datagram."""
+from vwlab import outage
+from vwlab.capture import Datagram
+from vwlab.traffic import echo_report
+
+STOP, RESUME = 100.0, 100.2
+
+
+def _report(sent, lost=()):
+    """echo_report of datagrams sent at `sent` (by seq), all echoed but
+    `lost`."""
+    at = dict(enumerate(sent))
+    return echo_report(at, [(q, q + 1, t + 0.001) for q, t in at.items()
+                            if q not in lost])
+
+
+def _steady(t0, t1, rate=1000):
+    return [t0 + i / rate for i in range(int((t1 - t0) * rate))]
+
+
+def test_a_sender_sending_through_both_edges_probed_the_pause():
+    r = _report(_steady(99.0, 101.0))
+    v = outage.probe_check(r, STOP, RESUME)
+    assert v == {'probed': True, 'stop_gap_ms': 0.0, 'resume_gap_ms': 0.0,
+                 'why': ''}
+
+
+def test_a_sender_silent_across_resume_did_not_probe_it():
+    sent = [t for t in _steady(99.0, 101.0) if not 100.195 < t < 100.230]
+    v = outage.probe_check(_report(sent), STOP, RESUME)
+    assert not v['probed'] and v['why'] == 'sender silent across RESUME'
+    assert 34 < v['resume_gap_ms'] < 36 and v['stop_gap_ms'] == 0.0
+
+
+def test_a_stream_not_running_at_stop_did_not_probe_it():
+    v = outage.probe_check(_report(_steady(100.1, 101.0)), STOP, RESUME)
+    assert not v['probed'] and v['stop_gap_ms'] is None
+    assert v['why'] == 'sender silent across STOP'
+
+
+def test_lost_outside_the_pause_counts_datagrams_not_runs():
+    """A loss run that begins 3 ms before the margin counts 3 datagrams
+    outside the pause, not the whole run (the old figure counted 250)."""
+    sent = _steady(99.0, 101.0)
+    lost = {q for q, t in enumerate(sent)
+            if STOP - outage.MARGIN - 0.003 <= t < RESUME - 0.05}
+    r = _report(sent, lost)
+    assert outage.lost_outside(r, STOP, RESUME) == 3
+    assert len(lost) > 100
+    assert outage.lost_outside(_report(sent, {q for q, t in enumerate(sent)
+                                              if STOP <= t < RESUME}),
+                               STOP, RESUME) == 0
+
+
+def _into(host, tap, t, dst='10.0.0.1'):
+    return Datagram(t, host, tap, True, '10.0.0.2', dst, 5555, 7000,
+                    b'', None)
+
+
+def test_delivery_edges_come_from_the_taps_not_the_sender():
+    grams = [_into('h1', 'vnet0', t) for t in (99.990, 99.9985)] + \
+            [_into('h1', 'vnet0', 100.1)] + \
+            [_into('h2', 'vnet1', t) for t in (100.2031, 100.2041)] + \
+            [_into('h2', 'vnet1', 100.25, dst='10.0.0.9'),
+             Datagram(100.201, 'h2', 'vnet1', False, '10.0.0.1', '10.0.0.2',
+                      7000, 5555, b'', None)]
+    e = outage.delivery_edges(grams, '10.0.0.1', {('h1', 'vnet0')},
+                              {('h2', 'vnet1')}, STOP, RESUME,
+                              first_frame_at=100.2005)
+    assert e == {'last_before_stop_ms': 1.5, 'first_after_resume_ms': 3.1,
+                 'network_ms': 4.6, 'first_frame_to_delivery_ms': 2.6}
+    assert outage.delivery_edges([], '10.0.0.1', set(), set(), STOP,
+                                 RESUME)['network_ms'] is None
+
+
+def test_unprobed_runs_are_listed_apart_and_not_averaged_in():
+    sent = _steady(99.0, 101.0)
+    win = (STOP, 'h1', RESUME, 'h2')
+    lost = {q for q, t in enumerate(sent) if STOP - 0.002 <= t < RESUME + 0.003}
+    good = outage.judge(_report(sent, lost), win, 1000)
+    assert good['probed'] and good['added_ms'] == 5.0
+    quiet = [t for t in sent if not 100.19 < t < 100.3]
+    bad = outage.judge(_report(quiet), win, 1000)
+    assert not bad['probed'] and bad['added_ms'] is None
+    s = outage.summarise([good, bad, good])
+    assert s['probed'] == 2 and s['added_ms']['n'] == 2
+    assert s['unprobed'] == [{'run': 2, 'why': 'sender silent across RESUME'}]
+    assert s['added_ms']['max'] == 5.0 and s['duplicates'] == 0
+
+
+def test_a_later_hole_is_a_second_hole_not_part_of_the_added_outage():
+    sent = _steady(99.0, 101.0)
+    lost = {q for q, t in enumerate(sent)
+            if STOP <= t < RESUME + 0.002 or 100.5 <= t < 100.508}
+    row = outage.judge(_report(sent, lost), (STOP, 'h1', RESUME, 'h2'), 1000)
+    assert row['added_ms'] == 2.0 and row['second_hole']
+    assert row['other_holes'] == [{'ms_after_resume': 300.0, 'ms': 8.0,
+                                   'datagrams': 8}]
+    assert outage.summarise([row])['second_holes'] == 1
