@@ -124,10 +124,14 @@ class Lab:
             if h.libvirt is not None:
                 h.libvirt.virsh('destroy', guest.name, check=False)
 
-    def migrate(self, guest, src, dst, timeout=120):
+    def migrate(self, guest, src, dst, timeout=120, downtime_ms=None):
         """`virsh migrate --live` of a libvirt guest from host src to dst;
         returns the seconds it took (raises LabError with virsh's message
-        if the migration fails)."""
+        if the migration fails). downtime_ms: QEMU's downtime limit for
+        it (libvirt keeps it for the domain's next migration)."""
+        if downtime_ms is not None:
+            src.libvirt.virsh('migrate-setmaxdowntime', guest.name,
+                              str(int(downtime_ms)))
         t = time.time()
         p = subprocess.run(['virsh', '-c', src.libvirt.uri, 'migrate',
                             '--live', guest.name, dst.libvirt.uri],

@@ -185,3 +185,24 @@ class HostCaptures:
 
     def datagrams(self, heads=None):
         return [d for c in self.caps for d in c.datagrams(heads)]
+
+
+def count_protocol(path, proto, ifindexes=None):
+    """Frames of ethertype `proto` in an SLL2 capture (on `ifindexes`
+    only, if given): e.g. how many RARPs crossed a host."""
+    from scapy.utils import RawPcapReader
+    n = 0
+    if not os.path.exists(path):
+        return 0
+    with RawPcapReader(path) as pcap:
+        for raw, _meta in pcap:
+            if len(raw) >= 8 and int.from_bytes(raw[0:2], 'big') == proto \
+                    and (ifindexes is None or
+                         int.from_bytes(raw[4:8], 'big') in ifindexes):
+                n += 1
+    return n
+
+
+def ifindexes_of(capture, names):
+    """Interface indexes (as the capture saw them) of interface names."""
+    return {i for i, n in capture.names.items() if n in names}

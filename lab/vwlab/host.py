@@ -111,20 +111,21 @@ class LabHost:
         return sh(['cat', '/sys/class/net/br-phy/address'], ns=self.ns).strip()
 
     # ---- stand-in VMs --------------------------------------------------
-    def add_vm(self, name, nics):
+    def add_vm(self, name, nics, bridge='br-int'):
         """nics: [(vnic_id, ip_cidr or None)]. The VM is a namespace; each
-        NIC a veth whose host side is plugged as libvirt plugs a tap."""
+        NIC a veth whose host side is plugged into `bridge` as libvirt
+        plugs a tap."""
         vm_ns = '%s-%s' % (self.lab.prefix, name)
         sh(['ip', 'netns', 'add', vm_ns])
         vm = Vm(name, self, vm_ns)
         self.vms[name] = vm
         vm_uuid = secrets.token_hex(16)
         for i, (vnic_id, cidr) in enumerate(nics):
-            self.plug(vm, vnic_id, 'eth%d' % i, cidr, vm_uuid)
+            self.plug(vm, vnic_id, 'eth%d' % i, cidr, vm_uuid, bridge=bridge)
         return vm
 
     def plug(self, vm, vnic_id, ifname, cidr=None, vm_uuid='', mtu=1500,
-             mac=None):
+             mac=None, bridge='br-int'):
         self._nic_seq += 1
         # Not libvirt's vnetN: a libvirt guest on this host takes those.
         port = 'vwveth%d' % self._nic_seq
@@ -144,7 +145,7 @@ class LabHost:
         sh(['ip', 'link', 'set', 'lo', 'up'], ns=vm.ns)
         if cidr:
             sh(['ip', 'addr', 'add', cidr, 'dev', ifname], ns=vm.ns)
-        self.vsctl('add-port', 'br-int', port, '--', 'set', 'interface', port,
+        self.vsctl('add-port', bridge, port, '--', 'set', 'interface', port,
                    'external_ids:iface-id=%s' % vnic_id,
                    'external_ids:attached-mac=%s' % mac,
                    'external_ids:vm-id=%s' % (vm_uuid or secrets.token_hex(16)),
@@ -198,10 +199,13 @@ class LabHost:
         self.vms[name] = g
         return g
 
-    def define_guest(self, name, nics, boot_timeout=60):
+    def define_guest(self, name, nics, boot_timeout=60, beacon=None,
+                     bridge='br-int'):
         """Start the lab guest through this host's libvirtd, NICs as
         <interface type='bridge'><virtualport type='openvswitch'> with an
-        interfaceid each. nics: [(interfaceid (a UUID), ip_cidr)]."""
+        interfaceid each, on `bridge`. nics: [(interfaceid (a UUID),
+        ip_cidr)]. beacon:
+        'IP:PORT:MICROSECONDS' the guest sends sequenced datagrams to."""
         from vwlab import guest_image
         from vwlab.libvirt_host import domain_xml
         if self.libvirt is None:
@@ -222,7 +226,8 @@ class LabHost:
             g.nics[vnic_id] = {'mac': mac, 'cidr': cidr}
         with open(g.xml, 'w') as f:
             f.write(domain_xml(name, spec, img['kernel'], img['initrd'],
-                               g.console, dom_uuid=g.uuid))
+                               g.console, dom_uuid=g.uuid, beacon=beacon,
+                               bridge=bridge))
         self.libvirt.virsh('create', g.xml)
         wait_booted(g, boot_timeout)
         return g

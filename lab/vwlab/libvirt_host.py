@@ -59,11 +59,14 @@ def qemu_conf(ip):
 
 
 def domain_xml(name, nics, kernel, initrd, console, memory_mb=128,
-               dom_uuid=None, bridge='br-int'):
+               dom_uuid=None, bridge='br-int', beacon=None):
     """A lab guest as libvirt sees it. nics: [(interfaceid, mac, cidr)];
     interfaceid is the vNIC id (libvirt wants a UUID). Direct kernel boot
-    of the lab image; serial console appended to a file both hosts see."""
+    of the lab image; serial console appended to a file both hosts see.
+    beacon: 'IP:PORT:MICROSECONDS' the guest sends to on its own."""
     nets = ','.join('eth%d=%s' % (i, n[2]) for i, n in enumerate(nics))
+    if beacon:
+        nets += ' vw.beacon=' + beacon
     ifaces = ''.join(
         "    <interface type='bridge'>\n"
         "      <mac address=%s/>\n"
@@ -149,6 +152,19 @@ class LibvirtHost:
                         os.path.join(self.host.lab.dir, 'controller',
                                      'api-token'),
                         self.host.name, timeout, on_unreachable))
+
+    def set_incoming_qemu_args(self, args):
+        """Extra QEMU arguments for guests migrating into this host (the
+        emulator wrapper adds them when QEMU starts with -incoming), e.g.
+        ['-global', 'migration.announce-rounds=0']: no self-announce at all
+        after the migration (no RARP, and no guest-announce request)."""
+        path = self.path('etc-libvirt', 'vw-qemu-incoming-args')
+        if not args:
+            if os.path.exists(path):
+                os.unlink(path)
+            return
+        with open(path, 'w') as f:
+            f.write('\n'.join(args) + '\n')
 
     def hook_dir(self):
         """Where this host's libvirt looks for hooks (/etc/libvirt/hooks)."""

@@ -3,6 +3,7 @@ ovsdb-server/ovs-vswitchd (netdev datapath), the controller as a real
 process, VMs as namespaces plugged the way libvirt plugs them."""
 import itertools
 import time
+import uuid
 
 import pytest
 import requests
@@ -112,3 +113,27 @@ def flows_of(host, cookie_hex=None):
     if cookie_hex:
         lines = [l for l in lines if 'cookie=%s,' % cookie_hex in l]
     return lines
+
+
+@pytest.fixture
+def wired_guest(lab, api):
+    """make(subnet) -> (guest on h1, far-end VM on h3, wire id), traffic
+    flowing; both removed afterwards."""
+    made = []
+
+    def make(subnet):
+        h1, _h2, h3 = lab.hosts
+        n = next(_seq)
+        nic = str(uuid.uuid4())
+        g = h1.define_guest('wg%d' % n, [(nic, '%s.1/24' % subnet)])
+        far = h3.add_vm('wf%d' % n, [('wf%d-nic' % n, '%s.2/24' % subnet)])
+        wid = api.connect(nic, 'wf%d-nic' % n)['id']
+        made.append((g, wid))
+        api.wait_state(wid, 'tunnelled')
+        wait_until(lambda: far.ping(subnet + '.1', count=1)[1] == 1, 20,
+                   what='guest answers')
+        return g, far, wid
+    yield make
+    for g, wid in made:
+        api.req('DELETE', '/v1/wires/%d' % wid)
+        lab.destroy_guest(g)

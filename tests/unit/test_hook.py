@@ -25,14 +25,14 @@ def _closed_port():
     return port
 
 
-def run(tmp_path, policy, *args):
+def run(tmp_path, policy, *args, xml=XML):
     tok = tmp_path / 'token'
     tok.write_text('t\n')
     conf = tmp_path / 'vw.conf'
     conf.write_text('[controller]\nurl = http://127.0.0.1:%d\n'
                     'token_file = %s\nhost = h2\ntimeout = 1\n'
                     'on_unreachable = %s\n' % (_closed_port(), tok, policy))
-    return subprocess.run([sys.executable, HOOK] + list(args), input=XML,
+    return subprocess.run([sys.executable, HOOK] + list(args), input=xml,
                           capture_output=True, text=True, timeout=20,
                           env={'PATH': os.environ['PATH'],
                                'VW_HOOK_CONFIG': str(conf)})
@@ -58,6 +58,22 @@ def test_unreachable_controller_refuses_when_told(tmp_path):
     p = run(tmp_path, 'refuse', 'g1', 'migrate', 'begin', '-')
     assert p.returncode == 1
     assert 'refusing the migration' in p.stderr
+
+
+def test_guests_on_other_bridges_are_not_ours():
+    import importlib.machinery
+    mod = importlib.machinery.SourceFileLoader('vwhook', HOOK).load_module()
+    other = XML.replace("<virtualport", "<source bridge='br-ovn'/><virtualport")
+    assert mod.guest_from_xml(other)[2] == []
+    assert mod.guest_from_xml(other, 'br-ovn')[2] == [
+        '11111111-2222-3333-4444-555555555555']
+
+
+def test_a_guest_with_no_vnic_of_ours_is_not_reported(tmp_path):
+    p = run(tmp_path, 'refuse', 'g1', 'migrate', 'begin', '-',
+            xml=XML.replace("<virtualport", "<source bridge='br-ovn'/>"
+                                            "<virtualport"))
+    assert (p.returncode, p.stderr) == (0, '')
 
 
 def test_other_operations_are_ignored(tmp_path):

@@ -11,6 +11,12 @@
  * /proc/net/snmp and /proc/net/dev, so a test can tell a datagram the
  * guest's own kernel dropped from one the network lost.
  *
+ * With a second argument IP:PORT:MICROSECONDS a child process also sends a
+ * beacon from the guest: a datagram with a sequence number (8 bytes,
+ * network order) every MICROSECONDS to IP:PORT, so that the guest sends on
+ * its own (a migrated guest whose QEMU sends no announce is then first
+ * heard by its data).
+ *
  * Static, no dependencies: it runs from a busybox initramfs.
  */
 #include <arpa/inet.h>
@@ -21,7 +27,39 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
+
+/* Sends a sequenced datagram to spec "IP:PORT:US" every US microseconds,
+ * on absolute deadlines (a late wake-up does not shift the ones after). */
+static void beacon(const char *spec)
+{
+    char ip[64];
+    unsigned port, us;
+    if (sscanf(spec, "%63[0-9.]:%u:%u", ip, &port, &us) != 3 || !us) {
+        fprintf(stderr, "vw-responder: bad beacon %s\n", spec);
+        exit(1);
+    }
+    int s = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in to = {0};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    inet_pton(AF_INET, ip, &to.sin_addr);
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    for (uint64_t seq = 0;; seq++) {
+        unsigned char buf[16] = {0};
+        for (int i = 0; i < 8; i++)
+            buf[i] = (unsigned char)(seq >> (56 - 8 * i));
+        sendto(s, buf, sizeof buf, 0, (struct sockaddr *)&to, sizeof to);
+        next.tv_nsec += (long)us * 1000;
+        while (next.tv_nsec >= 1000000000L) {
+            next.tv_nsec -= 1000000000L;
+            next.tv_sec++;
+        }
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+    }
+}
 
 /* Appends file path to buf (at most cap bytes in all); returns the length. */
 static size_t append_file(const char *path, char *buf, size_t len, size_t cap)
@@ -39,6 +77,10 @@ static size_t append_file(const char *path, char *buf, size_t len, size_t cap)
 int main(int argc, char **argv)
 {
     int port = argc > 1 ? atoi(argv[1]) : 7000;
+    if (argc > 2 && fork() == 0) {
+        beacon(argv[2]);
+        return 0;
+    }
     int s = socket(AF_INET, SOCK_DGRAM, 0);
     struct sockaddr_in a = {0};
     a.sin_family = AF_INET;

@@ -1,0 +1,143 @@
+"""Activation of a live-migrated vNIC not tied to QEMU's RARP, and probes
+that say when they did not measure: real libvirt + QEMU guests."""
+import os
+import signal
+import time
+import uuid
+
+from conftest import _seq, wait_until
+from test_migration import MARGIN, _audit, _heads, _migrate_bg, _report
+from vwlab import outage
+from vwlab.capture import Capture, HostCaptures, count_protocol, guest_taps
+from vwlab.capture import ifindexes_of
+from vwlab.qemu_events import EventWatch, stop_resume_windows
+
+NO_ANNOUNCE = ['-global', 'migration.announce-rounds=0']
+
+
+def test_a_guest_that_announces_nothing_is_activated_by_its_first_frame(
+        lab, api, tmp_path):
+    """The destination QEMU sends no self-announce at all (no RARP, no
+    guest-announce request: announce-rounds=0, as a QEMU build whose
+    announce sent nothing did); the guest's own data (a 1 kHz beacon)
+    is its first frame there and activates it in the switch: losses only
+    from STOP to that frame (plus margin), none duplicated."""
+    h1, h2, h3 = lab.hosts
+    n = next(_seq)
+    nic = str(uuid.uuid4())
+    far = h3.add_vm('af%d' % n, [('af%d-nic' % n, '10.84.0.2/24')])
+    g = h1.define_guest('ag%d' % n, [(nic, '10.84.0.1/24')],
+                        beacon='10.84.0.2:7001:1000')
+    wid = api.connect(nic, 'af%d-nic' % n)['id']
+    h2.libvirt.set_incoming_qemu_args(NO_ANNOUNCE)
+    try:
+        api.wait_state(wid, 'tunnelled')
+        wait_until(lambda: far.ping('10.84.0.1', count=1)[1] == 1, 20,
+                   what='guest answers')
+        for h in lab.hosts:
+            h.log_datapath_flow_changes()
+        caps = HostCaptures(lab.hosts, tmp_path).__enter__()
+        rarps = Capture(h2.ns, h2.name, os.path.join(tmp_path, 'rarp.pcap'),
+                        'ether proto 0x8035 or udp port 7001').__enter__()
+        taps = guest_taps(h1, g.name)
+        guest_taps_before = set(taps)
+        watch = EventWatch([h1, h2]).__enter__()
+        stream = far.tool_bg('udp-echo', '--dst', '10.84.0.1', '--rate',
+                             1000, '--seconds', 6, realtime=True)
+        time.sleep(1)
+        lab.migrate(g, h1, h2)
+        dst_taps = guest_taps(h2, g.name)
+        taps |= dst_taps
+        caps.note_interfaces()
+        rarps.note_interfaces()
+        wait_until(lambda: {api.wire(wid)['host_a'],
+                            api.wire(wid)['host_b']} == {'h2', 'h3'}, 15,
+                   what='wire follows to h2')
+        r = _report(stream)
+        caps.stop()
+        rarps.stop()
+        watch.__exit__(None, None, None)
+        [window] = stop_resume_windows(watch.events, g.name)
+        stop, _, resume, _ = window
+        on_dst = ifindexes_of(rarps, {t for _h, t in dst_taps})
+        # No announce at all: not one RARP on the destination's taps ...
+        assert count_protocol(rarps.path, 0x8035, on_dst) == 0
+        # ... the guest's first frame there is its own (the beacon's data,
+        # or the ARP request it sends first if its neighbour entry went
+        # stale), and that is what the controller recorded.
+        first = outage.first_frame_from_guest(rarps.path, on_dst, resume)
+        assert first is not None and first[1] in ('ipv4', 'arp'), first
+        [m] = [m for m in api.ok('GET', '/v1/migrations')['migrations']
+               if m['vm_uuid'] == g.uuid]
+        by = m['activated_by'][nic]
+        assert {'garp': 'arp'}.get(by, by) == first[1], (m, first)
+        assert m['state'] == 'completed'
+        near = {q for q, t in enumerate(r['sent_times'])
+                if stop - 0.1 <= t <= resume + 0.1}
+        grams = caps.datagrams(_heads([r]) | {q.to_bytes(8, 'big')
+                                              for q in near})
+        edges = outage.delivery_edges(
+            grams, '10.84.0.1', guest_taps_before, dst_taps, stop, resume,
+            first[0])
+        row = outage.judge(r, window, 1000, edges)
+        # With no announce the network cannot know the guest runs before
+        # it sends something: until its first frame it is as good as
+        # paused (under TCG it sent nothing for 20-40 ms after RESUME,
+        # its translation cache cold on the new host).
+        heard = (stop, window[1], first[0], window[3])
+        causes, bad = _audit(lab, r, grams, '10.84.0.1', '10.84.0.2', taps,
+                             [heard])
+        why = 'first frame %.1f ms after RESUME, %s; lost %s; %s' % (
+            (first[0] - resume) * 1000, sorted(row.items()), r['lost_runs'],
+            causes)
+        assert row['probed'], why
+        assert r['duplicates'] == 0 and r['lost_tail'] == 0, why
+        assert not bad, why
+        # The switch delivered on the destination right after that frame.
+        assert edges['first_frame_to_delivery_ms'] is not None, why
+        assert edges['first_frame_to_delivery_ms'] <= MARGIN * 1000, why
+        assert r['lost'] > 0, 'the stream never met the pause: %s' % (why,)
+    finally:
+        h2.libvirt.set_incoming_qemu_args(None)
+        for h in lab.hosts:
+            h.log_datapath_flow_changes(False)
+        api.req('DELETE', '/v1/wires/%d' % wid)
+        lab.destroy_guest(g)
+
+
+def test_a_probe_whose_sender_was_silent_across_resume_is_unprobed(
+        lab, api, wired_guest):
+    """The rule the benchmark applies: a stream whose sender did not send
+    across RESUME (here: stopped with SIGSTOP from before the guest's
+    STOP until after its RESUME) measured nothing there. It is reported
+    unprobed, apart, and not counted as a clean migration."""
+    h1, h2, _h3 = lab.hosts
+    g, far, wid = wired_guest('10.85.0')
+    watch = EventWatch([h1, h2]).__enter__()
+    stream = far.tool_bg('udp-echo', '--dst', '10.85.0.1', '--rate', 1000,
+                         '--seconds', 8)
+    time.sleep(1)
+    mig = _migrate_bg(g, h1, h2)
+    # The destination domain exists (paused, memory being copied) well
+    # before the guest's STOP: silence the sender from then on.
+    wait_until(lambda: h2.libvirt.virsh('domstate', g.name, check=False
+                                        ).returncode == 0, 30,
+               what='incoming domain on h2', interval=0.01)
+    os.kill(stream.pid, signal.SIGSTOP)
+    try:
+        assert mig.wait(timeout=120) == 0, mig.stderr.read()
+        time.sleep(0.3)
+    finally:
+        os.kill(stream.pid, signal.SIGCONT)
+    r = _report(stream)
+    watch.__exit__(None, None, None)
+    [window] = stop_resume_windows(watch.events, g.name)
+    row = outage.judge(r, window, 1000)
+    assert not row['probed'], (row, window)
+    assert 'RESUME' in row['unprobed_why'], row
+    assert row['resume_gap_ms'] > 300, row
+    s = outage.summarise([row])
+    assert s['probed'] == 0 and s['added_ms']['n'] == 0
+    assert s['unprobed'] == [{'run': 1, 'why': row['unprobed_why']}]
+    wait_until(lambda: {api.wire(wid)['host_a'], api.wire(wid)['host_b']}
+               == {'h2', 'h3'}, 15, what='wire follows to h2')
