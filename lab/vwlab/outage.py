@@ -72,29 +72,38 @@ def lost_outside(report, stop, resume, margin=MARGIN):
 
 def delivery_edges(grams, guest_ip, src_taps, dst_taps, stop, resume,
                    first_frame_at=None):
-    """From captured datagrams of the stream (`vwlab.capture.Datagram`):
-    ms from the last one delivered into a source tap before STOP to STOP,
-    from RESUME to the first into a destination tap, their sum (the
-    network's share of the hole, sender-independent), and from the guest's
-    first frame on the destination (`first_frame_at`, if known) to that
-    first delivery. None where nothing was seen."""
+    """From captured datagrams of the stream (`vwlab.capture.Datagram`),
+    sender-independent, in ms:
+      last_before_stop   STOP minus the last delivery into a source tap
+                         before it (a gap there is lost before STOP);
+      first_into_dest    the first delivery into a destination tap after
+                         STOP, from RESUME (negative: queued in the tap for
+                         the resuming guest, which then loses nothing);
+      network            the network's share of the guest's hole: the
+                         first plus whatever of the second follows RESUME;
+      first_frame_to_delivery  the guest's first frame on the destination
+                         (`first_frame_at`: the frame that activates it) to
+                         the first delivery there after it.
+    None where nothing was seen."""
     into = [g for g in grams if g.outgoing and g.dst == guest_ip]
     before = [g.time for g in into if (g.host, g.iface) in src_taps and
               g.time <= stop]
-    after = [g.time for g in into if (g.host, g.iface) in dst_taps and
-             g.time >= resume]
-    out = {'last_before_stop_ms': None, 'first_after_resume_ms': None,
+    after = sorted(g.time for g in into if (g.host, g.iface) in dst_taps
+                   and g.time > stop)
+    out = {'last_before_stop_ms': None, 'first_into_dest_ms': None,
            'network_ms': None, 'first_frame_to_delivery_ms': None}
     if before:
         out['last_before_stop_ms'] = round((stop - max(before)) * 1000, 2)
     if after:
-        out['first_after_resume_ms'] = round((min(after) - resume) * 1000, 2)
+        out['first_into_dest_ms'] = round((after[0] - resume) * 1000, 2)
         if first_frame_at is not None:
-            out['first_frame_to_delivery_ms'] = round(
-                (min(after) - first_frame_at) * 1000, 2)
+            later = [t for t in after if t >= first_frame_at]
+            if later:
+                out['first_frame_to_delivery_ms'] = round(
+                    (later[0] - first_frame_at) * 1000, 2)
     if before and after:
-        out['network_ms'] = round(out['last_before_stop_ms'] +
-                                  out['first_after_resume_ms'], 2)
+        out['network_ms'] = round(out['last_before_stop_ms'] + max(
+            0.0, out['first_into_dest_ms']), 2)
     return out
 
 
@@ -152,6 +161,10 @@ def judge(report, window, rate, edges=None):
     check = probe_check(report, stop, resume)
     return {'pause_ms': round((resume - stop) * 1000, 2),
             'lost': report['lost'],
+            # The main hole by send times, in ms from STOP.
+            'main_hole_ms_from_stop': None if main is None else [
+                round((main[0] - stop) * 1000, 1),
+                round((main[1] - stop) * 1000, 1)],
             'lost_window_ms': round(lw * 1000, 2),
             'added_ms': round((lw - (resume - stop)) * 1000, 2)
             if check['probed'] else None,
@@ -183,7 +196,7 @@ def summarise(rows):
     probed = [r for r in rows if r['probed']]
     return {
         'migrations': len(rows), 'probed': len(probed),
-        'unprobed': [{'run': i + 1, 'why': r['unprobed_why']}
+        'unprobed': [{'run': r.get('run', i + 1), 'why': r['unprobed_why']}
                      for i, r in enumerate(rows) if not r['probed']],
         'pause_ms': _dist([r['pause_ms'] for r in rows]),
         'added_ms': _dist([r['added_ms'] for r in probed]),

@@ -19,9 +19,12 @@ from vwlab.qemu_events import EventWatch, stop_resume_windows
 # the network did not deliver must have been sent within the guest's
 # STOP->RESUME window, give or take MARGIN: a datagram sent just before
 # STOP can still be dropped at the paused destination, and one sent just
-# after RESUME can meet the destination before the guest's RARP has
-# activated it; in this lab both take under a millisecond or two.
-MARGIN = 0.005
+# after RESUME can meet the destination before it is activated. Usually
+# 1-3 ms here; the switch's learned flow reaches its datapath only when its
+# revalidators run, which on this 2-core lab under two TCG guests took up
+# to 11.5 ms after the RARP (docs/benchmarks.rst, migration): the margin
+# covers that, the benchmark reports the tail itself.
+MARGIN = 0.015
 # One the network did deliver to the running guest and the guest never
 # answered is the guest's, but only just before its STOP (QEMU stops with
 # it queued): anything else says the guest is not answering at all.

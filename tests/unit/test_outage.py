@@ -68,8 +68,17 @@ def test_delivery_edges_come_from_the_taps_not_the_sender():
     e = outage.delivery_edges(grams, '10.0.0.1', {('h1', 'vnet0')},
                               {('h2', 'vnet1')}, STOP, RESUME,
                               first_frame_at=100.2005)
-    assert e == {'last_before_stop_ms': 1.5, 'first_after_resume_ms': 3.1,
+    assert e == {'last_before_stop_ms': 1.5, 'first_into_dest_ms': 3.1,
                  'network_ms': 4.6, 'first_frame_to_delivery_ms': 2.6}
+    # Delivered into the destination's tap before RESUME (the guest's RARP
+    # came first): queued for the resuming guest, no share of the hole.
+    early = [_into('h1', 'vnet0', 99.9995), _into('h2', 'vnet1', 100.150),
+             _into('h2', 'vnet1', 100.151)]
+    e = outage.delivery_edges(early, '10.0.0.1', {('h1', 'vnet0')},
+                              {('h2', 'vnet1')}, STOP, RESUME,
+                              first_frame_at=100.1495)
+    assert e == {'last_before_stop_ms': 0.5, 'first_into_dest_ms': -50.0,
+                 'network_ms': 0.5, 'first_frame_to_delivery_ms': 0.5}
     assert outage.delivery_edges([], '10.0.0.1', set(), set(), STOP,
                                  RESUME)['network_ms'] is None
 
