@@ -1,0 +1,117 @@
+"""The OVS 3.1 userspace tunnel race at a tap's link event, and what a host
+setting can do about it.
+
+A wire h1 <-> h3 carries a 1 kHz sequenced UDP echo (h3 sends, clock-paced,
+SCHED_FIFO). On h1 a tap is created, plugged and brought up, then removed,
+--taps times per variant (as libvirt plugs a migrating guest's destination
+tap). Variants, in this order on a fresh lab each round (the static route
+cannot be taken back without deleting the kernel's route with it):
+
+  baseline        link up, then add-port (what libvirt does)
+  add-port first  add-port, then link up
+  static route    `ovs-appctl ovs/route/add <underlay cidr> br-phy` on every
+                  host first (a user route survives OVS's route-table flush
+                  on link events; system routes do not)
+
+Per variant: datagrams lost and in how many holes, and how many taps there
+were (the sender's report proves it sent throughout: no send gap over 2 ms).
+
+    python bench/bench_tunnel_race.py [--rounds 3] [--taps 20]
+"""
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Api, write_result                          # noqa: E402
+
+from vwlab import Lab                                          # noqa: E402
+from vwlab.shell import sh                                     # noqa: E402
+
+UNDERLAY = '198.19.0.0/24'
+
+
+def cycle_taps(host, n, tag, plug_first):
+    for i in range(n):
+        t = 'rt%s%d' % (tag, i)
+        sh(['ip', 'tuntap', 'add', t, 'mode', 'tap'], ns=host.ns)
+        if plug_first:
+            host.vsctl('add-port', 'br-int', t)
+            sh(['ip', 'link', 'set', t, 'up'], ns=host.ns)
+        else:
+            sh(['ip', 'link', 'set', t, 'up'], ns=host.ns)
+            host.vsctl('add-port', 'br-int', t)
+        time.sleep(0.25)
+        host.vsctl('del-port', 'br-int', t)
+        sh(['ip', 'link', 'del', t], ns=host.ns)
+        time.sleep(0.25)
+
+
+def one_round(taps):
+    out = {}
+    with Lab(3) as lab:
+        h1, _h2, h3 = lab.hosts
+        lab.start_controller()
+        api = Api(lab)
+        api.wait_hosts(3)
+        a = h1.add_vm('ra', [('ra', '10.77.0.1/24')])
+        b = h3.add_vm('rb', [('rb', '10.77.0.2/24')])
+        api.call('POST', '/v1/wires', {'a': 'ra', 'b': 'rb'})
+        srv = a.tool_bg('echo-server', '--port', 7000)
+        try:
+            for _ in range(100):
+                if b.ping('10.77.0.1', count=1, wait=1)[1]:
+                    break
+            for name, plug_first, route in (
+                    ('baseline', False, False),
+                    ('add-port first', True, False),
+                    ('static route', False, True)):
+                if route:
+                    for h in lab.hosts:
+                        h.appctl('ovs/route/add', UNDERLAY, 'br-phy')
+                st = b.tool_bg('udp-echo', '--dst', '10.77.0.1', '--rate',
+                               1000, '--seconds', 300, realtime=True)
+                time.sleep(0.5)
+                cycle_taps(h1, taps, name[:2], plug_first)
+                time.sleep(0.5)
+                st.send_signal(signal.SIGINT)
+                r = json.loads(st.communicate(timeout=60)[0].splitlines()[-1])
+                out[name] = {'taps': taps, 'lost': r['lost'],
+                             'holes': len(r['lost_runs']),
+                             'sent': r['sent'],
+                             'max_send_gap_ms': round(max(
+                                 [g for _a, g in r['send_gaps']] or [0]) *
+                                 1000, 1)}
+                print('  %-15s %2d taps: lost %4d in %2d holes (sent %d, '
+                      'max send gap %.1f ms)' % (
+                          name, taps, r['lost'], len(r['lost_runs']),
+                          r['sent'], out[name]['max_send_gap_ms']),
+                      flush=True)
+        finally:
+            srv.kill()
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--rounds', type=int, default=3)
+    ap.add_argument('--taps', type=int, default=20)
+    args = ap.parse_args()
+    rounds = []
+    for i in range(args.rounds):
+        print('round %d' % (i + 1), flush=True)
+        rounds.append(one_round(args.taps))
+    total = {k: {m: sum(r[k][m] for r in rounds)
+                 for m in ('taps', 'lost', 'holes')} for k in rounds[0]}
+    for k, v in total.items():
+        print('%-15s %3d taps: %4d lost in %3d holes' % (
+            k, v['taps'], v['lost'], v['holes']))
+    write_result('tunnel_race', {'rounds': rounds, 'total': total,
+                                 'underlay': UNDERLAY})
+
+
+if __name__ == '__main__':
+    main()
