@@ -76,6 +76,13 @@ def test_a_tunnel_frame_handed_to_the_underlay_kernel_is_ovs_decap():
     assert causes([(1, 9.49)], grams) == [(1, 'ovs-race')]
 
 
+def test_a_hole_the_log_ties_to_the_ovs_race_in_part_is_the_races():
+    grams = [req(3, 8.003, 'h1', 'br-phy', outgoing=False, key=77)]
+    lost = [(1, 8.001), (2, 8.002), (3, 8.003), (5, 8.005)]
+    assert causes(lost, grams) == [(1, 'ovs-race'), (2, 'ovs-race'),
+                                   (3, 'ovs-race'), (5, 'network')]
+
+
 def test_summary_groups_runs_relative_to_stop():
     vs = explain([(1, 9.99), (2, 9.991), (3, 10.1)], [], G, P, PORT, TAPS,
                  UNDERLAY, WIN, 0.005)
