@@ -80,11 +80,7 @@ class LabHost:
             '--log-file=%s/ovsdb-server.log' % self.dir,
             '--detach', '--no-chdir'], ns=self.ns, env=self.env())
         self.vsctl('--no-wait', 'init')
-        sh(['ovs-vswitchd', self.db, '--pidfile=%s/vswitchd.pid' % self.dir,
-            '--unixctl=%s/vswitchd.ctl' % self.dir,
-            '--log-file=%s/vswitchd.log' % self.dir,
-            '--detach', '--no-chdir', '--disable-system'],
-           ns=self.ns, env=self.env())
+        self.start_vswitchd()
 
     def stop_vswitchd(self):
         kill_pidfile(os.path.join(self.dir, 'vswitchd.pid'))
