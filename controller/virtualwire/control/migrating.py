@@ -87,9 +87,8 @@ class MigrationHandlers(ControllerState):
         if not self.migrations.known(vm_uuid):
             raise errors.NotFound('no migration of guest %s is known'
                                   % vm_uuid)
-        m = self.migrations.active.get(vm_uuid)
-        if m is not None and host != m.destination and \
-                host in m.sources.values():
+        m = self.migrations.leaving_source(vm_uuid, host)
+        if m is not None:
             # The guest left its source: it runs on the destination even if
             # it has sent nothing there yet (a QEMU whose announce sent
             # nothing, a guest that disabled it): a last resort.

@@ -157,14 +157,21 @@ class MigrationBook:
         return vm_uuid in self.active or any(
             m.vm_uuid == vm_uuid for m in self.history.values())
 
+    def leaving_source(self, vm_uuid, host):
+        """The active Migration of the guest if `host` is one of its
+        sources (the guest leaving it completes the migration), else None."""
+        m = self.active.get(vm_uuid)
+        if m is None or host == m.destination or \
+                host not in m.sources.values():
+            return None
+        return m
+
     def released(self, vm_uuid, host):
         """The guest left `host`. Returns the ended Migration, or None."""
         m = self.active.get(vm_uuid)
-        if m is None:
-            return None
-        if host == m.destination:
+        if m is not None and host == m.destination:
             return self._end(m, ABORTED)
-        if host in m.sources.values():
+        if self.leaving_source(vm_uuid, host) is not None:
             return self._end(m, COMPLETED)
         return None
 
