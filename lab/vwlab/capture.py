@@ -10,6 +10,7 @@ on the underlay too.
 import os
 import re
 import signal
+import struct
 import subprocess
 from collections import namedtuple
 
@@ -187,20 +188,31 @@ class HostCaptures:
         return [d for c in self.caps for d in c.datagrams(heads)]
 
 
+# SLL2 header (tcpdump -i any -y LINUX_SLL2): protocol, reserved, ifindex,
+# hatype, pkttype, address length, address.
+_SLL2 = struct.Struct('!HHIHBB8s')
+
+
+def frames(path):
+    """(time, ethertype, ifindex, outgoing) of every frame in an SLL2
+    capture, read from the header alone (fast: no dissection)."""
+    from scapy.utils import RawPcapReader
+    if not os.path.exists(path):
+        return
+    with RawPcapReader(path) as pcap:
+        for raw, meta in pcap:
+            if len(raw) >= _SLL2.size:
+                proto, _r, ifindex, _h, pkttype, _l, _a = \
+                    _SLL2.unpack_from(raw)
+                yield (meta.sec + meta.usec / 1e6, proto, ifindex,
+                       pkttype == PACKET_OUTGOING)
+
+
 def count_protocol(path, proto, ifindexes=None):
     """Frames of ethertype `proto` in an SLL2 capture (on `ifindexes`
     only, if given): e.g. how many RARPs crossed a host."""
-    from scapy.utils import RawPcapReader
-    n = 0
-    if not os.path.exists(path):
-        return 0
-    with RawPcapReader(path) as pcap:
-        for raw, _meta in pcap:
-            if len(raw) >= 8 and int.from_bytes(raw[0:2], 'big') == proto \
-                    and (ifindexes is None or
-                         int.from_bytes(raw[4:8], 'big') in ifindexes):
-                n += 1
-    return n
+    return sum(1 for _t, p, i, _o in frames(path)
+               if p == proto and (ifindexes is None or i in ifindexes))
 
 
 def ifindexes_of(capture, names):

@@ -17,18 +17,15 @@ network adds is judged two ways, side by side:
   after RESUME, and the guest's first frame on the destination (the one
   that activates it) to that first delivery.
 
-Pure: reports, captures and times in, figures out.
+Pure: reports, captures and times in, figures out (`first_frame_from_guest`
+reads a capture file).
 """
-import struct
+from vwlab.capture import frames
 
 PROBE_GAP = 0.002       # s: a send gap over this at STOP or RESUME: unprobed
 MARGIN = 0.005          # s: see tests/integration/test_migration.py
 HOLE_GAP = 0.005        # s of delivered datagrams that part two holes
 
-# SLL2 (tcpdump -i any -y LINUX_SLL2) header: protocol, reserved, ifindex,
-# hatype, pkttype, addr len, addr[8].
-_SLL2 = struct.Struct('!HHIHBB8s')
-OUTGOING = 4            # pkttype: sent by the host (into a tap: to the guest)
 PROTO_KIND = {0x8035: 'rarp', 0x0806: 'arp', 0x0800: 'ipv4',
               0x86dd: 'ipv6'}
 
@@ -37,8 +34,8 @@ def edge_gap(report, t):
     """The sender's silence (s) straddling time t: the send gap that
     contains t if it is over PROBE_GAP, else 0.0; infinite if the stream
     was not running at t at all."""
-    first, last = report.get('first_sent'), report.get('last_sent')
-    if first is None or not first <= t <= last:
+    times = report['sent_times']
+    if not times or not times[0] <= t <= times[-1]:
         return float('inf')
     for at, gap in report.get('send_gaps', ()):
         if at <= t <= at + gap:
@@ -112,15 +109,9 @@ def first_frame_from_guest(path, ifindexes, after):
     interfaces `ifindexes` at or after time `after`, from an SLL2 capture;
     None if there was none. Kind: 'rarp', 'arp', 'ipv4', 'ipv6' or the
     ethertype."""
-    from scapy.utils import RawPcapReader
-    with RawPcapReader(path) as pcap:
-        for raw, meta in pcap:
-            t = meta.sec + meta.usec / 1e6
-            if t < after or len(raw) < _SLL2.size:
-                continue
-            proto, _r, ifindex, _h, pkttype, _l, _a = _SLL2.unpack_from(raw)
-            if ifindex in ifindexes and pkttype != OUTGOING:
-                return t, PROTO_KIND.get(proto, '%#06x' % proto)
+    for t, proto, ifindex, outgoing in frames(path):
+        if t >= after and ifindex in ifindexes and not outgoing:
+            return t, PROTO_KIND.get(proto, '%#06x' % proto)
     return None
 
 

@@ -250,8 +250,6 @@ def echo_report(sent_at, echoes):
             # Each lost datagram with its send time, for loss audits.
             'lost_sent_at': [[q, sent_at[q]] for q in missing],
             'send_gaps': send_gaps,
-            'first_sent': times[0] if times else None,
-            'last_sent': times[-1] if times else None,
             # Every datagram's send time, by sequence number.
             'sent_times': [round(t, 6) for t in times]}
 
