@@ -75,7 +75,8 @@ class System:
         """(Re)create the guest on `host` with its vNIC ids; OVN learns its
         new MACs. Used after a crash: the run says nothing about the
         network, and a crashed guest answers nothing afterwards."""
-        lab.destroy_guest(self.guest) if self.guest else None
+        if self.guest is not None:
+            lab.destroy_guest(self.guest)
         bridge = 'br-ovn' if self.ovn else 'br-int'
         nics = [(nic, ip + '/24') for _vm, ip, nic in self.ends.values()]
         self.guest = host.define_guest('bm-%s' % self.name, nics,
@@ -90,6 +91,9 @@ class System:
                     self.guest.nics[p]['mac'], ip))
                 self.ovn.wait_up(p)
         self.where, self.marks = host, None
+        self.wait_answers()
+
+    def wait_answers(self):
         for vm, ip, _nic in self.ends.values():
             for _ in range(200):
                 if vm.ping(ip, count=1, wait=1)[1]:
@@ -138,12 +142,7 @@ def setup(lab, api, ovn):
                 ovn.wait_up(nic)
                 ovn.wait_up(vm.name)
             systems.append(System(name, g, ends, [nf, nn], ovn))
-        for vm, ip, _nic in ends.values():
-            for _ in range(200):
-                if vm.ping(ip, count=1, wait=1)[1]:
-                    break
-            else:
-                raise SystemExit('%s: %s does not answer' % (name, ip))
+        systems[-1].wait_answers()
         systems[-1].where = h1
     return systems
 
@@ -177,7 +176,7 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
     [window] = stop_resume_windows(ev.events, g.name)
     stop, _s, resume, _d = window
     dcap = [c for c in caps.caps if c.host == dst.name][0]
-    tap_of = {nic: t for nic, t in _taps_by_nic(dst, g.name).items()}
+    tap_of = _taps_by_nic(dst, g.name)
     # A guest that crashed (TCG: rare kernel panics after a migration) and
     # rebooted says 'ready' again: its run says nothing about the network.
     sysm.marks = _marks(g)
@@ -223,13 +222,6 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
             ' UNPROBED (%s)' % row['unprobed_why'] if not row['probed']
             else ''))
     print('  '.join(line), flush=True)
-    if os.environ.get('VW_BENCH_DEBUG') and any(
-            r['lost'] > 3 * (resume - stop) * RATE for r in reports.values()):
-        vm, ip, _nic = sysm.ends['far']
-        print(vm.sh(['ping', '-n', '-c', '40', '-i', '0.1', '-W', '1', ip],
-                    check=False)[-1500:], flush=True)
-        print(dst.ofctl('dump-flows', '--no-names')[-1500:], flush=True)
-        print(g.console_text()[-600:], flush=True)
 
 
 def _crashed_late(sysm, wait):
