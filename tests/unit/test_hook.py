@@ -2,9 +2,10 @@
 the vNICs, and when the controller cannot be reached it follows the
 configured policy and says so."""
 import os
-import socket
 import subprocess
 import sys
+
+from vwlab.shell import free_port
 
 HOOK = os.path.join(os.path.dirname(__file__), '..', '..', 'migration_hooks',
                     'qemu')
@@ -17,21 +18,13 @@ XML = """<domain type='qemu'><name>g1</name>
 </devices></domain>"""
 
 
-def _closed_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def run(tmp_path, policy, *args, xml=XML):
     tok = tmp_path / 'token'
     tok.write_text('t\n')
     conf = tmp_path / 'vw.conf'
     conf.write_text('[controller]\nurl = http://127.0.0.1:%d\n'
                     'token_file = %s\nhost = h2\ntimeout = 1\n'
-                    'on_unreachable = %s\n' % (_closed_port(), tok, policy))
+                    'on_unreachable = %s\n' % (free_port(), tok, policy))
     return subprocess.run([sys.executable, HOOK] + list(args), input=xml,
                           capture_output=True, text=True, timeout=20,
                           env={'PATH': os.environ['PATH'],
