@@ -14,6 +14,8 @@ import struct
 import subprocess
 from collections import namedtuple
 
+from vwlab.overruns import Overruns
+
 # SLL2 packet types (linux/if_packet.h): how the frame crossed the interface.
 PACKET_OUTGOING = 4
 
@@ -157,15 +159,18 @@ def guest_taps(host, domain):
 
 class HostCaptures:
     """Captures on several lab hosts at once: the echo port's datagrams and
-    every GRE frame (opened), written under directory."""
+    every GRE frame (opened), written under directory; and the drops the
+    kernel counted on the hosts' switches meanwhile (`overruns()`)."""
     BPF = 'udp port 7000 or ip proto 47'
 
     def __init__(self, hosts, directory, bpf=BPF):
         self.caps = [Capture(h.ns, h.name, os.path.join(
             str(directory), '%s.pcap' % h.name), bpf) for h in hosts]
+        self._overruns = Overruns(hosts)
 
     def __enter__(self):
         try:
+            self._overruns.note()
             for c in self.caps:
                 c.__enter__()
         except Exception:
@@ -177,12 +182,21 @@ class HostCaptures:
         self.stop()
 
     def note_interfaces(self):
+        """Read interface names (and switch drop counts) now: call it while
+        a migrated guest's old tap still exists."""
         for c in self.caps:
             c.note_interfaces()
+        self._overruns.note()
 
     def stop(self):
+        if any(c._proc is not None for c in self.caps):
+            self._overruns.note()
         for c in self.caps:
             c.stop()
+
+    def overruns(self):
+        """{(host, iface): frames vswitchd's socket dropped} meanwhile."""
+        return self._overruns.counted()
 
     def datagrams(self, heads=None):
         return [d for c in self.caps for d in c.datagrams(heads)]

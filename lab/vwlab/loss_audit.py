@@ -20,6 +20,11 @@ given one cause:
              kernel interface: OVS 3.1's userspace datapath rebuilds its
              tunnel routes on every interface event on the host (libvirt
              plugging a tap), racing its revalidators (docs/benchmarks.rst);
+- 'overrun': it was last seen arriving on a host's interface whose
+             ovs-vswitchd socket the kernel counted drops on (vwlab.overruns):
+             the userspace switch was starved of CPU and its receive buffer
+             overflowed. Never more such verdicts per interface than drops
+             counted there;
 - 'network': anything else: the network lost it outside the pause.
 
 Pure: captures, windows and the lost list in, verdicts out.
@@ -29,7 +34,15 @@ import re
 import time
 from collections import namedtuple
 
-Verdict = namedtuple('Verdict', 'seq cause at host')
+# seen: where the datagram (or the guest's answer) was captured last,
+# 'host iface in|out', or '' if no capture saw it: what a 'network' verdict
+# needs to be looked into.
+Verdict = namedtuple('Verdict', 'seq cause at host seen', defaults=('',))
+
+
+def _where(d):
+    return '%s %s %s' % (d.host, d.iface, 'out' if d.outgoing else 'in') \
+        if d is not None else ''
 
 
 def _seq(payload):
@@ -97,12 +110,13 @@ def ovs_glitches(log_text):
 
 
 def explain(lost, datagrams, guest_ip, peer_ip, port, guest_taps,
-            underlay_ifaces, windows, margin, glitches=None):
+            underlay_ifaces, windows, margin, glitches=None, overruns=None):
     """lost: [(seq, sent_at)] of an echo stream peer -> guest:port;
     datagrams: capture records from every host; guest_taps: {(host, iface)}
     of the guest's NICs; underlay_ifaces: {(host, iface)} of the underlay
-    bridges' kernel interfaces; glitches: {host: ovs_glitches(its log)}.
-    Returns [Verdict] in seq order."""
+    bridges' kernel interfaces; glitches: {host: ovs_glitches(its log)};
+    overruns: {(host, iface): drops the kernel counted on vswitchd's
+    socket} (vwlab.overruns). Returns [Verdict] in seq order."""
     want = {q for q, _ in lost}
     requests, replies, misdecap = {}, {}, set()
     for d in datagrams:
@@ -119,14 +133,20 @@ def explain(lost, datagrams, guest_ip, peer_ip, port, guest_taps,
         if d.key is not None and (d.host, d.iface) in underlay_ifaces:
             misdecap.add(q)
     out = []
+    budget = dict(overruns or {})
     for q, sent in sorted(lost):
         seen = requests.get(q, []) + replies.get(q, [])
         last = max(seen, key=lambda d: d.time) if seen else None
         raced = q in misdecap or (last is not None and any(
             s - GLITCH_SLACK <= last.time <= e + GLITCH_SLACK
             for s, e in (glitches or {}).get(last.host, ())))
-        out.append(_one(q, sent, requests.get(q, []), replies.get(q, []),
-                        raced, guest_taps, windows, margin))
+        v = _one(q, sent, requests.get(q, []), replies.get(q, []),
+                 raced, guest_taps, windows, margin)
+        if v.cause == 'network' and last is not None and \
+                not last.outgoing and budget.get((last.host, last.iface)):
+            budget[(last.host, last.iface)] -= 1
+            v = v._replace(cause='overrun', host=last.host)
+        out.append(v._replace(seen=_where(last)))
     return _one_hole_one_cause(out)
 
 
@@ -183,7 +203,8 @@ def _undelivered(q, t, raced, windows, margin, host):
 
 def summary(verdicts, windows):
     """{cause: [(count, first ms, last ms) relative to the nearest STOP]}:
-    runs of consecutive verdicts with the same cause, for messages."""
+    runs of consecutive verdicts with the same cause, for messages; a
+    'network' run also says where its datagrams were last captured."""
     out = {}
     for v in verdicts:
         stop = min((w[0] for w in windows), key=lambda s: abs(s - v.at),
@@ -194,4 +215,12 @@ def summary(verdicts, windows):
             runs[-1] = (runs[-1][0] + 1, runs[-1][1], ms, v.seq)
         else:
             runs.append((1, ms, ms, v.seq))
-    return {k: [r[:3] for r in runs] for k, runs in out.items()}
+    seen = {}
+    for v in verdicts:
+        if v.cause == 'network':
+            seen[v.seen or 'never captured'] = \
+                seen.get(v.seen or 'never captured', 0) + 1
+    out = {k: [r[:3] for r in runs] for k, runs in out.items()}
+    if seen:
+        out['network last seen'] = sorted(seen.items())
+    return out

@@ -86,7 +86,7 @@ def test_a_guest_that_announces_nothing_is_activated_by_its_first_frame(
         # its translation cache cold on the new host).
         heard = (stop, window[1], first[0], window[3])
         causes, bad = _audit(lab, r, grams, '10.84.0.1', '10.84.0.2', taps,
-                             [heard])
+                             [heard], caps.overruns())
         why = 'first frame %.1f ms after RESUME, %s; lost %s; %s' % (
             (first[0] - resume) * 1000, sorted(row.items()), r['lost_runs'],
             causes)

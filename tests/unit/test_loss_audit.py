@@ -20,9 +20,10 @@ def rep(q, t, host, iface, outgoing=False):
                     q.to_bytes(8, 'big') + bytes(8), None)
 
 
-def causes(lost, grams, margin=0.005, glitches=None):
+def causes(lost, grams, margin=0.005, glitches=None, overruns=None):
     return [(v.seq, v.cause) for v in explain(
-        lost, grams, G, P, PORT, TAPS, UNDERLAY, WIN, margin, glitches)]
+        lost, grams, G, P, PORT, TAPS, UNDERLAY, WIN, margin, glitches,
+        overruns)]
 
 
 def test_where_the_guest_is():
@@ -87,7 +88,17 @@ def test_summary_groups_runs_relative_to_stop():
     vs = explain([(1, 9.99), (2, 9.991), (3, 10.1)], [], G, P, PORT, TAPS,
                  UNDERLAY, WIN, 0.005)
     assert summary(vs, WIN) == {'network': [(2, -10.0, -9.0)],
-                                'pause': [(1, 100.0, 100.0)]}
+                                'pause': [(1, 100.0, 100.0)],
+                                'network last seen': [('never captured', 2)]}
+
+
+def test_a_network_loss_says_where_it_was_captured_last():
+    # Crossed the far end's veth and the source's underlay, never the tap.
+    grams = [req(1, 9.5, 'h3', 'vwveth3', outgoing=False),
+             req(1, 9.501, 'h1', 'br-phy', outgoing=False)]
+    v, = explain([(1, 9.49)], grams, G, P, PORT, TAPS, UNDERLAY, WIN, 0.005)
+    assert (v.cause, v.seen) == ('network', 'h1 br-phy in')
+    assert summary([v], WIN)['network last seen'] == [('h1 br-phy in', 1)]
 
 
 # As OVS 3.1's vswitchd logs them with dpif_netdev at debug level (cut).
@@ -133,3 +144,16 @@ def test_a_datagram_that_vanished_in_a_glitching_host_is_ovs_race():
 def test_reading_a_capture_for_no_datagrams_reads_nothing(tmp_path):
     from vwlab.capture import read_pcap
     assert read_pcap(str(tmp_path / 'absent.pcap'), 'h1', {}, set()) == []
+
+
+def test_a_loss_where_the_kernel_counted_switch_drops_is_an_overrun():
+    # Three arrived on h1's underlay; vswitchd's socket there overflowed
+    # twice: two overruns, the third stays the network's.
+    grams = [req(q, 9.5 + q / 1e3, 'h1', 'br-phy', outgoing=False)
+             for q in (1, 2, 3)]
+    lost = [(q, 9.49 + q / 1e3) for q in (1, 2, 3)]
+    assert causes(lost, grams, overruns={('h1', 'br-phy'): 2}) == \
+        [(1, 'overrun'), (2, 'overrun'), (3, 'network')]
+    # Drops on another interface excuse nothing here.
+    assert causes(lost, grams, overruns={('h2', 'br-phy'): 5}) == \
+        [(1, 'network'), (2, 'network'), (3, 'network')]
