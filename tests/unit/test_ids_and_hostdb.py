@@ -74,3 +74,22 @@ def test_port_without_ofport_yet_is_not_located():
          'external_ids': {'iface-id': 'nic-1'}}])]
     [h] = hosts_from_records(recs)
     assert World(hosts={'h1': h}).locations() == {}
+
+
+def test_an_extender_reports_its_link_encap_and_links():
+    from virtualwire.core.model import EXTENDER, Link
+    recs = [_bridge('br-int', {'vw-host-name': 'xa', 'vw-role': 'extender',
+                               'vw-tunnel-ip': '198.19.1.2',
+                               'vw-site': 'cloud-a', 'vw-link-xb': 'up',
+                               'vw-link-xr': 'down'}, [
+        {'name': 'vw-gre', 'type': 'gre', 'ofport': 65000, 'mtu': None,
+         'external_ids': {}, 'options': {'local_ip': '198.19.1.2'}},
+        {'name': 'vw-xl', 'type': 'gre', 'ofport': 65001, 'mtu': None,
+         'external_ids': {'vw-encap': 'xl'},
+         'options': {'local_ip': '100.64.0.1'}}])]
+    [h] = hosts_from_records(recs)
+    assert h.role == EXTENDER
+    assert h.encaps == (Encap('gre', '198.19.1.2', 65000),
+                        Encap('xl', '100.64.0.1', 65001))
+    assert h.links == (Link('xb', True), Link('xr', False))
+    assert h.link_up('xb') and not h.link_up('xr')

@@ -194,7 +194,16 @@ def _document():
                     'a': {'type': 'string'}, 'b': {'type': 'string'},
                     'state': {'type': 'string',
                               'enum': ['pending', 'collapsed', 'tunnelled',
-                                       'waiting-host']},
+                                       'extended', 'waiting-host'],
+                              'description': 'tunnelled: ends on two hosts '
+                              'of one site; extended: in two sites, through '
+                              'their extenders; waiting-host: no usable path '
+                              '(no carrier, or no extender link up)'},
+                    'path': {'type': 'array', 'items': {'type': 'string'},
+                             'description': 'hosts its frames cross from a '
+                             'to b'},
+                    'relayed': {'type': 'boolean', 'description': 'through '
+                                "an extender of a site neither end is in"},
                     'host_a': {'type': 'string', 'nullable': True},
                     'host_b': {'type': 'string', 'nullable': True},
                     'created_at': {'type': 'string'},
@@ -218,6 +227,13 @@ def _document():
                     'name': {'type': 'string'}, 'dpid': {'type': 'string'},
                     'tunnel_ip': {'type': 'string'},
                     'site': {'type': 'string'},
+                    'role': {'type': 'string',
+                             'enum': ['hypervisor', 'extender']},
+                    'links': {'type': 'array', 'description': "an "
+                              "extender's links to other sites' extenders",
+                              'items': {'type': 'object', 'properties': {
+                                  'peer': {'type': 'string'},
+                                  'up': {'type': 'boolean'}}}},
                     'connected': {'type': 'boolean'},
                     'synced': {'type': 'boolean'},
                     'datapath_type': {'type': 'string'},

@@ -4,8 +4,8 @@ nothing here changes state."""
 from virtualwire.future import Future
 from virtualwire.control.state import ControllerState
 from virtualwire.core import errors, ids
-from virtualwire.pipeline import carriers
-from virtualwire.pipeline.wire import wire_state
+from virtualwire.pipeline import carriers, paths
+from virtualwire.pipeline.wire import wire_path, wire_state
 from virtualwire.southbound import openflow
 
 # A 1500-byte guest frame, its Ethernet header and one 802.1Q tag.
@@ -25,6 +25,7 @@ class Views(ControllerState):
         wire = self.wire(cid)
         loc, state, moves = self._ends(wire)
         la, lb = loc.get(wire.end_a), loc.get(wire.end_b)
+        path = wire_path(wire, self.tables.hosts, loc)
         return {
             'id': wire.connector_id,
             'connector_id': ids.fmt_connector(wire.connector_id),
@@ -33,6 +34,9 @@ class Views(ControllerState):
             'host_a': la.host if la else None,
             'host_b': lb.host if lb else None,
             'created_at': wire.created_at,
+            # Hosts its frames cross from a to b (extenders between sites).
+            'path': list(path or ()),
+            'relayed': paths.relayed(path, self.tables.hosts),
             # Ends being live-migrated: both hosts receive the wire until
             # the guest's first frame there activates the destination.
             'moving': {v: {'source': m.source, 'destination': m.destination,
@@ -59,7 +63,8 @@ class Views(ControllerState):
         if not any(e.usable for e in h.encaps):
             warnings.append('no tunnel port on the integration bridge')
         return {'name': h.name, 'dpid': '%016x' % h.dpid,
-                'tunnel_ip': h.tunnel_ip, 'site': h.site,
+                'tunnel_ip': h.tunnel_ip, 'site': h.site, 'role': h.role,
+                'links': [{'peer': k.peer, 'up': k.up} for k in h.links],
                 'encaps': [{'type': e.type, 'ip': e.ip, 'ofport': e.ofport}
                            for e in h.encaps],
                 'connected': s is not None,

@@ -46,8 +46,21 @@ class Encap:
 
 
 @dataclass(frozen=True)
+class Link:
+    """An extender's encrypted link to another site's extender, as the
+    extender's OVSDB reports it (`peer` is that extender's host name)."""
+    peer: str
+    up: bool = False
+
+
+HYPERVISOR = 'hypervisor'
+EXTENDER = 'extender'       # carries wires between sites (paper 3.2)
+
+
+@dataclass(frozen=True)
 class Host:
-    """One hypervisor's integration bridge, as read from its OVSDB."""
+    """One hypervisor's (or extender's) integration bridge, as read from
+    its OVSDB."""
     name: str
     dpid: int
     encaps: Tuple[Encap, ...] = ()
@@ -55,6 +68,11 @@ class Host:
     datapath_type: str = ''
     underlay_mtu: Optional[int] = None
     vnics: Tuple[VnicPort, ...] = ()
+    role: str = HYPERVISOR
+    links: Tuple[Link, ...] = ()
+
+    def link_up(self, peer: str) -> bool:
+        return any(k.peer == peer and k.up for k in self.links)
 
     def vnic_map(self) -> Dict[str, VnicPort]:
         return {v.vnic_id: v for v in self.vnics}
@@ -95,6 +113,7 @@ def host_to_json(h: Host) -> str:
 def host_from_json(text: str) -> Host:
     d = json.loads(text)
     d['vnics'] = tuple(VnicPort(**v) for v in d.get('vnics', ()))
+    d['links'] = tuple(Link(**k) for k in d.get('links', ()))
     if 'tunnel_ip' in d:            # snapshots written before Encap
         ip, port = d.pop('tunnel_ip'), d.pop('tunnel_ofport', None)
         d['encaps'] = [{'type': 'gre', 'ip': ip, 'ofport': port}] if ip \

@@ -1,12 +1,15 @@
 """`compute_flows(world)` kept up to date with work proportional to what
 changed: a wire's flows are recomputed only when the wire, one of its
-ends' placement, or one of its hosts' encaps changes; only the flow keys
-that changed are reported dirty per host. Pure (no I/O); property-tested
+ends' placement, or one of the hosts it crosses changes its encaps or
+site (any extender's change recomputes every wire: it may open or close
+a path between sites); only the flow keys that changed are reported
+dirty per host. Pure (no I/O); property-tested
 against `wire.compute_flows`.
 """
+from dataclasses import replace
 from typing import Dict, Set
 
-from virtualwire.core.model import Host, Wire
+from virtualwire.core.model import EXTENDER, Host, Wire
 from virtualwire.core.placement import Placement
 from virtualwire.pipeline.flow import Flow, default_flows
 from virtualwire.pipeline.wire import wire_flows, wire_locations
@@ -18,7 +21,7 @@ class IncrementalTables:
         self.hosts: Dict[str, Host] = {}
         self.placement = placement or Placement()
         self.by_vnic: Dict[str, int] = {}        # vnic -> cid
-        self.by_host: Dict[str, Set[int]] = {}   # host -> cids with an end there
+        self.by_host: Dict[str, Set[int]] = {}   # host -> cids crossing it
         self.wire_out: Dict[int, Dict[str, Set[Flow]]] = {}
         self.wire_hosts: Dict[int, Set[str]] = {}
         self.tables: Dict[str, Dict] = {}        # host -> {key: Flow}
@@ -62,8 +65,12 @@ class IncrementalTables:
         new_ports = {v.vnic_id: v.ofport for v in host.vnics}
         changed, events = self.placement.plug(host.name, old_ports, new_ports)
         touched = {self.by_vnic[v] for v in changed if v in self.by_vnic}
-        if old is None or old.encaps != host.encaps:
+        if old is None or (old.encaps, old.site, old.role) != \
+                (host.encaps, host.site, host.role):
             touched |= self.by_host.get(host.name, set())
+        if EXTENDER in (host.role, old.role if old else None) and (
+                old is None or old != replace(host, vnics=old.vnics)):
+            touched |= set(self.wires)
         for cid in touched:
             self._recompute(cid)
         return events
@@ -123,9 +130,10 @@ class IncrementalTables:
         wire = self.wires[cid]
         loc, shadows = wire_locations(wire, self.placement.claims,
                                       self.placement.moves)
+        out = wire_flows(wire, self.hosts, loc, shadows)
         self._place(cid, {x.host for x in loc.values()} |
-                    {x.host for x in shadows.values()})
-        self._install(cid, wire_flows(wire, self.hosts, loc, shadows))
+                    {x.host for x in shadows.values()} | set(out))
+        self._install(cid, out)
 
     def _place(self, cid, hosts):
         for h in self.wire_hosts.get(cid, set()) - hosts:

@@ -1,33 +1,47 @@
 """The flows one wire needs on each host: pure, from its ends' locations,
-the hosts' encaps and the carriers (`pipeline.carriers`), per kind of end
-(`pipeline.ends`), in the declared pipeline (`pipeline.tables`).
+the hosts' encaps, the path between them (`pipeline.paths`), the carriers
+(`pipeline.carriers`), per kind of end (`pipeline.ends`), in the declared
+pipeline (`pipeline.tables`).
 
   in <end a on h1>                    -> <end b's delivery>            (collapsed)
   in <end a on h1>                    -> <carrier send to h2>           (h1)
   <carrier ingress from h1 on h2>     -> <end b's delivery>             (h2)
 
-Matching the carrier's source means only the host holding the far end can
-inject frames into a wire. No L2/L3 field is matched, so every frame (VLAN
+Between sites every extender on the path gets one more flow per
+direction: <ingress from the previous hop> -> <send to the next hop>.
+Matching each hop's source means only the host that should send a wire's
+frames can inject them. No L2/L3 field is matched, so every frame (VLAN
 tags, ARP, LLDP, BPDUs, any ethertype) crosses unchanged. While an end
 live-migrates, `wire_flows` adds the flows that let the destination switch
 activate itself on the guest's first frame there (a learn action).
 """
-from typing import Dict, Set
+from typing import Dict, List, Set, Tuple
 
 from virtualwire.core import ids
 from virtualwire.core.model import Location
 from virtualwire.core.placement import place
-from virtualwire.pipeline import carriers, ends
+from virtualwire.pipeline import ends, paths
 from virtualwire.pipeline.flow import Flow, default_flows, make_flow
 from virtualwire.pipeline.tables import WIRE
 
 OFPP_CONTROLLER = 0xfffffffd
+OFPP_IN_PORT = 0xfffffff8   # OpenFlow drops an output to the port it came in on
 
 # Wire states reported to users.
 PENDING = 'pending'          # one or both ends not plugged anywhere
 COLLAPSED = 'collapsed'      # both ends on one host: port-to-port flows
-TUNNELLED = 'tunnelled'      # ends on two hosts, joined by a carrier
-WAITING = 'waiting-host'     # both plugged, but the hosts share no carrier
+TUNNELLED = 'tunnelled'      # ends on two hosts of one site, one carrier hop
+EXTENDED = 'extended'        # ends in two sites, through their extenders
+WAITING = 'waiting-host'     # both plugged, but no usable path between them
+
+
+def wire_path(wire, hosts, locations):
+    """Hosts the wire's frames cross from end a's host to end b's, or None
+    (pending, or no usable path)."""
+    la, lb = locations.get(wire.end_a), locations.get(wire.end_b)
+    if la is None or lb is None:
+        return None
+    return paths.route(hosts, la.host, lb.host)
 
 
 def wire_state(wire, hosts, locations) -> str:
@@ -36,57 +50,85 @@ def wire_state(wire, hosts, locations) -> str:
         return PENDING
     if la.host == lb.host:
         return COLLAPSED
-    if carriers.choose(hosts.get(la.host), hosts.get(lb.host)) is None:
+    path = paths.route(hosts, la.host, lb.host)
+    if path is None:
         return WAITING
-    return TUNNELLED
+    return TUNNELLED if len(path) == 2 else EXTENDED
+
+
+Units = List[Tuple[Tuple, ...]]
 
 
 class _Builder:
-    """Accumulates one wire's flows per host."""
+    """Accumulates one wire's flows per host. Flows with one match on one
+    host are one flow: their action units (a send or a delivery each) are
+    merged, each once, so two targets behind the same hop (a migration's
+    source and destination in another site) cost that hop one send."""
 
     def __init__(self, wire, hosts):
         self.cid = wire.connector_id
         self.cookie = ids.wire_cookie(wire.connector_id)
         self.hosts = hosts
-        self.out: Dict[str, Set[Flow]] = {}
+        self.units: Dict[Tuple[str, str, Tuple], Units] = {}
 
-    def add(self, host, role, match, actions):
-        self.out.setdefault(host, set()).add(
-            make_flow(WIRE, role, match, actions, self.cookie))
+    def add(self, host, role, match, units):
+        have = self.units.setdefault(
+            (host, role, tuple(sorted(match.items()))), [])
+        for u in units:
+            if tuple(u) not in have:
+                have.append(tuple(u))
 
-    def hop(self, sender: str, target: str):
-        c = carriers.choose(self.hosts.get(sender), self.hosts.get(target))
-        assert c is not None, 'no carrier %s -> %s' % (sender, target)
-        return c
+    def flows(self) -> Dict[str, Set[Flow]]:
+        out: Dict[str, Set[Flow]] = {}
+        for (host, role, match), units in self.units.items():
+            out.setdefault(host, set()).add(make_flow(
+                WIRE, role, dict(match), [a for u in units for a in u],
+                self.cookie))
+        return out
 
-    def send(self, here: str, target: Location):
-        """Actions on host `here` that carry a frame to `target`."""
-        if target.host == here:
-            return ends.kind_of(target).deliver(target)
-        carrier, mine, peer = self.hop(here, target.host)
+    def path(self, a, b):
+        p = paths.route(self.hosts, a, b)
+        assert p is not None, 'no path %s -> %s' % (a, b)
+        return p
+
+    def hop_send(self, here, nxt):
+        carrier, mine, peer = paths.hop(self.hosts, here, nxt)
         return carrier.send(mine, peer, self.cid)
 
-    def ingress(self, here: str, sender: str):
-        """The match of this wire's frames arriving on `here` from host
-        `sender` by carrier."""
-        carrier, mine, peer = self.hop(here, sender)
+    def hop_ingress(self, here, prev):
+        carrier, mine, peer = paths.hop(self.hosts, here, prev)
         return carrier.ingress(mine, peer, self.cid)
+
+    def send(self, here: str, target: Location):
+        """Actions on host `here` that start a frame towards `target`."""
+        if target.host == here:
+            return ends.kind_of(target).deliver(target)
+        return self.hop_send(here, self.path(here, target.host)[1])
+
+    def ingress(self, here: str, sender: str):
+        """The match of this wire's frames that host `sender` sent, as they
+        arrive on `here` (from the last hop of the path between them)."""
+        return self.hop_ingress(here, self.path(sender, here)[-2])
 
     def direction(self, sender: Location, targets, gated=None):
         """Frames entering at `sender` go to every Location in `targets`
-        (in that order). A target equal to `gated` gets its carrier
-        ingress with no actions (drop) until activation."""
-        acts = []
-        for t in targets:
-            if t.host == sender.host and t == gated:
-                continue                     # learned at activation instead
-            acts += self.send(sender.host, t)
+        (in that order). A target equal to `gated` gets its ingress with no
+        actions (drop) until activation."""
         self.add(sender.host, 'wire', ends.kind_of(sender).ingress_match(
-            sender), acts)
+            sender), [self.send(sender.host, t) for t in targets
+                      if not (t.host == sender.host and t == gated)])
         for t in targets:
-            if t.host != sender.host:
-                self.add(t.host, 'wire', self.ingress(t.host, sender.host),
-                         [] if t == gated else ends.kind_of(t).deliver(t))
+            if t.host == sender.host:
+                continue
+            p = self.path(sender.host, t.host)
+            for prev, here, nxt in zip(p, p[1:], p[2:]):
+                match = self.hop_ingress(here, prev)
+                self.add(here, 'wire', match, [[
+                    ('output', OFPP_IN_PORT)
+                    if a == ('output', match['in_port']) else a
+                    for a in self.hop_send(here, nxt)]])
+            self.add(t.host, 'wire', self.hop_ingress(t.host, p[-2]),
+                     [] if t == gated else [ends.kind_of(t).deliver(t)])
 
 
 def wire_flows(wire, hosts, locations, shadows=None) -> Dict[str, Set[Flow]]:
@@ -104,10 +146,10 @@ def wire_flows(wire, hosts, locations, shadows=None) -> Dict[str, Set[Flow]]:
         installs, in the switch itself, exactly the flow that delivers
         them, and a copy goes to the controller to clean up;
       - both source and destination send the guest's frames to the far end.
-    If both ends move at once, or the hosts share no carrier, the wire
+    If both ends move at once, or the hosts have no path, the wire
     keeps its plain flows (it switches when a source port leaves)."""
     state = wire_state(wire, hosts, locations)
-    if state not in (COLLAPSED, TUNNELLED):
+    if state not in (COLLAPSED, TUNNELLED, EXTENDED):
         return {}
     b = _Builder(wire, hosts)
     moving = [v for v in wire.ends() if shadows and v in shadows]
@@ -116,7 +158,7 @@ def wire_flows(wire, hosts, locations, shadows=None) -> Dict[str, Set[Flow]]:
         src, dst = locations[v], shadows[v]
         far = locations[wire.other_end(v)]
         names = {src.host, dst.host, far.host}
-        if all(carriers.choose(hosts.get(x), hosts.get(y)) is not None
+        if all(paths.route(hosts, x, y) is not None
                for x in names for y in names if x != y):
             b.direction(far, [src, dst], gated=dst)
             b.direction(src, [far])
@@ -125,14 +167,14 @@ def wire_flows(wire, hosts, locations, shadows=None) -> Dict[str, Set[Flow]]:
                        if far.host == dst.host else
                        b.ingress(dst.host, far.host))
             b.add(dst.host, 'activate', ends.kind_of(dst).ingress_match(dst),
-                  [('learn', WIRE.priority('wire'), b.cookie,
-                    tuple(sorted(learned.items())))] +
-                  b.send(dst.host, far) + [('output', OFPP_CONTROLLER)])
-            return b.out
+                  [[('learn', WIRE.priority('wire'), b.cookie,
+                     tuple(sorted(learned.items())))] +
+                   b.send(dst.host, far) + [('output', OFPP_CONTROLLER)]])
+            return b.flows()
     la, lb = locations[wire.end_a], locations[wire.end_b]
     b.direction(la, [lb])
     b.direction(lb, [la])
-    return b.out
+    return b.flows()
 
 
 def wire_locations(wire, claims, moves):

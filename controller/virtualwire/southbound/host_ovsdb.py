@@ -1,9 +1,12 @@
 """Reading a hypervisor's own OVSDB: its integration bridge(s) and vNICs.
 
 A bridge is a VirtualWire host when its external_ids carry `vw-host-name`
-(set by ovs-config/vw-host-setup); `vw-site` names its site. Each port
-whose Interface type is a carrier's (`pipeline.carriers`) is an Encap of
-the host, at `options:local_ip` or else the bridge's `vw-tunnel-ip`.
+(set by ovs-config/vw-host-setup); `vw-site` names its site, `vw-role`
+says if it is an extender, and an extender's agent reports each of its
+links as `vw-link-<peer host>` = up | down. Each port whose Interface type
+is a carrier's (`pipeline.carriers`), or whose external_ids name one as
+`vw-encap` (the extender link is a GRE port too), is an Encap of the host,
+at `options:local_ip` or else the bridge's `vw-tunnel-ip`.
 One ovs-vswitchd may hold several such bridges (used to simulate many hosts).
 vNICs are Interfaces with external_ids:iface-id, exactly as libvirt plugs
 `<virtualport type='openvswitch'>` ports.
@@ -14,11 +17,13 @@ import ovs.db.idl
 
 from os_ken.lib import hub
 
-from virtualwire.core.model import Encap, Host, VnicPort
+from virtualwire.core.model import (EXTENDER, HYPERVISOR, Encap, Host, Link,
+                                    VnicPort)
 from virtualwire.pipeline import carriers
 from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
 
 LOG = logging.getLogger(__name__)
+LINK_KEY = 'vw-link-'
 
 COLUMNS = {
     'Open_vSwitch': ['bridges', 'external_ids'],
@@ -64,14 +69,15 @@ def hosts_from_records(records, carrier_types=carriers.TYPES):
         encaps, vnics, ul_mtu = {}, [], None
         for itf in sorted(br['interfaces'], key=lambda i: i['name']):
             ie = itf['external_ids']
-            if itf['type'] in carrier_types:
-                if itf['type'] not in encaps:     # one port per carrier
+            kind = ie.get('vw-encap', itf['type'])
+            if kind in carrier_types:
+                if kind not in encaps:            # one port per carrier
                     port = itf['ofport'] if (itf['ofport'] or -1) > 0 \
                         else None
                     ip = itf.get('options', {}).get('local_ip', 'flow')
                     ip = ip if ip != 'flow' else \
                         ext.get('vw-tunnel-ip', '')
-                    encaps[itf['type']] = Encap(itf['type'], ip, port)
+                    encaps[kind] = Encap(kind, ip, port)
             elif ie.get('iface-id'):
                 vnics.append(VnicPort(
                     vnic_id=ie['iface-id'], port_name=itf['name'],
@@ -85,7 +91,11 @@ def hosts_from_records(records, carrier_types=carriers.TYPES):
             encaps=tuple(encaps[t] for t in carrier_types if t in encaps),
             site=ext.get('vw-site', 'default'),
             datapath_type=br['datapath_type'], underlay_mtu=ul_mtu,
-            vnics=tuple(sorted(vnics, key=lambda v: v.vnic_id))))
+            vnics=tuple(sorted(vnics, key=lambda v: v.vnic_id)),
+            role=EXTENDER if ext.get('vw-role') == EXTENDER else HYPERVISOR,
+            links=tuple(Link(k[len(LINK_KEY):], v == 'up')
+                        for k, v in sorted(ext.items())
+                        if k.startswith(LINK_KEY))))
     return hosts
 
 

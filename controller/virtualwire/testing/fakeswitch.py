@@ -21,6 +21,7 @@ from os_ken.ofproto import ofproto_v1_4 as ofp
 from os_ken.ofproto import ofproto_v1_4_parser as parser
 
 OFPP_CONTROLLER = ofp.OFPP_CONTROLLER
+OFPP_IN_PORT = ofp.OFPP_IN_PORT
 VID_PRESENT = ofp.OFPVID_PRESENT
 _LEARN_NAMES = {'in_port_nxm': 'in_port', 'tun_id': 'tunnel_id',
                 'tunnel_id_nxm': 'tunnel_id'}
@@ -230,6 +231,8 @@ class FakeDatapath:
                     table_id=e.table_id, cookie=e.cookie,
                     match=parser.OFPMatch(in_port=pkt.in_port),
                     data=pkt.frame()))
+            elif name == 'OFPActionOutput' and a.port == OFPP_IN_PORT:
+                out.append((pkt.in_port, cur))
             elif name == 'OFPActionOutput':
                 if a.port != pkt.in_port:    # OpenFlow never echoes
                     out.append((a.port, cur))
