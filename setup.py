@@ -35,6 +35,7 @@ setup(
     entry_points={'console_scripts': [
         'virtualwire-controller = virtualwire.main:main',
         'vwctl = virtualwire.cli.vwctl:main',
+        'virtualwire-extender = virtualwire.extender.agent:main',
         'vwlab = vwlab.cli:main',
     ]},
 )

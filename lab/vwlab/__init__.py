@@ -23,6 +23,7 @@ from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, LAB_ROOT, MGMT_NET, REPO,
 from vwlab.guests import Guest, LibvirtGuest, Vm
 from vwlab.host import LabHost
 from vwlab.simhosts import SimHosts
+from vwlab.sites import Sites, parse_extenders
 
 __all__ = ['CONTROLLER_IP', 'HOST_SETUP', 'LAB_ROOT', 'MGMT_NET', 'REPO',
            'UL_NET', 'UNDERLAY_MTU', 'Guest', 'Lab', 'LabError', 'LabHost',
@@ -31,10 +32,14 @@ __all__ = ['CONTROLLER_IP', 'HOST_SETUP', 'LAB_ROOT', 'MGMT_NET', 'REPO',
 
 class Lab:
     """A lab of `n_hosts` hypervisors. Use as a context manager or call
-    up()/down(). `sites` labels hosts (e.g. ['cloud-a','cloud-a','cloud-b'])."""
+    up()/down(). `sites` labels hosts (e.g. ['cloud-a','cloud-a','cloud-b']).
+    With `extenders` ([sites.ExtenderSpec], or 'xa:cloud-a:nat,...') the
+    sites are clouds apart (vwlab.sites): each its own underlay, joined
+    only through the extenders' public legs; extenders are hosts too
+    (lab.extenders), after the hypervisors in lab.hosts."""
 
     def __init__(self, n_hosts=3, prefix=None, sites=None, of_port=6653,
-                 libvirt=False):
+                 libvirt=False, extenders=None):
         self.prefix = prefix or 'vw' + secrets.token_hex(3)
         self.libvirt = libvirt
         self.n_hosts = n_hosts
@@ -45,9 +50,29 @@ class Lab:
         self.ul_ns = self.prefix + '-ul'
         self.hosts: List[LabHost] = []
         self.controller: Optional[subprocess.Popen] = None
+        if isinstance(extenders, str):
+            extenders = parse_extenders(extenders)
+        self.extender_specs = list(extenders or [])
+        self.clouds = Sites(self, [self.site_of(i) for i in range(
+            1, n_hosts + len(self.extender_specs) + 1)]) \
+            if self.extender_specs else None
+
+    @property
+    def extenders(self) -> List[LabHost]:
+        return self.hosts[self.n_hosts:]
 
     def site_of(self, i):
+        if i > self.n_hosts:
+            return self.extender_specs[i - self.n_hosts - 1].site
         return self.sites[i - 1] if self.sites else 'default'
+
+    def ul_ns_of(self, i):
+        return self.clouds.ul_ns(self.site_of(i)) if self.clouds \
+            else self.ul_ns
+
+    def ul_net_of(self, i):
+        return self.clouds.ul_net(self.site_of(i)) if self.clouds \
+            else UL_NET
 
     def host(self, name):
         return next(h for h in self.hosts if h.name == name)
@@ -68,19 +93,32 @@ class Lab:
         with open(os.path.join(self.dir, 'lab.json'), 'w') as f:
             json.dump({'prefix': self.prefix, 'hosts': self.n_hosts,
                        'created': time.time()}, f)
-        for ns in (self.mgmt_ns, self.ul_ns):
+        for ns in (self.mgmt_ns,) + (() if self.clouds else (self.ul_ns,)):
             sh(['ip', 'netns', 'add', ns])
             sh(['ip', 'link', 'set', 'lo', 'up'], ns=ns)
-        sh(['ip', 'link', 'add', 'mgmt0', 'type', 'bridge'], ns=self.mgmt_ns)
+        # A fixed MAC: a Linux bridge otherwise takes its lowest port's,
+        # which changes as hosts join, and hosts that cached the old one
+        # lose the controller until their ARP entry goes stale (~40 s).
+        sh(['ip', 'link', 'add', 'mgmt0', 'address', '02:76:77:00:00:01',
+            'type', 'bridge'], ns=self.mgmt_ns)
         sh(['ip', 'addr', 'add', CONTROLLER_IP + '/24', 'dev', 'mgmt0'],
            ns=self.mgmt_ns)
         sh(['ip', 'link', 'set', 'mgmt0', 'up'], ns=self.mgmt_ns)
-        sh(['ip', 'link', 'add', 'ul0', 'type', 'bridge'], ns=self.ul_ns)
-        sh(['ip', 'link', 'set', 'ul0', 'mtu', str(UNDERLAY_MTU), 'up'],
-           ns=self.ul_ns)
+        if self.clouds:
+            self.clouds.up(UNDERLAY_MTU)
+        else:
+            sh(['ip', 'link', 'add', 'ul0', 'type', 'bridge'], ns=self.ul_ns)
+            sh(['ip', 'link', 'set', 'ul0', 'mtu', str(UNDERLAY_MTU), 'up'],
+               ns=self.ul_ns)
         for i in range(1, self.n_hosts + 1):
             progress('host %d/%d: namespace, OVS, bootstrap' % (i, self.n_hosts))
             self.hosts.append(self._make_host(i))
+        for j, spec in enumerate(self.extender_specs):
+            progress('extender %s (%s, %s)' % (spec.name, spec.site,
+                                               spec.nat))
+            x = self._make_host(self.n_hosts + j + 1, spec.name)
+            self.clouds.connect_wan(x, spec)
+            self.hosts.append(x)
         self.warm_tunnel_neighbours()
         if self.libvirt:
             from vwlab.libvirt_host import LibvirtHost
@@ -88,20 +126,20 @@ class Lab:
                 progress('host %s: libvirtd' % h.name)
                 h.libvirt = LibvirtHost(h).start()
 
-    def _make_host(self, i):
-        name = 'h%d' % i
+    def _make_host(self, i, name=None):
+        name = name or 'h%d' % i
         h = LabHost(self, i, name, '%s-%s' % (self.prefix, name),
                     os.path.join(self.dir, name))
         sh(['ip', 'netns', 'add', h.ns])
         sh(['ip', 'link', 'set', 'lo', 'up'], ns=h.ns)
         for dev, peer_ns, br in (('mgmt0', self.mgmt_ns, 'mgmt0'),
-                                 ('ul0', self.ul_ns, 'ul0')):
+                                 ('ul0', self.ul_ns_of(i), 'ul0')):
             sh(['ip', 'link', 'add', dev, 'netns', h.ns, 'type', 'veth',
                 'peer', 'name', name, 'netns', peer_ns])
             sh(['ip', 'link', 'set', name, 'master', br, 'up'], ns=peer_ns)
             sh(['ethtool', '-K', dev, 'tx', 'off'], ns=h.ns, check=False)
         sh(['ip', 'link', 'set', name, 'mtu', str(UNDERLAY_MTU)],
-           ns=self.ul_ns)
+           ns=self.ul_ns_of(i))
         sh(['ip', 'addr', 'add', h.mgmt_ip + '/24', 'dev', 'mgmt0'], ns=h.ns)
         sh(['ip', 'link', 'set', 'mgmt0', 'up'], ns=h.ns)
         h.start_ovs()
@@ -114,7 +152,7 @@ class Lab:
         macs = {h.name: h.underlay_mac() for h in self.hosts}
         for h in self.hosts:
             for peer in self.hosts:
-                if peer is not h:
+                if peer is not h and peer.site == h.site:
                     h.appctl('tnl/neigh/set', 'br-phy', peer.tunnel_ip,
                              macs[peer.name])
 

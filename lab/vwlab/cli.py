@@ -1,6 +1,7 @@
 """`vwlab`: the namespace lab from a shell.
 
   vwlab demo [--topology FILE] [--keep]   lab + controller + wires + traffic
+       [--sites S1,S2,.. --extenders X:SITE[:NAT],..]   ... across clouds
   vwlab list                              labs on this machine
   vwlab down PREFIX | --all               remove labs
 """
@@ -15,7 +16,7 @@ from tabulate import tabulate
 
 from vwlab import topology as topo_mod
 from virtualwire.cli.vwctl import Client, cmd_hosts, cmd_stats, cmd_wires
-from vwlab import Lab, LabError, list_labs, teardown
+from vwlab import Lab, LabError, extenders, list_labs, teardown
 
 
 def say(step, total, msg):
@@ -77,6 +78,22 @@ def _traffic(vm_a, vm_b, ip_b, port):
             'tcp_mbit_s': round(tcp['mbit_s'], 1)}
 
 
+def _links(lab, client):
+    """Every pair of extenders linked (encrypted, through the NATs); wait
+    until the controller sees the links up."""
+    names = [x.name for x in lab.extenders]
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    print('      extender links: %s (OpenVPN, pinned certificates)'
+          % ', '.join('%s-%s' % p for p in pairs), flush=True)
+    extenders.connect(lab, pairs)
+
+    def all_up():
+        hosts = client.call('GET', '/v1/hosts')['hosts']
+        ups = sum(1 for h in hosts for k in h.get('links', ()) if k['up'])
+        return ups == 2 * len(pairs)
+    _wait(all_up, 60, 'extender links to come up')
+
+
 def cmd_demo(args):
     if args.topology:
         topo = topo_mod.load(args.topology)
@@ -84,10 +101,17 @@ def cmd_demo(args):
         topo = topo_mod.parse(topo_mod.DEMO, 'embedded demo')
     n_hosts = max(args.hosts, max(int(h[1:]) for h in topo.hosts()))
     total = 6
-    lab = Lab(n_hosts)
+    sites = args.sites.split(',') if args.sites else None
+    if sites and len(sites) != n_hosts:
+        raise LabError('--sites names %d sites for %d hosts'
+                       % (len(sites), n_hosts))
+    lab = Lab(n_hosts, sites=sites, extenders=args.extenders)
+    n_all = n_hosts + len(lab.extender_specs)
     try:
         say(1, total, 'building a %d-host lab %s (namespaces, OVS netdev, '
-            'GRE underlay)' % (n_hosts, lab.prefix))
+            'GRE underlay%s)' % (n_all, lab.prefix, ', %d sites apart, NATs'
+                                 % len(lab.clouds.order) if lab.clouds
+                                 else ''))
         lab.up(progress=lambda m: print('      ' + m, flush=True))
         say(2, total, 'starting virtualwire-controller (REST %s)'
             % '127.0.0.1')
@@ -103,8 +127,8 @@ def cmd_demo(args):
             seen.update((h['name'], 'synced' if h['synced'] else
                          'connected' if h['connected'] else 'not connected')
                         for h in hosts)
-            return len(hosts) == n_hosts and all(h['connected'] and
-                                                 h['synced'] for h in hosts)
+            return len(hosts) == n_all and all(h['connected'] and
+                                               h['synced'] for h in hosts)
         try:
             _wait(hosts_up, 60, 'hosts to connect')
         except LabError as e:
@@ -113,6 +137,8 @@ def cmd_demo(args):
                 or 'none', lab.diagnostics()), file=sys.stderr)
             raise
         print(cmd_hosts(client, None)[1])
+        if lab.extender_specs:
+            _links(lab, client)
         say(3, total, 'deploying topology "%s": %d VMs, %d wires'
             % (topo.name, len(topo.nodes), len(topo.links)))
         wired = deploy(lab, topo, client)
@@ -129,11 +155,12 @@ def cmd_demo(args):
             ip_b = ib.split('/')[0]
             _wait(lambda: va.ping(ip_b, count=1)[1] == 1, 15, 'first ping')
             r = _traffic(va, vb, ip_b, 7000 + 10 * i)
-            state = client.call('GET', '/v1/wires/%d' % w['id'])['state']
+            now = client.call('GET', '/v1/wires/%d' % w['id'])
             rows.append([w['connector_id'], '%s -> %s' % (va.name, vb.name),
-                         state, r['ping'], r['udp'], r['tcp_mbit_s']])
-        print(tabulate(rows, headers=['wire', 'path', 'state', 'ping',
-                                      'udp rx/tx', 'tcp Mbit/s']))
+                         now['state'], ' > '.join(now.get('path', ())),
+                         r['ping'], r['udp'], r['tcp_mbit_s']])
+        print(tabulate(rows, headers=['wire', 'vms', 'state', 'hosts',
+                                      'ping', 'udp rx/tx', 'tcp Mbit/s']))
         say(5, total, 'per-wire flow statistics (counters fold in each ~1 s)')
         time.sleep(1.5)
         for w, *_ in wired:
@@ -159,6 +186,11 @@ def main(argv=None):
     d = sub.add_parser('demo', help='lab + controller + wires + traffic')
     d.add_argument('--topology', help='topology YAML (default: embedded demo)')
     d.add_argument('--hosts', type=int, default=3)
+    d.add_argument('--sites', help='site of each host, e.g. '
+                   'cloud-a,cloud-b,cloud-b (with --extenders: clouds apart)')
+    d.add_argument('--extenders', help='NAME:SITE[:NAT],... extenders, NAT '
+                   'one of nat, symmetric, public; e.g. xa:cloud-a,'
+                   'xb:cloud-b,xr:relay:public')
     d.add_argument('--keep', action='store_true',
                    help='leave the lab and controller running')
     sub.add_parser('list', help='labs on this machine')

@@ -6,8 +6,9 @@ import uuid as uuid_mod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, Optional
 
-from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, MGMT_NET, UL_NET,
+from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, MGMT_NET,
                          UNDERLAY_MTU, LabError, kill_pidfile, sh)
+from vwlab.sites import LINK_NET
 from vwlab.guests import Guest, LibvirtGuest, Vm, wait_booted
 
 if TYPE_CHECKING:
@@ -31,7 +32,22 @@ class LabHost:
 
     @property
     def tunnel_ip(self):
-        return '%s.%d' % (UL_NET, 10 + self.index)
+        return '%s.%d' % (self.lab.ul_net_of(self.index), 10 + self.index)
+
+    @property
+    def site(self):
+        return self.lab.site_of(self.index)
+
+    @property
+    def spec(self):
+        """The ExtenderSpec of an extender, else None."""
+        k = self.index - self.lab.n_hosts - 1
+        return self.lab.extender_specs[k] if k >= 0 else None
+
+    @property
+    def link_ip(self):
+        """An extender's address on the link network."""
+        return '%s.%d' % (LINK_NET, self.index - self.lab.n_hosts)
 
     @property
     def db(self):
@@ -97,11 +113,13 @@ class LabHost:
             '--tunnel-ip', self.tunnel_ip,
             '--controller', 'tcp:%s:%d' % (CONTROLLER_IP, self.lab.of_port),
             '--manager', 'ptcp:6640:%s' % self.mgmt_ip,
-            '--site', self.lab.site_of(self.index),
+            '--site', self.site,
             '--datapath-type', 'netdev',
             '--underlay-bridge', 'br-phy', '--underlay-iface', 'ul0',
             '--underlay-cidr', '%s/24' % self.tunnel_ip,
-            '--underlay-mtu', str(UNDERLAY_MTU)], ns=self.ns, env=self.env())
+            '--underlay-mtu', str(UNDERLAY_MTU)] +
+           (['--role', 'extender', '--link-cidr', '%s/24' % self.link_ip]
+            if self.spec else []), ns=self.ns, env=self.env())
 
     def underlay_mac(self):
         return sh(['cat', '/sys/class/net/br-phy/address'], ns=self.ns).strip()

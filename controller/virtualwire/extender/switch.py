@@ -1,0 +1,103 @@
+"""The extender's Open vSwitch, as the agent touches it: one tap per link on
+the link bridge br-xl, br-xl's flows, pinned neighbours, and the link
+states the controller reads (bridge external_ids `vw-link-<peer>`)."""
+import os
+import subprocess
+from typing import Dict
+
+LINK_KEY = 'vw-link-'
+
+
+def link_mac(link_ip: str) -> str:
+    """The link bridge's MAC, from its address (as vw-host-setup sets it)."""
+    return '02:76:' + ':'.join('%02x' % int(b) for b in link_ip.split('.'))
+
+
+def bridge_flows(taps: Dict[int, str]) -> str:
+    """br-xl's table for {tap ofport: the peer's link MAC}. Split horizon:
+    a frame from a link goes only to this extender (LOCAL), never to
+    another link, so links can never form a loop; frames from LOCAL go to
+    the link of their destination MAC (broadcasts to all links)."""
+    lines = ['priority=0,actions=drop']
+    for port, mac in sorted(taps.items()):
+        lines.append('priority=10,in_port=%d,actions=LOCAL' % port)
+        lines.append('priority=10,in_port=LOCAL,dl_dst=%s,actions=output:%d'
+                     % (mac, port))
+    if taps:
+        lines.append('priority=5,in_port=LOCAL,dl_dst=01:00:00:00:00:00/'
+                     '01:00:00:00:00:00,actions=%s' % ','.join(
+                         'output:%d' % p for p in sorted(taps)))
+    return '\n'.join(lines) + '\n'
+
+
+class Switch:
+    def __init__(self, db=None, bridge='br-int', link_bridge='br-xl',
+                 vswitchd_ctl='ovs-vswitchd'):
+        self.db, self.bridge, self.link_bridge = db, bridge, link_bridge
+        self.ctl = vswitchd_ctl
+
+    def _run(self, cmd, inp=None, check=True):
+        return subprocess.run(cmd, input=inp, capture_output=True, text=True,
+                              check=check).stdout
+
+    def vsctl(self, *args, check=True):
+        return self._run(['ovs-vsctl', '--timeout=10'] +
+                         (['--db=' + self.db] if self.db else []) +
+                         list(args), check=check)
+
+    def ensure_tap(self, dev, peer, mtu):
+        if not os.path.exists('/sys/class/net/' + dev):
+            self._run(['ip', 'tuntap', 'add', 'dev', dev, 'mode', 'tap'])
+        self._run(['ip', 'link', 'set', dev, 'mtu', str(mtu), 'up'])
+        self.vsctl('--may-exist', 'add-port', self.link_bridge, dev, '--',
+                   'set', 'interface', dev,
+                   'external_ids:vw-link-peer=%s' % peer)
+
+    def remove_tap(self, dev):
+        self.vsctl('--if-exists', 'del-port', self.link_bridge, dev)
+        self._run(['ip', 'link', 'del', dev], check=False)
+
+    def ofport(self, dev) -> int:
+        out = self.vsctl('get', 'interface', dev, 'ofport').strip()
+        return int(out) if out.lstrip('-').isdigit() else -1
+
+    def set_flows(self, taps: Dict[int, str]):
+        self._run(['ovs-ofctl', '-O', 'OpenFlow14', 'replace-flows',
+                   self.link_bridge, '-'], inp=bridge_flows(taps))
+
+    def pin_neighbour(self, ip, mac):
+        """OVS's userspace tunnel cache and the kernel's: no ARP across a
+        link, and the first frame is not lost waiting for one."""
+        self._run(['ovs-appctl', '-t', self.ctl, 'tnl/neigh/set',
+                   self.link_bridge, ip, mac])
+        self._run(['ip', 'neigh', 'replace', ip, 'lladdr', mac, 'dev',
+                   self.link_bridge, 'nud', 'permanent'])
+
+    def publish(self, fingerprint: str, up: Dict[str, bool]):
+        """The identity and link states the controller reads."""
+        have = self._ext()
+        args = ['set', 'bridge', self.bridge,
+                'external_ids:vw-fingerprint="%s"' % fingerprint]
+        for peer, ok in sorted(up.items()):
+            args.append('external_ids:%s%s=%s' % (LINK_KEY, peer,
+                                                  'up' if ok else 'down'))
+        stale = [k for k in have if k.startswith(LINK_KEY) and
+                 k[len(LINK_KEY):] not in up]
+        for k in stale:
+            args += ['--', 'remove', 'bridge', self.bridge, 'external_ids', k]
+        self.vsctl(*args)
+
+    def link_details(self, dev, details: Dict[str, str]):
+        self.vsctl('set', 'interface', dev, *(
+            'external_ids:vw-link-%s="%s"' % kv
+            for kv in sorted(details.items())))
+
+    def _ext(self):
+        out = self.vsctl('get', 'bridge', self.bridge, 'external_ids')
+        # ovs-vsctl get prints {k=v, ...}
+        body = out.strip().strip('{}')
+        keys = {}
+        for item in filter(None, (x.strip() for x in body.split(','))):
+            k, _, v = item.partition('=')
+            keys[k.strip('"')] = v.strip('"')
+        return keys
