@@ -49,6 +49,11 @@ def parse_args(argv=None):
                    help='also serve the REST API on HOST:PORT in the '
                         'southbound namespace, for hypervisor-side callers '
                         '(libvirt migration hooks); same token')
+    p.add_argument('--rendezvous-listen', default='',
+                   help='IP:PORT (and PORT+1) where extenders behind NATs '
+                        'learn their public endpoints: an address they '
+                        'reach over the public network (in the southbound '
+                        'namespace)')
     p.add_argument('--move-timeout', type=_positive, default=900.0,
                    metavar='SECONDS',
                    help='cancel a vNIC move (migration) not activated by '
@@ -151,6 +156,10 @@ def main(argv=None):
     if args.southbound_netns:
         enter_netns(args.southbound_netns)
     servers = [server]
+    if args.rendezvous_listen:
+        from virtualwire.southbound.rendezvous import Rendezvous
+        Rendezvous(*_split(args.rendezvous_listen,
+                           '--rendezvous-listen')).start()
     if args.southbound_rest_listen:
         sb_host, sb_port = _split(args.southbound_rest_listen,
                                   '--southbound-rest-listen')

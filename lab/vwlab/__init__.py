@@ -23,7 +23,8 @@ from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, LAB_ROOT, MGMT_NET, REPO,
 from vwlab.guests import Guest, LibvirtGuest, Vm
 from vwlab.host import LabHost
 from vwlab.simhosts import SimHosts
-from vwlab.sites import Sites, parse_extenders
+from vwlab.sites import (CONTROLLER_PUBLIC_IP, RENDEZVOUS_PORT, Sites,
+                         parse_extenders)
 
 __all__ = ['CONTROLLER_IP', 'HOST_SETUP', 'LAB_ROOT', 'MGMT_NET', 'REPO',
            'UL_NET', 'UNDERLAY_MTU', 'Guest', 'Lab', 'LabError', 'LabHost',
@@ -201,7 +202,9 @@ class Lab:
                '--southbound-netns', self.mgmt_ns,
                # For the hosts' libvirt hooks (lab.libvirt_host.HOOK_PORT).
                '--southbound-rest-listen', '%s:8781' % CONTROLLER_IP] + \
-            list(extra)
+            (['--rendezvous-listen', '%s:%d' % (CONTROLLER_PUBLIC_IP,
+                                                RENDEZVOUS_PORT)]
+             if self.clouds else []) + list(extra)
         self.controller = subprocess.Popen(cmd, stdout=log,
                                            stderr=subprocess.STDOUT,
                                            env=dict(os.environ, **(env or {})))

@@ -25,6 +25,10 @@ from dataclasses import dataclass
 from vwlab.shell import LabError, sh
 
 PUBLIC_NET = '203.0.113'        # TEST-NET-3 (RFC 5737), inside the lab only
+# The controller's public face: its rendezvous (the management namespace,
+# where the controller's southbound lives, gets a leg on the public segment).
+CONTROLLER_PUBLIC_IP = PUBLIC_NET + '.1'
+RENDEZVOUS_PORT = 3478
 LINK_NET = '100.64.0'
 NAT_KINDS = ('nat', 'symmetric', 'public')
 
@@ -85,6 +89,9 @@ class Sites:
         self._bridge_ns(self.pub_ns, 'pub0', 1500)
         for site in self.order:
             self._bridge_ns(self.ul_ns(site), 'ul0', mtu)
+        self._veth(self.lab.mgmt_ns, 'pub0', self.pub_ns, 'pub0', 'ctl')
+        sh(['ip', 'addr', 'add', '%s/24' % CONTROLLER_PUBLIC_IP, 'dev',
+            'pub0'], ns=self.lab.mgmt_ns)
 
     @staticmethod
     def _bridge_ns(ns, br, mtu):

@@ -34,9 +34,9 @@ def clouds():
              extenders='xa:cloud-a:nat,xb:cloud-b:nat,xr:relay:public') as lab:
         lab.start_controller()
         api = Api(lab)
-        extenders.connect(lab, LINKS)
         try:
             wait_until(api.synced, 60, what='controller and 5 hosts')
+            extenders.connect(lab, LINKS)
             wait_until(lambda: _links_up(lab, {
                 (a, b): True for x, y in LINKS for a, b in ((x, y), (y, x))}),
                 30, what='every extender link up')
@@ -147,10 +147,8 @@ def test_the_public_network_sees_only_ciphertext_and_drops_replays(
     # An attacker on the public network replays what it captured, spoofing
     # cloud-a's NAT, then forges datagrams: cloud-b's NAT lets them in (the
     # mapping exists), its extender's OpenVPN drops them all.
-    a_pub = '%s:%d' % (clouds.clouds.public_ip('cloud-a'),
-                       extenders.local_port(clouds.host('xb')))
-    b_pub = '%s:%d' % (clouds.clouds.public_ip('cloud-b'),
-                       extenders.local_port(clouds.host('xa')))
+    sides = extenders.link_view(clouds, 'xa', 'xb')['sides']
+    a_pub, b_pub = sides['xa']['public'], sides['xb']['public']
     nat_b = clouds.clouds.nat_ns('cloud-b')
     mac = subprocess.run(['ip', 'netns', 'exec', nat_b, 'cat',
                           '/sys/class/net/wan/address'], capture_output=True,

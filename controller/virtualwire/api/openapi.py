@@ -134,6 +134,7 @@ def _document():
                          'responses': {'200': _ok({'type': 'object'}),
                                        '400': _ERR, '401': _ERR, '404': _ERR,
                                        '413': _ERR, '422': _ERR}}},
+            **_extender_paths(),
         },
         'components': {
             'securitySchemes': {'bearer': {'type': 'http',
@@ -248,4 +249,67 @@ def _document():
                     'wire': {'type': 'string', 'nullable': True}}},
             },
         },
+    }
+
+
+_NAME = {'type': 'string', 'minLength': 1, 'maxLength': 64}
+
+
+def _extender_paths():
+    link = {'type': 'object', 'properties': {
+        'a': _NAME, 'b': _NAME, 'created_at': {'type': 'string'},
+        'state': {'type': 'string', 'enum': ['up', 'down']},
+        'why_down': {'type': 'string', 'nullable': True},
+        'sides': {'type': 'object', 'description': 'per extender: its UDP '
+                  'port, its public endpoint as the rendezvous saw it, its '
+                  'NAT kind, link state, peer endpoint, bytes, RTT'}}}
+    return {
+        '/v1/extender-links': {
+            'get': {'summary': "Extenders' encrypted links, and how each "
+                               'pair of sites is joined (direct or relayed)',
+                    'responses': {'200': _ok({'type': 'object', 'properties': {
+                        'links': {'type': 'array', 'items': link},
+                        'sites': {'type': 'array', 'items': {
+                            'type': 'object'}}}}),
+                        '401': _ERR}},
+            'post': {'summary': 'Link two extenders of different sites',
+                     'requestBody': {'required': True, 'content': {
+                         'application/json': {'schema': {
+                             'type': 'object', 'required': ['a', 'b'],
+                             'additionalProperties': False,
+                             'properties': {'a': _NAME, 'b': _NAME}}}}},
+                     'responses': {'201': _ok(link, 'Created'), '400': _ERR,
+                                   '401': _ERR, '404': _ERR, '409': _ERR,
+                                   '411': _ERR, '413': _ERR, '422': _ERR,
+                                   '503': _ERR}}},
+        '/v1/extender-links/{a}/{b}': {
+            'parameters': [{'name': n, 'in': 'path', 'required': True,
+                            'schema': _NAME} for n in ('a', 'b')],
+            'delete': {'summary': 'Unlink two extenders',
+                       'responses': {'204': {'description': 'Removed'},
+                                     '401': _ERR, '404': _ERR,
+                                     '503': _ERR}}},
+        '/v1/extenders/{name}/report': {
+            'parameters': [{'name': 'name', 'in': 'path', 'required': True,
+                            'schema': _NAME}],
+            'post': {'summary': "An extender agent's report (its "
+                                'fingerprint, public endpoints, NAT kind, '
+                                'link stats); the answer is the links it '
+                                'should keep',
+                     'requestBody': {'required': True, 'content': {
+                         'application/json': {'schema': {
+                             'type': 'object', 'required': ['fingerprint'],
+                             'additionalProperties': False,
+                             'properties': {
+                                 'fingerprint': {'type': 'string',
+                                                 'pattern': '^([0-9A-F]{2}:)'
+                                                 '{31}[0-9A-F]{2}$'},
+                                 'nat': {'type': 'string', 'enum': [
+                                     'public', 'endpoint-independent',
+                                     'symmetric', 'unknown']},
+                                 'endpoints': {'type': 'object'},
+                                 'links': {'type': 'object'}}}}}},
+                     'responses': {'200': _ok({'type': 'object'}),
+                                   '400': _ERR, '401': _ERR, '404': _ERR,
+                                   '411': _ERR, '413': _ERR, '422': _ERR}}},
     }

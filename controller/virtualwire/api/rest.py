@@ -45,6 +45,10 @@ ROUTES = (
     ('/v1/migrations', 'GET', 'list_migrations'),
     ('/v1/migrations', 'POST', 'announce_migration'),
     ('/v1/migrations/{vm_uuid}/released', 'POST', 'migration_released'),
+    ('/v1/extender-links', 'GET', 'list_extender_links'),
+    ('/v1/extender-links', 'POST', 'connect_extenders'),
+    ('/v1/extender-links/{a}/{b}', 'DELETE', 'disconnect_extenders'),
+    ('/v1/extenders/{name}/report', 'POST', 'extender_report'),
 )
 
 
@@ -207,6 +211,35 @@ class RestApi:
             raise errors.Malformed('body must be {"host": host name}')
         view = self._call(self.ctl.migration_released, vm_uuid, doc['host'])
         return _json(200, {'migration': view})
+
+    def list_extender_links(self, req):
+        return _json(200, {
+            'links': self._call(self.ctl.extender_link_views),
+            'sites': self._call(self.ctl.site_path_views)})
+
+    def connect_extenders(self, req):
+        doc = read_json_object(req)
+        if set(doc) != {'a', 'b'}:
+            raise errors.Malformed('body must be {"a": extender, "b": '
+                                   'extender}')
+        self._call(self.ctl.check_extender_link, doc['a'], doc['b'])
+        link = self.intent.create_link(doc['a'], doc['b'])
+        views = self._call(self.ctl.extender_link_views)
+        view = next(v for v in views if (v['a'], v['b']) == (link.a, link.b))
+        resp = _json(201, view)
+        resp.headers['Location'] = '/v1/extender-links/%s/%s' % (link.a,
+                                                                link.b)
+        return resp
+
+    def disconnect_extenders(self, req, a, b):
+        if not self.intent.delete_link(a, b):
+            raise errors.NotFound('extenders %s and %s are not linked'
+                                  % (a, b))
+        return webob.Response(status=204)
+
+    def extender_report(self, req, name):
+        return _json(200, self._call(self.ctl.extender_report, name,
+                                     read_json_object(req)))
 
     def wire_stats(self, req, wire_id):
         fut = self._call(self.ctl.wire_stats, ids.parse_connector_id(wire_id))

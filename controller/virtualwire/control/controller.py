@@ -10,6 +10,7 @@ Migrations are `control.migrating`; read-only views are `control.views`.
 import logging
 import time
 
+from virtualwire.control.extenders import ExtenderHandlers
 from virtualwire.control.migrating import MigrationHandlers
 from virtualwire.control.migrations import MigrationBook
 from virtualwire.control.views import Views
@@ -23,7 +24,7 @@ LOG = logging.getLogger(__name__)
 DUMP_TIMEOUT = 10.0
 
 
-class Controller(MigrationHandlers, Views):
+class Controller(MigrationHandlers, ExtenderHandlers, Views):
     def __init__(self, loop, intent, runtime, host_dbs=None,
                  ovsdb_port=6640, move_timeout=900.0, clock=time.monotonic):
         self.loop = loop
@@ -40,6 +41,7 @@ class Controller(MigrationHandlers, Views):
         self.remembered = {}            # name -> Host, as last persisted
         self.move_seen = {}             # vnic -> clock() when first seen
         self.changed_records = {}       # id -> Migration to persist
+        self.reports = {}               # extender -> its agent's last report
         self.stats = {'syncs': 0, 'bundles': 0, 'flow_mods': 0,
                       'switch_errors': 0}
         loop.idle = self.sync

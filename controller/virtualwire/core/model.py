@@ -20,6 +20,23 @@ class Wire:
         return self.end_b if vnic_id == self.end_a else self.end_a
 
 
+@dataclass(frozen=True, order=True)
+class ExtenderLink:
+    """Intent: extenders a and b (host names, a < b) keep an encrypted link;
+    each binds its own UDP port for it (one NAT mapping per link)."""
+    a: str
+    b: str
+    a_port: int
+    b_port: int
+    created_at: str = ''
+
+    def peer_of(self, name: str) -> str:
+        return self.b if name == self.a else self.a
+
+    def port_of(self, name: str) -> int:
+        return self.a_port if name == self.a else self.b_port
+
+
 @dataclass(frozen=True)
 class VnicPort:
     """A vNIC as a host's OVSDB shows it (as libvirt plugs it)."""

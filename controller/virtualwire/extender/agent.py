@@ -1,12 +1,16 @@
 """virtualwire-extender: keeps an extender's encrypted links as it is told.
 
-Each second it reads the links it should have (a JSON file:
-{"links": [LinkSpec fields, ...]}), starts, restarts or stops one OpenVPN
-process per link (a killed daemon comes back by itself), keeps each link's
-tap on br-xl with br-xl's flows and pinned neighbours, and writes what it
-sees to the host's OVSDB: its certificate fingerprint (`vw-fingerprint`),
-each link up or down (`vw-link-<peer>`), and per link on its tap the state,
-the peer's endpoint as seen from here, bytes and RTT.
+Each second it reports to the controller (its certificate fingerprint,
+the public endpoint of each of its link ports as the controller's
+rendezvous saw it, its NAT's kind, each link's state and counters) and
+gets back the links it should keep. It starts, restarts or stops one
+OpenVPN process per link (a killed daemon comes back by itself; a link
+down for long is re-probed at the rendezvous, in case the NAT's public
+address changed), keeps each link's tap on br-xl with br-xl's flows and
+pinned neighbours, and writes each link up or down to the host's OVSDB
+(`vw-link-<peer>`), where the controller's flow computation reads it.
+The last links it was given are kept on disk: an agent restarted while
+the controller is down keeps its links.
 """
 import argparse
 import json
@@ -17,23 +21,71 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from typing import Dict, Optional, Tuple
 
 from virtualwire.extender import keys, openvpn
 from virtualwire.extender.openvpn import LinkSpec, LinkState
 from virtualwire.extender.switch import Switch, link_mac
+from virtualwire.southbound.rendezvous import ask as rendezvous_ask
 
 LOG = logging.getLogger('virtualwire.extender')
 RTT_EVERY = 5.0
 
 
-def read_links(path) -> Dict[str, LinkSpec]:
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except FileNotFoundError:
-        return {}
+REPROBE_AFTER = 15.0        # s a link stays down before its port is re-probed
+
+
+def specs(doc) -> Dict[str, LinkSpec]:
     return {d['peer']: LinkSpec(**d) for d in doc.get('links', ())}
+
+
+class ControllerClient:
+    """The controller's southbound REST, as the agent uses it."""
+
+    def __init__(self, url, token):
+        self.url, self.token = url.rstrip('/'), token
+
+    def report(self, name, doc):
+        req = urllib.request.Request(
+            '%s/v1/extenders/%s/report' % (self.url, name), method='POST',
+            data=json.dumps(doc).encode(),
+            headers={'Authorization': 'Bearer ' + self.token,
+                     'Content-Type': 'application/json'})
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return json.loads(r.read())
+
+
+def probe(port, rendezvous, local_ips):
+    """(public endpoint, NAT kind) of local UDP `port`, asked from it at
+    both rendezvous ports; (None, 'unknown') if it cannot be asked (the
+    port is in use, or no answer)."""
+    host, rport = rendezvous
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.bind(('0.0.0.0', port))
+    except OSError:
+        s.close()
+        return None, 'unknown'
+    try:
+        seen = [rendezvous_ask(s, (host, rport)),
+                rendezvous_ask(s, (host, rport + 1))]
+    finally:
+        s.close()
+    if not seen[0]:
+        return None, 'unknown'
+    if seen[0].rpartition(':')[0] in local_ips:
+        return seen[0], 'public'
+    return seen[0], ('endpoint-independent' if seen[0] == seen[1]
+                     else 'symmetric')
+
+
+def local_addresses():
+    out = subprocess.run(['ip', '-o', '-4', 'addr'], capture_output=True,
+                         text=True).stdout
+    return {f.split('/')[0] for line in out.splitlines()
+            for f in line.split()[3:4]}
 
 
 def ask(mgmt: str, command: str, timeout=1.0) -> str:
@@ -64,9 +116,16 @@ def rtt_ms(ip) -> Optional[float]:
 
 
 class Agent:
-    def __init__(self, name, state_dir, config, switch, openvpn_bin='openvpn'):
-        self.name, self.dir, self.config = name, state_dir, config
+    def __init__(self, name, state_dir, controller, rendezvous, switch,
+                 openvpn_bin='openvpn'):
+        self.name, self.dir = name, state_dir
+        self.controller, self.rendezvous = controller, rendezvous
         self.sw = switch
+        self.cache = os.path.join(state_dir, 'links.json')
+        self.want: Dict[str, LinkSpec] = self._cached()
+        self.ports: list = []
+        self.public: Dict[int, Tuple[Optional[str], str]] = {}
+        self.down_since: Dict[str, float] = {}
         self.openvpn_bin = openvpn_bin
         self.cert, self.key, self.fingerprint = keys.ensure_identity(
             os.path.join(state_dir, 'identity'), name)
@@ -74,6 +133,7 @@ class Agent:
         self.restarts: Dict[str, int] = {}
         self.states: Dict[str, LinkState] = {}
         self.published: Optional[Dict[str, bool]] = None
+        self.rtts: Dict[str, Optional[float]] = {}
         self.last_rtt = 0.0
         self.flow_ports: Optional[Dict[int, str]] = None
 
@@ -105,8 +165,68 @@ class Agent:
             self.sw.remove_tap(spec.dev)
             self.states.pop(peer, None)
 
+    def _cached(self) -> Dict[str, LinkSpec]:
+        try:
+            with open(self.cache) as f:
+                return specs(json.load(f))
+        except (OSError, ValueError, TypeError):
+            return {}
+
+    def talk(self):
+        """Report; take the links and ports the controller answers with.
+        Unreachable controller: keep what we have."""
+        nat = {k for _ep, k in self.public.values()}
+        doc = {'fingerprint': self.fingerprint,
+               'nat': 'symmetric' if 'symmetric' in nat else
+               'endpoint-independent' if 'endpoint-independent' in nat else
+               'public' if 'public' in nat else 'unknown',
+               'endpoints': {str(p): ep for p, (ep, _k) in self.public.items()
+                             if ep},
+               'links': {p: {'state': s.state, 'since': s.since,
+                             'endpoint': s.endpoint, 'rx_bytes': s.rx_bytes,
+                             'tx_bytes': s.tx_bytes,
+                             'restarts': self.restarts.get(p, 0),
+                             'rtt_ms': self.rtts.get(p)}
+                         for p, s in self.states.items()}}
+        try:
+            reply = self.controller.report(self.name, doc)
+        except (OSError, ValueError, urllib.error.URLError) as e:
+            LOG.warning('controller unreachable (%s); keeping %d link(s)',
+                        e, len(self.want))
+            return
+        self.ports = list(reply.get('ports', ()))
+        want = specs(reply)
+        if want != self.want:
+            with open(self.cache + '.tmp', 'w') as f:
+                json.dump(reply, f)
+            os.replace(self.cache + '.tmp', self.cache)
+            self.want = want
+
+    def probe_ports(self):
+        """Learn the public endpoint of every link port not in use: at
+        start, and for a link down for long (its process is stopped first:
+        the NAT may have a new public address)."""
+        now = time.time()
+        for peer, since in list(self.down_since.items()):
+            if now - since > REPROBE_AFTER and peer in self.procs:
+                spec = self.procs[peer][0]
+                LOG.info('link to %s down for %.0f s: re-probing port %d',
+                         peer, now - since, spec.local_port)
+                self.stop(peer, remove=False)
+                self.public.pop(spec.local_port, None)
+                self.down_since[peer] = now
+        busy = {s.local_port for s, _p in self.procs.values()}
+        for port in self.ports:
+            if port not in self.public and port not in busy:
+                self.public[port] = probe(port, self.rendezvous,
+                                          local_addresses())
+                LOG.info('port %d: public %s (%s)', port,
+                         *self.public[port])
+                if self.public[port][0] is None:
+                    del self.public[port]      # ask again next time
+
     def reconcile(self):
-        want = read_links(self.config)
+        want = self.want
         for peer in [p for p in self.procs if p not in want]:
             self.stop(peer)
         for peer, spec in want.items():
@@ -120,7 +240,7 @@ class Agent:
                             peer, have[1].returncode)
                 self.procs.pop(peer)
                 have = None
-            if have is None:
+            if have is None and spec.local_port in self.public:
                 self.start(spec)
         ports = {self.sw.ofport(s.dev): link_mac(s.peer_link_ip)
                  for s, _ in self.procs.values()}
@@ -129,6 +249,7 @@ class Agent:
             self.flow_ports = ports
 
     def observe(self):
+        now = time.time()
         for peer, (spec, _p) in self.procs.items():
             try:
                 st = openvpn.parse_state(ask(self.mgmt(peer), 'state')) or {}
@@ -141,6 +262,10 @@ class Agent:
                 endpoint=str(st.get('endpoint', '')),
                 rx_bytes=counts.get('rx_bytes', 0),
                 tx_bytes=counts.get('tx_bytes', 0))
+            if self.states[peer].up:
+                self.down_since.pop(peer, None)
+            else:
+                self.down_since.setdefault(peer, now)
         up = {p: s.up for p, s in self.states.items() if p in self.procs}
         if up != self.published:
             self.sw.publish(self.fingerprint, up)
@@ -149,23 +274,19 @@ class Agent:
                                                        'down')
                                             for p, u in sorted(up.items()))
                      or 'none')
-        if time.time() - self.last_rtt >= RTT_EVERY:
-            self.last_rtt = time.time()
+        if now - self.last_rtt >= RTT_EVERY:
+            self.last_rtt = now
             for peer, (spec, _p) in self.procs.items():
-                s = self.states[peer]
-                rtt = rtt_ms(spec.peer_link_ip) if s.up else None
-                self.sw.link_details(spec.dev, {
-                    'state': s.state, 'since': '%d' % s.since,
-                    'endpoint': s.endpoint, 'rx-bytes': str(s.rx_bytes),
-                    'tx-bytes': str(s.tx_bytes),
-                    'restarts': str(self.restarts.get(peer, 0)),
-                    'rtt-ms': '' if rtt is None else '%.2f' % rtt})
+                self.rtts[peer] = rtt_ms(spec.peer_link_ip) \
+                    if self.states[peer].up else None
 
     def run(self, interval=1.0):
         self.sw.publish(self.fingerprint, {})
         self.published = {}
         while True:
             try:
+                self.talk()
+                self.probe_ports()
                 self.reconcile()
                 self.observe()
             except (subprocess.CalledProcessError, OSError, ValueError) as e:
@@ -184,8 +305,13 @@ def main(argv=None):
     p.add_argument('--name', required=True, help="this extender's host name")
     p.add_argument('--state-dir', required=True,
                    help='identity (key, certificate), logs, sockets')
-    p.add_argument('--links', required=True,
-                   help='JSON file with the links to keep')
+    p.add_argument('--controller', required=True,
+                   help="URL of the controller's southbound REST")
+    p.add_argument('--token-file', required=True,
+                   help='bearer token for the controller')
+    p.add_argument('--rendezvous', required=True,
+                   help="IP:PORT of the controller's rendezvous (it also "
+                        'answers on PORT+1)')
     p.add_argument('--db', help='OVSDB of this host (ovs-vsctl --db)')
     p.add_argument('--vswitchd-ctl', default='ovs-vswitchd',
                    help='ovs-appctl target of this host\'s ovs-vswitchd')
@@ -194,7 +320,11 @@ def main(argv=None):
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format='%(asctime)s %(levelname)s %(message)s')
-    agent = Agent(args.name, args.state_dir, args.links,
+    with open(args.token_file) as f:
+        token = f.read().strip()
+    host, _, port = args.rendezvous.rpartition(':')
+    agent = Agent(args.name, args.state_dir,
+                  ControllerClient(args.controller, token), (host, int(port)),
                   Switch(args.db, vswitchd_ctl=args.vswitchd_ctl),
                   args.openvpn)
 

@@ -87,11 +87,6 @@ class Switch:
             args += ['--', 'remove', 'bridge', self.bridge, 'external_ids', k]
         self.vsctl(*args)
 
-    def link_details(self, dev, details: Dict[str, str]):
-        self.vsctl('set', 'interface', dev, *(
-            'external_ids:vw-link-%s="%s"' % kv
-            for kv in sorted(details.items())))
-
     def _ext(self):
         out = self.vsctl('get', 'bridge', self.bridge, 'external_ids')
         # ovs-vsctl get prints {k=v, ...}

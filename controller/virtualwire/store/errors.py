@@ -8,3 +8,7 @@ class StoreError(errors.Unavailable):
 
 class VnicTaken(errors.Conflict):
     """The database refused a second wire on a vNIC."""
+
+
+class LinkExists(errors.Conflict):
+    """The two extenders are already linked."""

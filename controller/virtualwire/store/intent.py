@@ -21,11 +21,14 @@ import random
 import ovs.db.idl
 
 from virtualwire.core import ids
-from virtualwire.core.model import Wire
+from virtualwire.core.model import ExtenderLink, Wire
 from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
-from virtualwire.store.errors import StoreError, VnicTaken
+from virtualwire.store.errors import LinkExists, StoreError, VnicTaken
 
-__all__ = ['IntentStore', 'StoreError', 'VnicTaken', 'SCHEMA_PATH']
+__all__ = ['IntentStore', 'LinkExists', 'StoreError', 'VnicTaken',
+           'SCHEMA_PATH']
+# Extender links' UDP ports: OpenVPN's registered port, then upwards.
+LINK_BASE_PORT = 1194
 
 LOG = logging.getLogger(__name__)
 SCHEMA_PATH = os.path.join(os.path.dirname(__file__), 'schema',
@@ -145,6 +148,63 @@ class IntentStore:
                              % (status, txn.get_error()))
         self.flush()
 
+    # -- extender links -------------------------------------------------------
+    def links(self):
+        with self.client.lock:
+            return sorted(_link(r) for r in
+                          self.client.idl.tables['ExtenderLink'].rows.values())
+
+    def create_link(self, a, b, base_port=LINK_BASE_PORT):
+        """Insert the link a-b (names sorted); each side gets the lowest UDP
+        port from base_port up that none of its links uses. Raises
+        LinkExists."""
+        a, b = sorted((a, b))
+        created = datetime.datetime.now(datetime.timezone.utc) \
+            .isoformat(timespec='seconds')
+        made = []
+
+        def build(txn, idl):
+            rows = list(idl.tables['ExtenderLink'].rows.values())
+            if any((r.a, r.b) == (a, b) for r in rows):
+                return                  # nothing written: refused below
+            used: dict = {}
+            for r in rows:
+                used.setdefault(r.a, set()).add(r.a_port)
+                used.setdefault(r.b, set()).add(r.b_port)
+            row = txn.insert(idl.tables['ExtenderLink'])
+            row.a, row.b, row.created_at = a, b, created
+            row.a_port = _free_port(used.get(a, set()), base_port)
+            row.b_port = _free_port(used.get(b, set()), base_port)
+            made.append(ExtenderLink(a, b, row.a_port, row.b_port, created))
+
+        status, txn = self.client.transact(build)
+        if not made or status not in (ovs.db.idl.Transaction.SUCCESS,
+                                      ovs.db.idl.Transaction.UNCHANGED):
+            if any((x.a, x.b) == (a, b) for x in self.links()):
+                raise LinkExists('extenders %s and %s are already linked'
+                                 % (a, b))
+            raise StoreError('storing the link failed: %s (%s)'
+                             % (status, txn.get_error()))
+        return made[-1]
+
+    def delete_link(self, a, b):
+        """True if there was such a link."""
+        a, b = sorted((a, b))
+        found = []
+
+        def build(txn, idl):
+            for r in list(idl.tables['ExtenderLink'].rows.values()):
+                if (r.a, r.b) == (a, b):
+                    found.append(r)
+                    r.delete()
+
+        status, txn = self.client.transact(build)
+        if status not in (ovs.db.idl.Transaction.SUCCESS,
+                          ovs.db.idl.Transaction.UNCHANGED):
+            raise StoreError('deleting the link failed: %s (%s)'
+                             % (status, txn.get_error()))
+        return bool(found)
+
     def _bound(self, *vnics):
         """(vNIC, connector) of the first of `vnics` that has a Binding."""
         with self.client.lock:
@@ -161,3 +221,14 @@ class IntentStore:
 
 def _wire(row):
     return Wire(row.connector_id, row.end_a, row.end_b, row.created_at)
+
+
+def _link(row):
+    return ExtenderLink(row.a, row.b, row.a_port, row.b_port, row.created_at)
+
+
+def _free_port(used, base):
+    port = base
+    while port in used:
+        port += 1
+    return port

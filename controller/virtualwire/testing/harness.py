@@ -13,8 +13,8 @@ from virtualwire.control.controller import Controller
 from virtualwire.control.loop import Loop
 from virtualwire.future import Future
 from virtualwire.core import ids
-from virtualwire.core.model import Encap, Host, VnicPort, Wire
-from virtualwire.store.errors import VnicTaken
+from virtualwire.core.model import Encap, ExtenderLink, Host, VnicPort, Wire
+from virtualwire.store.errors import LinkExists, VnicTaken
 from virtualwire.testing.fakeswitch import FakeFabric
 
 TUN = 65000
@@ -26,6 +26,7 @@ class MemoryIntent:
 
     def __init__(self):
         self.rows: Dict[int, Wire] = {}
+        self.link_rows: Dict[tuple, ExtenderLink] = {}
         self.on_change: Callable = lambda events, n: None
         self._next = 0x1000
         # Commits are serialized and their changes handed on in commit
@@ -54,6 +55,33 @@ class MemoryIntent:
         with self._lock:
             self.rows.pop(cid, None)
             self.on_change([('delete', cid, None)], len(self.rows))
+
+    def links(self):
+        with self._lock:
+            return sorted(self.link_rows.values())
+
+    def create_link(self, a, b, base_port=1194):
+        a, b = sorted((a, b))
+        with self._lock:
+            if (a, b) in self.link_rows:
+                raise LinkExists('extenders %s and %s are already linked'
+                                 % (a, b))
+            used: Dict[str, set] = {}
+            for k in self.link_rows.values():
+                used.setdefault(k.a, set()).add(k.a_port)
+                used.setdefault(k.b, set()).add(k.b_port)
+            port = {}
+            for n in (a, b):
+                port[n] = base_port
+                while port[n] in used.get(n, set()):
+                    port[n] += 1
+            k = ExtenderLink(a, b, port[a], port[b], 'now')
+            self.link_rows[(a, b)] = k
+            return k
+
+    def delete_link(self, a, b):
+        with self._lock:
+            return self.link_rows.pop(tuple(sorted((a, b))), None) is not None
 
 
 class MemoryRuntime:

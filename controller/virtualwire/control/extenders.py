@@ -1,0 +1,96 @@
+"""Extender links on the control loop: checking a link before it is
+stored, taking agents' reports (and answering each with the links that
+agent should keep), and the operator's view (`vwctl extenders`).
+
+Link intent lives in the intent database (`store.intent`); a report is
+runtime only: an agent reports every second or so, and a restarted
+controller knows everything again a second later.
+"""
+from typing import Dict, List
+
+from virtualwire.control.state import ControllerState
+from virtualwire.core import errors, links
+from virtualwire.core.model import EXTENDER
+from virtualwire.pipeline import paths
+
+# An agent that has not reported for this long is shown as silent.
+SILENT_AFTER = 10.0
+
+
+class ExtenderHandlers(ControllerState):
+    reports: Dict[str, links.ExtenderReport]
+
+    def check_extender_link(self, a, b):
+        self.loop.assert_owner()
+        links.check_link(a, b, self.tables.hosts)
+
+    def extender_report(self, name, doc) -> dict:
+        """An agent's report in; the links it should keep out, and the
+        local ports of all its links (to learn their public endpoints at
+        the rendezvous before a peer can be given them)."""
+        self.loop.assert_owner()
+        h = self.tables.hosts.get(name)
+        if h is None:
+            raise errors.NotFound('no host named %s' % name)
+        if h.role != EXTENDER:
+            raise errors.Invalid('%s is not an extender' % name)
+        self.reports[name] = links.parse_report(name, doc, self.clock())
+        mine = self.intent.links()
+        return {'links': links.link_specs(name, mine, self.tables.hosts,
+                                          self.reports),
+                'ports': sorted(k.port_of(name) for k in mine
+                                if name in (k.a, k.b))}
+
+    def extender_link_views(self) -> List[dict]:
+        self.loop.assert_owner()
+        now = self.clock()
+        out = []
+        for k in self.intent.links():
+            sides = {}
+            for me in (k.a, k.b):
+                rep = self.reports.get(me)
+                stats = rep.links.get(k.peer_of(me), {}) if rep else {}
+                h = self.tables.hosts.get(me)
+                sides[me] = {
+                    'port': k.port_of(me),
+                    'public': rep.endpoints.get(k.port_of(me)) if rep
+                    else None,
+                    'nat': rep.nat if rep else None,
+                    'reported_s_ago': round(now - rep.at, 1) if rep
+                    else None,
+                    'up': bool(h and h.link_up(k.peer_of(me))),
+                    **stats}
+            up = all(s['up'] for s in sides.values())
+            why = None
+            if not up and not links.punchable(self.reports.get(k.a),
+                                              self.reports.get(k.b)):
+                why = 'both behind symmetric NATs: hole punching cannot ' \
+                    'work, wires between their sites need a relay'
+            elif not up and any(s['reported_s_ago'] is None or
+                                s['reported_s_ago'] > SILENT_AFTER
+                                for s in sides.values()):
+                why = 'an agent is not reporting'
+            out.append({'a': k.a, 'b': k.b, 'created_at': k.created_at,
+                        'state': 'up' if up else 'down', 'why_down': why,
+                        'sides': sides})
+        return out
+
+    def site_path_views(self) -> List[dict]:
+        """Per pair of sites with extenders: how their wires go (through
+        which extenders; direct link or relayed), or that none can."""
+        self.loop.assert_owner()
+        hosts = self.tables.hosts
+        sites = sorted({h.site for h in hosts.values()
+                        if h.role == EXTENDER})
+        out = []
+        for i, sa in enumerate(sites):
+            for sb in sites[i + 1:]:
+                xa = paths.extenders(hosts, sa)
+                xb = paths.extenders(hosts, sb)
+                path = paths.route(hosts, xa[0], xb[0]) if xa and xb \
+                    else None
+                out.append({'sites': [sa, sb],
+                            'path': list(path or ()),
+                            'relayed': paths.relayed(path, hosts),
+                            'state': 'up' if path else 'down'})
+        return out

@@ -1,0 +1,145 @@
+"""Extender links through the REST layer on an in-process controller: an
+operator links two extenders, each agent reports itself and gets back the
+links it should keep (the peer's pinned fingerprint and public endpoint);
+bad requests say what is wrong and change nothing."""
+import json
+
+import pytest
+import webob
+
+from virtualwire.api.rest import RestApi
+from virtualwire.core import links
+from virtualwire.core.model import EXTENDER, Encap, Host, Link
+from virtualwire.testing.harness import Harness
+
+TOKEN = 'secret'
+FP = {n: ':'.join(['%02X' % i] * 32) for i, n in enumerate(
+    ('xa', 'xb', 'xr', 'xz'), 1)}
+SITES = {'xa': 'cloud-a', 'xb': 'cloud-b', 'xr': 'relay', 'xz': 'cloud-a'}
+
+
+def extender(name, dpid, links_up=()):
+    return Host(name, dpid, (Encap('gre', '198.19.%d.2' % dpid, 65000),
+                             Encap('xl', '100.64.0.%d' % dpid, 65001)),
+                SITES[name], role=EXTENDER,
+                links=tuple(Link(p, True) for p in links_up))
+
+
+@pytest.fixture
+def rest():
+    h = Harness()
+    h.host('h1', ('a', 1))
+    for i, n in enumerate(('xa', 'xb', 'xr', 'xz'), 11):
+        h.loop.post(h.ctl.on_hosts, 'tcp:%s' % n, [extender(n, i)])
+    h.settle()
+    api = RestApi(h.loop, h.ctl, h.intent, h.runtime, TOKEN)
+
+    def call(method, path, body=None):
+        req = webob.Request.blank(path, method=method)
+        req.headers['Authorization'] = 'Bearer ' + TOKEN
+        if body is not None:
+            req.body = json.dumps(body).encode()
+        resp = req.get_response(api)
+        h.settle()
+        return resp.status_int, (resp.json if resp.body else None)
+    call.h = h
+    return call
+
+
+def report(rest, name, port, public_ip, nat='endpoint-independent'):
+    return rest('POST', '/v1/extenders/%s/report' % name, {
+        'fingerprint': FP[name], 'nat': nat,
+        'endpoints': {str(port): '%s:%d' % (public_ip, port)}})
+
+
+def test_linked_extenders_learn_each_others_key_and_endpoint(rest):
+    status, link = rest('POST', '/v1/extender-links', {'a': 'xb', 'b': 'xa'})
+    assert status == 201 and (link['a'], link['b']) == ('xa', 'xb')
+    assert link['state'] == 'down'
+    assert {n: s['port'] for n, s in link['sides'].items()} == \
+        {'xa': 1194, 'xb': 1194}
+    # xa reports before xb: nothing to connect to yet.
+    assert report(rest, 'xa', 1194, '203.0.113.11') == \
+        (200, {'links': [], 'ports': [1194]})
+    status, got = report(rest, 'xb', 1194, '203.0.113.12')
+    assert got['links'] == [{
+        'peer': 'xa', 'peer_fingerprint': FP['xa'], 'remote': '203.0.113.11',
+        'remote_port': 1194, 'local_port': 1194, 'tls': 'client',
+        'peer_link_ip': '100.64.0.11'}]
+    _, got = report(rest, 'xa', 1194, '203.0.113.11')
+    assert got['links'][0]['peer_fingerprint'] == FP['xb']
+    assert got['links'][0]['tls'] == 'server'
+    # A second link of xa gets xa's next port.
+    _, k2 = rest('POST', '/v1/extender-links', {'a': 'xa', 'b': 'xr'})
+    assert k2['sides']['xa']['port'] == 1195 and \
+        k2['sides']['xr']['port'] == 1194
+
+
+def test_the_view_says_why_two_symmetric_nats_stay_down(rest):
+    rest('POST', '/v1/extender-links', {'a': 'xa', 'b': 'xb'})
+    report(rest, 'xa', 1194, '203.0.113.11', nat='symmetric')
+    report(rest, 'xb', 1194, '203.0.113.12', nat='symmetric')
+    _, view = rest('GET', '/v1/extender-links')
+    [k] = view['links']
+    assert k['state'] == 'down' and 'symmetric' in k['why_down']
+    assert k['sides']['xa']['public'] == '203.0.113.11:1194'
+
+
+def test_site_paths_show_direct_and_relayed(rest):
+    h = rest.h
+    for host in (extender('xa', 11, ['xr']), extender('xb', 12, ['xr']),
+                 extender('xr', 13, ['xa', 'xb'])):
+        h.loop.post(h.ctl.on_hosts, 'tcp:%s' % host.name, [host])
+    h.settle()
+    _, view = rest('GET', '/v1/extender-links')
+    ab = next(s for s in view['sites'] if s['sites'] == ['cloud-a',
+                                                         'cloud-b'])
+    assert ab['path'] == ['xa', 'xr', 'xb'] and ab['relayed']
+
+
+@pytest.mark.parametrize('body,status,words', [
+    ({'a': 'xa', 'b': 'xa'}, 422, 'itself'),
+    ({'a': 'xa', 'b': 'xz'}, 422, 'both in site cloud-a'),
+    ({'a': 'xa', 'b': 'h1'}, 422, 'h1 is not an extender'),
+    ({'a': 'xa', 'b': 'nope'}, 404, 'no host named nope'),
+    ({'a': 'xa'}, 400, 'body must be'),
+    ({'a': 'xa', 'b': 'xb', 'c': 1}, 400, 'body must be'),
+    ({'a': 1, 'b': 'xb'}, 400, 'host names'),
+])
+def test_bad_links_are_refused_and_change_nothing(rest, body, status, words):
+    got, err = rest('POST', '/v1/extender-links', body)
+    assert got == status and words in err['error']['message'], err
+    assert rest('GET', '/v1/extender-links')[1]['links'] == []
+
+
+def test_a_second_identical_link_conflicts(rest):
+    rest('POST', '/v1/extender-links', {'a': 'xa', 'b': 'xb'})
+    status, err = rest('POST', '/v1/extender-links', {'a': 'xb', 'b': 'xa'})
+    assert status == 409 and 'already linked' in err['error']['message']
+    assert rest('DELETE', '/v1/extender-links/xb/xa')[0] == 204
+    assert rest('DELETE', '/v1/extender-links/xb/xa')[0] == 404
+
+
+@pytest.mark.parametrize('name,body,status,words', [
+    ('h1', {'fingerprint': FP['xa']}, 422, 'not an extender'),
+    ('nope', {'fingerprint': FP['xa']}, 404, 'no host'),
+    ('xa', {'fingerprint': 'AB:CD'}, 400, 'SHA-256'),
+    ('xa', {'fingerprint': FP['xa'], 'nat': 'cone'}, 400, 'nat must be'),
+    ('xa', {'fingerprint': FP['xa'], 'endpoints': {'1194': '1.2.3:5'}},
+     400, 'not IPv4:port'),
+    ('xa', {'fingerprint': FP['xa'], 'endpoints': {'x': '1.2.3.4:5'}},
+     400, 'not a port'),
+    ('xa', {'fingerprint': FP['xa'], 'extra': 1}, 400, 'unknown field'),
+])
+def test_bad_reports_say_what_is_wrong(rest, name, body, status, words):
+    got, err = rest('POST', '/v1/extenders/%s/report' % name, body)
+    assert got == status and words in err['error']['message'], err
+    assert rest.h.ctl.reports == {}
+
+
+def test_punchable_unless_both_symmetric():
+    r = {n: links.ExtenderReport(n, FP['xa'], nat) for n, nat in
+         (('s1', 'symmetric'), ('s2', 'symmetric'),
+          ('e', 'endpoint-independent'))}
+    assert not links.punchable(r['s1'], r['s2'])
+    assert links.punchable(r['s1'], r['e']) and links.punchable(None, None)
