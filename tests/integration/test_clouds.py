@@ -19,6 +19,12 @@ from wire_traffic import sniff_while, special_frames, tcp_transfer, udp_stream
 LINKS = [('xa', 'xb'), ('xa', 'xr'), ('xb', 'xr')]
 
 
+def vwctl(lab, *args):
+    return subprocess.run([sys.executable, '-m', 'virtualwire.cli',
+                           '--config', lab.vwctl_config] + list(args),
+                          capture_output=True, text=True, timeout=30)
+
+
 def _links_up(lab, want):
     """{(extender, peer): up} as the controller sees them, == want."""
     got = {}
@@ -63,6 +69,36 @@ def cross(clouds):
     yield make
     for wid in made:
         api.req('DELETE', '/v1/wires/%d' % wid)
+
+
+def test_extenders_show_their_links_through_the_nats(clouds):
+    # Each agent measures its links' RTT every few seconds.
+    wait_until(lambda: extenders.link_view(clouds, 'xa', 'xb')['sides'][
+        'xa'].get('rtt_ms') is not None, 15, what='a measured RTT')
+    p = vwctl(clouds, 'extenders')
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    row = next(l for l in lines if l.startswith('xa <-> xb'))
+    # Both behind port-preserving NATs: public addresses are the NATs'.
+    assert ' up ' in row and '203.0.113.11:' in row and '203.0.113.12:' in row
+    assert 'endpoint-independent' in row and ' ms ' in row, row
+    assert any(l.startswith('cloud-a - cloud-b') and 'direct' in l and
+               'xa > xb' in l for l in lines), p.stdout
+    doc = json.loads(vwctl(clouds, '--json', 'extenders').stdout)
+    k = next(x for x in doc['links'] if (x['a'], x['b']) == ('xa', 'xb'))
+    assert k['sides']['xa']['nat'] == 'endpoint-independent'
+    xr = next(x for x in doc['links'] if (x['a'], x['b']) == ('xa', 'xr'))
+    assert xr['sides']['xr']['nat'] == 'public'
+    assert xr['sides']['xr']['public'] == '203.0.113.13:%d' % \
+        xr['sides']['xr']['port']
+    assert k['sides']['xa']['rx_bytes'] > 0 and k['sides']['xb']['tx_bytes'] > 0
+    # Bad requests say what is wrong and change nothing.
+    p = vwctl(clouds, 'extenders', 'connect', 'xa', 'h1')
+    assert p.returncode == 1 and 'h1 is not an extender' in p.stderr
+    p = vwctl(clouds, 'extenders', 'connect', 'xa')
+    assert p.returncode == 2 and 'two extender names' in p.stderr
+    assert len(json.loads(vwctl(clouds, '--json', 'extenders').stdout)[
+        'links']) == len(LINKS)
 
 
 def test_a_wire_across_two_nated_clouds_carries_everything(cross):
@@ -191,6 +227,15 @@ def test_symmetric_nats_on_both_sides_go_through_the_relay(clouds, cross):
         assert wire['state'] == 'extended'
         wait_until(lambda: va.ping('192.0.2.2', count=1)[1] == 1, 15,
                    what='ping through the relay')
+        # The operator sees why (once the agents, their link down for a
+        # while, have asked the rendezvous again): both NATs symmetric,
+        # cloud-a - cloud-b relayed through xr.
+        out = wait_until(lambda: (lambda o: o if 'symmetric NATs' in o
+                                  else None)(vwctl(clouds, 'extenders').stdout),
+                         45, what='vwctl extenders saying why')
+        assert any(
+            l.startswith('cloud-a - cloud-b') and 'relayed' in l and
+            'xa > xr > xb' in l for l in out.splitlines()), out
         assert va.ping('192.0.2.2', count=5) == (5, 5)
         sent, got = udp_stream(va, vb, '192.0.2.2', seconds=1.0)
         assert got['received'] == sent['sent'], got

@@ -17,6 +17,7 @@ import time
 
 from tabulate import tabulate
 
+from virtualwire.cli import extenders as cli_extenders
 from virtualwire.cli.client import (DEFAULT_CONFIG, CliError, Client,  # noqa: F401
                                     load_config)
 
@@ -30,8 +31,9 @@ def cmd_hosts(c, a):
     doc = c.call('GET', '/v1/hosts')
     rows = [dict(h, warnings='; '.join(h['warnings']) or '-')
             for h in doc['hosts']]
-    return doc, _table(rows, ['name', 'site', 'tunnel_ip', 'connected',
-                              'synced', 'vnics', 'underlay_mtu', 'warnings'])
+    return doc, _table(rows, ['name', 'site', 'role', 'tunnel_ip',
+                              'connected', 'synced', 'vnics', 'underlay_mtu',
+                              'warnings'])
 
 
 def cmd_vnics(c, a):
@@ -50,9 +52,11 @@ def moving_text(wire):
 
 def cmd_wires(c, a):
     doc = c.call('GET', '/v1/wires')
-    rows = [dict(w, moving=moving_text(w)) for w in doc['wires']]
-    return doc, _table(rows, ['connector_id', 'a', 'b', 'state', 'host_a',
-                              'host_b', 'moving'])
+    rows = [dict(w, moving=moving_text(w),
+                 path=' > '.join(w.get('path') or ()) or None)
+            for w in doc['wires']]
+    return doc, _table(rows, ['connector_id', 'a', 'b', 'state', 'path',
+                              'moving'])
 
 
 def migration_rows(migrations):
@@ -169,11 +173,16 @@ def build_parser():
     s.add_argument('dest', help='destination host (VirtualWire name)')
     s.add_argument('--source', help='source host (default: look it up)')
     s.set_defaults(fn=cmd_migrate)
+    cli_extenders.add_parser(sub)
     return p
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    if getattr(args, 'action', 'list') != 'list' and not (args.a and args.b):
+        print('vwctl: error: extenders %s needs two extender names'
+              % args.action, file=sys.stderr)
+        return 2
     try:
         client = Client(*load_config(args))
         doc, text = args.fn(client, args)
