@@ -22,6 +22,7 @@ from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, LAB_ROOT, MGMT_NET, REPO,
                          kill_pidfile, tail, sh)
 from vwlab.guests import Guest, LibvirtGuest, Vm
 from vwlab.host import LabHost
+from vwlab import antispoof
 from vwlab.simhosts import SimHosts
 from vwlab.sites import (CONTROLLER_PUBLIC_IP, RENDEZVOUS_PORT, Sites,
                          parse_extenders)
@@ -141,6 +142,8 @@ class Lab:
             sh(['ethtool', '-K', dev, 'tx', 'off'], ns=h.ns, check=False)
         sh(['ip', 'link', 'set', name, 'mtu', str(UNDERLAY_MTU)],
            ns=self.ul_ns_of(i))
+        # Only this host's underlay address may come from its port.
+        antispoof.guard(self.ul_ns_of(i), name, h.tunnel_ip)
         sh(['ip', 'addr', 'add', h.mgmt_ip + '/24', 'dev', 'mgmt0'], ns=h.ns)
         sh(['ip', 'link', 'set', 'mgmt0', 'up'], ns=h.ns)
         h.start_ovs()

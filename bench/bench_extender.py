@@ -1,0 +1,233 @@
+"""Wires between clouds: what the extender path costs, side by side.
+
+One lab: cloud-a (h1, h2, extender xa behind a port-preserving NAT) and
+cloud-b (h3, extender xb behind one), a public segment between the NATs.
+Interleaved, --runs times each, iperf3 TCP for --seconds (1500-byte
+guests):
+
+  in-site GRE wire     h1 <-> h2, one GRE hop (the baseline)
+  cross-cloud wire     h1 <-> h3: h1 -> xa ==OpenVPN==> xb -> h3
+  bare link            iperf3 between xa and xb over their link addresses:
+                       the encrypted link alone, no wire, no GRE
+  wireguard-go (L3)    the alternative daemon, edge to edge through the
+                       same NATs (userspace WireGuard: no kernel module
+                       here); iperf3 over its tun
+  wireguard-go + VXLAN the L2 link an extender would need from it: a kernel
+                       VXLAN device over the WireGuard tun (an OVS port
+                       cannot be an L3 tun)
+
+Latency: --pings ICMP echoes, 10 ms apart, over each wire; the extender
+path's added RTT is the difference of medians.
+
+Link bring-up through both NATs, --relinks times: DELETE the xa-xb link,
+wait until both agents dropped it, POST it again; time until the
+controller sees it up on both sides, and until a ping crosses the wire
+again (the path fell back to waiting-host meanwhile).
+
+    python bench/bench_extender.py [--runs 3] [--seconds 5] [--pings 200]
+                                   [--relinks 20]
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_throughput import iperf                        # noqa: E402
+from common import Api, pct, summary, write_result        # noqa: E402
+
+from vwlab import Lab, extenders                          # noqa: E402
+
+
+def wait(fn, timeout=60, what='condition', every=0.02):
+    end = time.time() + timeout
+    while time.time() < end:
+        v = fn()
+        if v:
+            return v
+        time.sleep(every)
+    raise RuntimeError('timed out waiting for %s' % what)
+
+
+def rtts(vm, dst, n):
+    p = subprocess.run(['ip', 'netns', 'exec', vm.ns, 'ping', '-n', '-c',
+                        str(n), '-i', '0.01', dst], capture_output=True,
+                       text=True, timeout=n + 30)
+    got = [float(x) for x in re.findall(r'time=([\d.]+) ms', p.stdout)]
+    if len(got) < n * 0.95:
+        raise RuntimeError('only %d/%d pings answered' % (len(got), n))
+    return got
+
+
+class Bare:
+    """The link alone: a namespace-level endpoint for iperf on an
+    extender (iperf binds the link address)."""
+
+    def __init__(self, x):
+        self.ns, self.name = x.ns, x.name
+
+
+WG_PORT = 51820
+
+
+def wireguard(lab):
+    """wireguard-go between xa and xb through both NATs (each given the
+    other's NAT address and the same port: port-preserving NATs), and a
+    VXLAN device over it. Returns [(case, client, server, dst)]."""
+    from vwlab.shell import sh
+    xs = [lab.host('xa'), lab.host('xb')]
+    keys = {}
+    for x in xs:
+        priv = sh(['wg', 'genkey']).strip()
+        keys[x.name] = (priv, sh('echo %s | wg pubkey' % priv).strip())
+    for i, x in enumerate(xs):
+        peer = xs[1 - i]
+        dev = 'wg' + x.name            # unique: the UAPI socket is global
+        sh('WG_PROCESS_FOREGROUND=1 nohup wireguard-go %s >/dev/null 2>&1 &'
+           % dev, ns=x.ns)
+        wait(lambda: dev in sh(['ip', 'link'], ns=x.ns), 10, dev)
+        keyfile = os.path.join(x.dir, 'wg.key')
+        with open(keyfile, 'w') as f:
+            f.write(keys[x.name][0] + '\n')
+        sh(['wg', 'set', dev, 'listen-port', str(WG_PORT), 'private-key',
+            keyfile, 'peer', keys[peer.name][1], 'endpoint', '%s:%d' % (
+                lab.clouds.public_ip(peer.site), WG_PORT), 'allowed-ips',
+            '10.98.0.0/24', 'persistent-keepalive', '1'], ns=x.ns)
+        sh(['ip', 'addr', 'add', '10.98.0.%d/24' % (i + 1), 'dev', dev],
+           ns=x.ns)
+        sh(['ip', 'link', 'set', dev, 'mtu', '1420', 'up'], ns=x.ns)
+        sh(['ip', 'link', 'add', 'vxwg', 'type', 'vxlan', 'id', '42',
+            'local', '10.98.0.%d' % (i + 1), 'remote', '10.98.0.%d' % (2 - i),
+            'dstport', '4789'], ns=x.ns)
+        sh(['ip', 'addr', 'add', '10.97.0.%d/24' % (i + 1), 'dev', 'vxwg'],
+           ns=x.ns)
+        sh(['ip', 'link', 'set', 'vxwg', 'up'], ns=x.ns)
+    wait(lambda: subprocess.run(['ip', 'netns', 'exec', xs[0].ns, 'ping',
+                                 '-c', '1', '-W', '0.5', '10.98.0.2'],
+                                capture_output=True).returncode == 0, 30,
+         'wireguard-go handshake')
+    return [('wireguard-go (L3)', Bare(xs[0]), Bare(xs[1]), '10.98.0.2'),
+            ('wireguard-go+VXLAN', Bare(xs[0]), Bare(xs[1]), '10.97.0.2')]
+
+
+def link_up(api, a, b):
+    k = next((k for k in api.call('GET', '/v1/extender-links')['links']
+              if (k['a'], k['b']) == (a, b)), None)
+    return k is not None and k['state'] == 'up'
+
+
+def relink(api, lab, va, dst):
+    api.call('DELETE', '/v1/extender-links/xa/xb')
+    wait(lambda: all(not h.get('links') or not any(
+        k['peer'] in ('xa', 'xb') for k in h['links'])
+        for h in api.call('GET', '/v1/hosts')['hosts']
+        if h['name'] in ('xa', 'xb')), 30, 'link gone on both agents')
+    t0 = time.time()
+    api.call('POST', '/v1/extender-links', {'a': 'xa', 'b': 'xb'})
+    wait(lambda: link_up(api, 'xa', 'xb'), 60, 'link up', every=0.01)
+    t_up = time.time() - t0
+    wait(lambda: subprocess.run(
+        ['ip', 'netns', 'exec', va.ns, 'ping', '-n', '-c', '1', '-W', '0.2',
+         dst], capture_output=True).returncode == 0, 60, 'ping across',
+        every=0)
+    return t_up, time.time() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--runs', type=int, default=3)
+    ap.add_argument('--seconds', type=int, default=5)
+    ap.add_argument('--pings', type=int, default=200)
+    ap.add_argument('--relinks', type=int, default=20)
+    args = ap.parse_args()
+    with Lab(3, sites=['cloud-a', 'cloud-a', 'cloud-b'],
+             extenders='xa:cloud-a:nat,xb:cloud-b:nat') as lab:
+        lab.start_controller()
+        api = Api(lab)
+        api.wait_hosts(5)
+        extenders.connect(lab, [('xa', 'xb')])
+        wait(lambda: link_up(api, 'xa', 'xb'), 60, 'xa-xb up')
+        h1, h2, h3 = lab.hosts[:3]
+        a = h1.add_vm('ba', [('ba', '10.66.0.1/24'), ('bc', '10.67.0.1/24')])
+        b = h2.add_vm('bb', [('bb', '10.66.0.2/24')])
+        c = h3.add_vm('bc3', [('bc3', '10.67.0.2/24')])
+        w_in = api.call('POST', '/v1/wires', {'a': 'ba', 'b': 'bb'})
+        w_x = api.call('POST', '/v1/wires', {'a': 'bc', 'b': 'bc3'})
+        wait(lambda: api.call('GET', '/v1/wires/%d' % w_x['id'])['state']
+             == 'extended' and api.call('GET', '/v1/wires/%d' % w_in['id'])[
+                 'state'] == 'tunnelled', 30, 'wires')
+        wait(lambda: a.ping('10.67.0.2', count=1)[1] == 1, 30, 'ping x')
+        wait(lambda: a.ping('10.66.0.2', count=1)[1] == 1, 30, 'ping in')
+        xa, xb = lab.host('xa'), lab.host('xb')
+        cases = [('in-site GRE wire', a, b, '10.66.0.2'),
+                 ('cross-cloud wire', a, c, '10.67.0.2'),
+                 ('bare link', Bare(xa), Bare(xb), xb.link_ip)] + \
+            wireguard(lab)
+        tput = {name: [] for name, *_ in cases}
+        retr = {name: [] for name, *_ in cases}
+        for r in range(args.runs):
+            for name, cl, sv, dst in cases:
+                mbit, rt = iperf(cl, sv, dst, args.seconds)
+                tput[name].append(mbit)
+                retr[name].append(rt)
+                print('run %d %-18s %7.1f Mbit/s (%d retransmits)'
+                      % (r + 1, name, mbit, rt), flush=True)
+        lat = {'in-site GRE wire': rtts(a, '10.66.0.2', args.pings),
+               'cross-cloud wire': rtts(a, '10.67.0.2', args.pings)}
+        ups, pings = [], []
+        for i in range(args.relinks):
+            t_up, t_ping = relink(api, lab, a, '10.67.0.2')
+            ups.append(t_up)
+            pings.append(t_ping)
+            print('relink %d: link up %.2f s, ping across %.2f s'
+                  % (i + 1, t_up, t_ping), flush=True)
+    base = statistics.median(tput['in-site GRE wire'])
+    doc = {
+        'runs': args.runs, 'seconds': args.seconds,
+        'throughput_mbit_s': {k: {'runs': [round(x, 1) for x in v],
+                                  'median': round(statistics.median(v), 1),
+                                  'retransmits': retr[k]}
+                              for k, v in tput.items()},
+        'ratio_to_in_site': {k: round(statistics.median(v) / base, 3)
+                             for k, v in tput.items()},
+        'rtt_ms': {k: summary(v, digits=3) for k, v in lat.items()},
+        'added_rtt_ms_p50': round(pct(lat['cross-cloud wire'], 50) -
+                                  pct(lat['in-site GRE wire'], 50), 3),
+        'link_up_s': summary(ups, digits=3),
+        'first_ping_after_link_s': summary(pings, digits=3),
+        'anchors': {'paper_extender_mbit_s': 230,
+                    'paper_overhead_pct': 25},
+    }
+    write_result('extender', doc)
+    lines = ['throughput (Mbit/s, median of %d x %d s, ratio to the in-site '
+             'GRE wire):' % (args.runs, args.seconds)]
+    for k, v in doc['throughput_mbit_s'].items():
+        lines.append('  %-18s %7.1f  x%.2f  runs %s' % (
+            k, v['median'], doc['ratio_to_in_site'][k], v['runs']))
+    lines.append('RTT ms p50/p99: in-site %s/%s, cross-cloud %s/%s; added '
+                 'p50 %.3f ms' % (
+                     doc['rtt_ms']['in-site GRE wire']['p50'],
+                     doc['rtt_ms']['in-site GRE wire']['p99'],
+                     doc['rtt_ms']['cross-cloud wire']['p50'],
+                     doc['rtt_ms']['cross-cloud wire']['p99'],
+                     doc['added_rtt_ms_p50']))
+    lines.append('link up through two NATs (%d times): p50 %.2f s, max %.2f '
+                 's; first ping across p50 %.2f s, max %.2f s' % (
+                     len(ups), doc['link_up_s']['p50'],
+                     doc['link_up_s']['max'],
+                     doc['first_ping_after_link_s']['p50'],
+                     doc['first_ping_after_link_s']['max']))
+    text = '\n'.join(lines)
+    print(text)
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           'results', 'extender.txt'), 'w') as f:
+        f.write(text + '\n')
+    print(json.dumps(doc['ratio_to_in_site']))
+
+
+if __name__ == '__main__':
+    main()
