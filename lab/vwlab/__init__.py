@@ -22,7 +22,7 @@ from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, LAB_ROOT, MGMT_NET, REPO,
                          kill_pidfile, tail, sh)
 from vwlab.guests import Guest, LibvirtGuest, Vm
 from vwlab.host import LabHost
-from vwlab import antispoof
+from vwlab import antispoof, gateways
 from vwlab.simhosts import SimHosts
 from vwlab.sites import (CONTROLLER_PUBLIC_IP, RENDEZVOUS_PORT, Sites,
                          parse_extenders)
@@ -38,10 +38,12 @@ class Lab:
     With `extenders` ([sites.ExtenderSpec], or 'xa:cloud-a:nat,...') the
     sites are clouds apart (vwlab.sites): each its own underlay, joined
     only through the extenders' public legs; extenders are hosts too
-    (lab.extenders), after the hypervisors in lab.hosts."""
+    (lab.extenders), after the hypervisors in lab.hosts. `gateways`
+    ('gw1:SITE,...') adds gateway hosts after them, each with a trunk port
+    and a whole port onto a physical network (vwlab.gateways)."""
 
     def __init__(self, n_hosts=3, prefix=None, sites=None, of_port=6653,
-                 libvirt=False, extenders=None):
+                 libvirt=False, extenders=None, gateways=None):
         self.prefix = prefix or 'vw' + secrets.token_hex(3)
         self.libvirt = libvirt
         self.n_hosts = n_hosts
@@ -55,17 +57,28 @@ class Lab:
         if isinstance(extenders, str):
             extenders = parse_extenders(extenders)
         self.extender_specs = list(extenders or [])
+        self.gateway_specs = [tuple(g.split(':')) for g in (
+            gateways.split(',') if isinstance(gateways, str)
+            else gateways or [])]
         self.clouds = Sites(self, [self.site_of(i) for i in range(
             1, n_hosts + len(self.extender_specs) + 1)]) \
             if self.extender_specs else None
 
     @property
     def extenders(self) -> List[LabHost]:
-        return self.hosts[self.n_hosts:]
+        return self.hosts[self.n_hosts:self.n_hosts +
+                          len(self.extender_specs)]
+
+    @property
+    def gateways(self) -> List[LabHost]:
+        return self.hosts[self.n_hosts + len(self.extender_specs):]
 
     def site_of(self, i):
-        if i > self.n_hosts:
-            return self.extender_specs[i - self.n_hosts - 1].site
+        k = i - self.n_hosts - 1
+        if 0 <= k < len(self.extender_specs):
+            return self.extender_specs[k].site
+        if k >= len(self.extender_specs):
+            return self.gateway_specs[k - len(self.extender_specs)][1]
         return self.sites[i - 1] if self.sites else 'default'
 
     def ul_ns_of(self, i):
@@ -121,6 +134,12 @@ class Lab:
             x = self._make_host(self.n_hosts + j + 1, spec.name)
             self.clouds.connect_wan(x, spec)
             self.hosts.append(x)
+        for j, (name, _site) in enumerate(self.gateway_specs):
+            progress('gateway %s and its physical network' % name)
+            g = self._make_host(self.n_hosts + len(self.extender_specs) +
+                                j + 1, name)
+            gateways.attach(g)
+            self.hosts.append(g)
         self.warm_tunnel_neighbours()
         if self.libvirt:
             from vwlab.libvirt_host import LibvirtHost

@@ -106,7 +106,7 @@ def cmd_demo(args):
         raise LabError('--sites names %d sites for %d hosts'
                        % (len(sites), n_hosts))
     lab = Lab(n_hosts, sites=sites, extenders=args.extenders)
-    n_all = n_hosts + len(lab.extender_specs)
+    n_all = n_hosts + len(lab.extender_specs) + len(lab.gateway_specs)
     try:
         say(1, total, 'building a %d-host lab %s (namespaces, OVS netdev, '
             'GRE underlay%s)' % (n_all, lab.prefix, ', %d sites apart, NATs'

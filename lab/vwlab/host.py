@@ -42,7 +42,8 @@ class LabHost:
     def spec(self):
         """The ExtenderSpec of an extender, else None."""
         k = self.index - self.lab.n_hosts - 1
-        return self.lab.extender_specs[k] if k >= 0 else None
+        return self.lab.extender_specs[k] \
+            if 0 <= k < len(self.lab.extender_specs) else None
 
     @property
     def link_ip(self):
@@ -108,7 +109,7 @@ class LabHost:
             '--detach', '--no-chdir', '--disable-system'],
            ns=self.ns, env=self.env())
 
-    def bootstrap(self):
+    def bootstrap(self, extra=()):
         sh([HOST_SETUP, '--db', self.db, '--name', self.name,
             '--tunnel-ip', self.tunnel_ip,
             '--controller', 'tcp:%s:%d' % (CONTROLLER_IP, self.lab.of_port),
@@ -119,7 +120,7 @@ class LabHost:
             '--underlay-cidr', '%s/24' % self.tunnel_ip,
             '--underlay-mtu', str(UNDERLAY_MTU)] +
            (['--role', 'extender', '--link-cidr', '%s/24' % self.link_ip]
-            if self.spec else []), ns=self.ns, env=self.env())
+            if self.spec else []) + list(extra), ns=self.ns, env=self.env())
 
     def underlay_mac(self):
         return sh(['cat', '/sys/class/net/br-phy/address'], ns=self.ns).strip()

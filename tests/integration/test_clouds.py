@@ -37,11 +37,12 @@ def _links_up(lab, want):
 @pytest.fixture(scope='module')
 def clouds():
     with Lab(2, sites=['cloud-a', 'cloud-b'],
-             extenders='xa:cloud-a:nat,xb:cloud-b:nat,xr:relay:public') as lab:
+             extenders='xa:cloud-a:nat,xb:cloud-b:nat,xr:relay:public',
+             gateways='gw1:cloud-b') as lab:
         lab.start_controller()
         api = Api(lab)
         try:
-            wait_until(api.synced, 60, what='controller and 5 hosts')
+            wait_until(api.synced, 60, what='controller and 6 hosts')
             extenders.connect(lab, LINKS)
             wait_until(lambda: _links_up(lab, {
                 (a, b): True for x, y in LINKS for a, b in ((x, y), (y, x))}),
@@ -297,3 +298,61 @@ def test_a_killed_link_daemon_and_a_flushed_nat_heal_by_themselves(cross,
     assert r['lost_tail'] == 0 and r['duplicates'] == 0, r
     print('NAT mappings flushed: %d lost, longest hole %.2f s' % (lost, hole))
     assert hole < 10, r['lost_runs']
+
+
+def test_a_gateway_joins_wires_to_a_physical_network(clouds):
+    """gw1 (cloud-b) has a trunk to a machine with VLANs 100 and 200 and a
+    whole port to another machine. Two VMs in cloud-b are wired to the two
+    VLANs, one VM in cloud-a to the whole port (across the clouds)."""
+    api = Api(clouds)
+    h1, h2 = clouds.host('h1'), clouds.host('h2')
+    gw = clouds.host('gw1')
+    trunk, plain = gw.machines['trunk'], gw.machines['plain']
+    v100 = h2.add_vm('g100', [('g100-nic', '10.70.0.1/24')])
+    v200 = h2.add_vm('g200', [('g200-nic', '10.71.0.1/24')])
+    vfar = h1.add_vm('gfar', [('gfar-nic', '10.72.0.1/24')])
+    made = [api.connect('g100-nic', 'gw1/p1/100')['id'],
+            api.connect('g200-nic', 'gw1/p1/200')['id'],
+            api.connect('gfar-nic', 'gw1/p2')['id']]
+    try:
+        assert api.wire(made[0])['path'] == ['h2', 'gw1']
+        assert api.wire(made[2])['path'] == ['h1', 'xa', 'xb', 'gw1']
+        # ARP and IP both ways, each VM with its machine.
+        for vm, ip in ((v100, '10.70.0.2'), (v200, '10.71.0.2'),
+                       (vfar, '10.72.0.2')):
+            wait_until(lambda: vm.ping(ip, count=1)[1] == 1, 20,
+                       what='%s reaching %s' % (vm.name, ip))
+            assert vm.ping(ip, count=3) == (3, 3)
+        assert trunk.ping('10.70.0.1', count=3) == (3, 3)
+        # A broadcast into VLAN 100's wire leaves the trunk tagged 100,
+        # never 200, and never reaches VLAN 200's VM.
+        marker = bytes(Ether(dst='ff:ff:ff:ff:ff:ff', src='02:00:00:00:01:00',
+                             type=0x88b5) / Raw(b'vlan-100-only'))
+        seen = sniff_while([trunk, v200], lambda: v100.tool(
+            'frames-send', 'eth0', marker.hex()))
+        tagged = bytes(Ether(dst='ff:ff:ff:ff:ff:ff', src='02:00:00:00:01:00')
+                       / Dot1Q(vlan=100) / Raw(marker[12:]))
+        tagged = tagged[:16] + marker[12:]
+        assert tagged in seen[trunk.name], seen[trunk.name][:5]
+        assert not any(marker[14:] in f for f in seen[v200.name])
+        assert not any(f[12:16] == bytes.fromhex('810000c8') and
+                       marker[14:] in f for f in seen[trunk.name])
+        # The whole port carries tagged frames unchanged, across clouds.
+        q = bytes(Ether(dst='02:00:00:00:02:02', src='02:00:00:00:02:01') /
+                  Dot1Q(vlan=7) / Raw(b'tagged-across-clouds'))
+        seen = sniff_while([plain], lambda: vfar.tool('frames-send', 'eth0',
+                                                      q.hex()))
+        assert q in seen[plain.name]
+        # Bad gateway ends: refused, nothing changes.
+        for body, status, words in (
+                ({'a': 'g100b', 'b': 'gw1/p1/100'}, 409, 'already wired'),
+                ({'a': 'g100b', 'b': 'gw1/p1'}, 409, 'by VLAN'),
+                ({'a': 'g100b', 'b': 'gw1/p9/5'}, 404, 'no port p9'),
+                ({'a': 'g100b', 'b': 'gw9/p1/5'}, 404, 'no gateway'),
+                ({'a': 'g100b', 'b': 'gw1/p1/4095'}, 422, 'VLAN must be')):
+            r = api.req('POST', '/v1/wires', json=body)
+            assert r.status_code == status and words in r.text, r.text
+        assert len(api.ok('GET', '/v1/wires')['wires']) == len(made)
+    finally:
+        for wid in made:
+            api.req('DELETE', '/v1/wires/%d' % wid)

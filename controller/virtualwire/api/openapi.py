@@ -14,6 +14,13 @@ _ERR = {'$ref': '#/components/responses/Error'}
 # What core.ids accepts, declared so that clients (and the fuzzer) know.
 _VNIC = {'type': 'string', 'pattern': r'^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$',
          'maxLength': 128}
+# A wire end: a vNIC id, or a gateway's HOST/PORT or HOST/PORT/VLAN.
+_END = {'type': 'string', 'maxLength': 128, 'description': 'a vNIC id, or a '
+        "gateway's physical port HOST/PORT, or a VLAN on its trunk port "
+        'HOST/PORT/VLAN (1-4094)',
+        'pattern': r'^([A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}|[A-Za-z0-9]'
+                   r'[A-Za-z0-9_.-]{0,63}/[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}'
+                   r'(/[0-9]{1,4})?)$'}
 _WIRE_ID = {'name': 'wire_id', 'in': 'path', 'required': True,
             'description': 'connector id: decimal, or 0x and 1-8 hex digits',
             'schema': {'type': 'integer', 'minimum': 1,
@@ -83,7 +90,8 @@ def _document():
                     'requestBody': {'required': True, 'content': {
                         'application/json': {'schema': _ref('ConnectRequest')}}},
                     'responses': {'201': _ok(_ref('Wire'), 'Created'),
-                                  '400': _ERR, '401': _ERR, '409': _ERR,
+                                  '400': _ERR, '401': _ERR, '404': _ERR,
+                                  '409': _ERR,
                                   '411': _ERR, '413': _ERR, '422': _ERR,
                                   '503': _ERR}}},
             '/v1/wires/{wire_id}': {
@@ -187,7 +195,7 @@ def _document():
                     'type': 'object', 'required': ['a', 'b'],
                     'additionalProperties': False,
                     'description': 'a and b must differ',
-                    'properties': {'a': _VNIC, 'b': _VNIC}},
+                    'properties': {'a': _END, 'b': _END}},
                 'Wire': {'type': 'object', 'properties': {
                     'id': {'type': 'integer', 'minimum': 1,
                            'maximum': 4294967295},
@@ -229,7 +237,9 @@ def _document():
                     'tunnel_ip': {'type': 'string'},
                     'site': {'type': 'string'},
                     'role': {'type': 'string',
-                             'enum': ['hypervisor', 'extender']},
+                             'enum': ['hypervisor', 'extender', 'gateway']},
+                    'ports': {'type': 'array', 'description': "a gateway's "
+                              'physical ports', 'items': {'type': 'string'}},
                     'links': {'type': 'array', 'description': "an "
                               "extender's links to other sites' extenders",
                               'items': {'type': 'object', 'properties': {

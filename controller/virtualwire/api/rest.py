@@ -172,6 +172,7 @@ class RestApi:
             raise errors.Malformed('unknown field(s): %s'
                                    % ', '.join(unknown))
         ids.check_wire_ends(doc['a'], doc['b'])
+        self._call(self.ctl.check_gateway_ends, doc['a'], doc['b'])
         # The database is the arbiter between writers (Binding's unique
         # index: a vNIC already wired is refused there, with its wire's
         # id); the loop applies the wire when it comes back from it.

@@ -11,6 +11,7 @@ import logging
 import time
 
 from virtualwire.control.extenders import ExtenderHandlers
+from virtualwire.control.gateways import GatewayChecks
 from virtualwire.control.migrating import MigrationHandlers
 from virtualwire.control.migrations import MigrationBook
 from virtualwire.control.views import Views
@@ -24,7 +25,7 @@ LOG = logging.getLogger(__name__)
 DUMP_TIMEOUT = 10.0
 
 
-class Controller(MigrationHandlers, ExtenderHandlers, Views):
+class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
     def __init__(self, loop, intent, runtime, host_dbs=None,
                  ovsdb_port=6640, move_timeout=900.0, clock=time.monotonic):
         self.loop = loop

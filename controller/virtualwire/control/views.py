@@ -64,6 +64,7 @@ class Views(ControllerState):
             warnings.append('no tunnel port on the integration bridge')
         return {'name': h.name, 'dpid': '%016x' % h.dpid,
                 'tunnel_ip': h.tunnel_ip, 'site': h.site, 'role': h.role,
+                'ports': [p.name for p in h.ports],
                 'links': [{'peer': k.peer, 'up': k.up} for k in h.links],
                 'encaps': [{'type': e.type, 'ip': e.ip, 'ofport': e.ofport}
                            for e in h.encaps],

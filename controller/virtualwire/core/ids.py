@@ -32,14 +32,41 @@ def check_vnic_id(value):
     return value
 
 
+# A gateway end: HOST/PORT (the whole physical port) or HOST/PORT/VLAN (one
+# VLAN on a trunk port). '/' is never in a vNIC id, so the two never mix.
+_GW_RE = re.compile(r'([A-Za-z0-9][A-Za-z0-9_.-]{0,63})/'
+                    r'([A-Za-z0-9][A-Za-z0-9_.:-]{0,14})(?:/([0-9]{1,4}))?')
+
+
+def parse_gateway_end(value):
+    """(host, port, vlan or None) of a gateway end, None for anything that
+    is not written as one; InvalidId if it is but cannot be valid."""
+    if not isinstance(value, str) or '/' not in value:
+        return None
+    m = _GW_RE.fullmatch(value)
+    if not m:
+        raise InvalidId('a gateway end is HOST/PORT or HOST/PORT/VLAN (port '
+                        'names up to 15 characters), got %r' % (value,))
+    vlan = int(m.group(3)) if m.group(3) is not None else None
+    if vlan is not None and not 1 <= vlan <= 4094:
+        raise InvalidId('VLAN must be 1-4094, got %d in %s' % (vlan, value))
+    return m.group(1), m.group(2), vlan
+
+
+def check_end(value):
+    if parse_gateway_end(value) is None:
+        check_vnic_id(value)
+    return value
+
+
 def check_wire_ends(end_a, end_b):
-    """A wire joins two different, valid vNIC ids (whether either is
-    already wired is the intent database's to say: it is the arbiter
-    between writers)."""
-    check_vnic_id(end_a)
-    check_vnic_id(end_b)
+    """A wire joins two different, valid ends: vNIC ids or gateway ends
+    (whether either is already wired is the intent database's to say: it
+    is the arbiter between writers)."""
+    check_end(end_a)
+    check_end(end_b)
     if end_a == end_b:
-        raise InvalidId('a wire needs two different vNICs, got %s twice'
+        raise InvalidId('a wire needs two different ends, got %s twice'
                         % end_a)
 
 

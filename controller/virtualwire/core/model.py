@@ -72,6 +72,15 @@ class Link:
 
 HYPERVISOR = 'hypervisor'
 EXTENDER = 'extender'       # carries wires between sites (paper 3.2)
+GATEWAY = 'gateway'         # joins wires to physical networks (paper 3.3)
+
+
+@dataclass(frozen=True)
+class GatewayPort:
+    """A gateway's physical port on its integration bridge (a wire end as
+    a whole, or a trunk whose VLANs are ends)."""
+    name: str
+    ofport: int
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,10 @@ class Host:
     vnics: Tuple[VnicPort, ...] = ()
     role: str = HYPERVISOR
     links: Tuple[Link, ...] = ()
+    ports: Tuple[GatewayPort, ...] = ()
+
+    def gateway_port(self, name: str) -> Optional[GatewayPort]:
+        return next((p for p in self.ports if p.name == name), None)
 
     def link_up(self, peer: str) -> bool:
         return any(k.peer == peer and k.up for k in self.links)
@@ -106,10 +119,12 @@ class Host:
 @dataclass(frozen=True)
 class Location:
     """Where a wire end is attached: a host's port, of a kind of end
-    (`pipeline.ends`: 'vnic' today)."""
+    (`pipeline.ends`: 'vnic', a gateway's whole 'port', or a 'vlan' on a
+    gateway's trunk port)."""
     host: str
     ofport: int
     kind: str = 'vnic'
+    vlan: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +146,7 @@ def host_from_json(text: str) -> Host:
     d = json.loads(text)
     d['vnics'] = tuple(VnicPort(**v) for v in d.get('vnics', ()))
     d['links'] = tuple(Link(**k) for k in d.get('links', ()))
+    d['ports'] = tuple(GatewayPort(**p) for p in d.get('ports', ()))
     if 'tunnel_ip' in d:            # snapshots written before Encap
         ip, port = d.pop('tunnel_ip'), d.pop('tunnel_ofport', None)
         d['encaps'] = [{'type': 'gre', 'ip': ip, 'ofport': port}] if ip \

@@ -12,7 +12,8 @@ from typing import Dict, Set
 from virtualwire.core.model import EXTENDER, Host, Wire
 from virtualwire.core.placement import Placement
 from virtualwire.pipeline.flow import Flow, default_flows
-from virtualwire.pipeline.wire import wire_flows, wire_locations
+from virtualwire.pipeline.wire import (gateway_location, wire_flows,
+                                       wire_locations)
 
 
 class IncrementalTables:
@@ -71,6 +72,9 @@ class IncrementalTables:
         if EXTENDER in (host.role, old.role if old else None) and (
                 old is None or old != replace(host, vnics=old.vnics)):
             touched |= set(self.wires)
+        if old is None or old.ports != host.ports:
+            touched |= {cid for end, cid in self.by_vnic.items()
+                        if end.startswith(host.name + '/')}
         for cid in touched:
             self._recompute(cid)
         return events
@@ -105,8 +109,9 @@ class IncrementalTables:
                 return v.vnic_id
         return None
 
-    def location(self, vnic):
-        return self.placement.location(vnic)
+    def location(self, end):
+        return gateway_location(end, self.hosts) or \
+            self.placement.location(end)
 
     # -- tables --------------------------------------------------------------
     def pop_dirty(self):
@@ -129,7 +134,7 @@ class IncrementalTables:
     def _recompute(self, cid):
         wire = self.wires[cid]
         loc, shadows = wire_locations(wire, self.placement.claims,
-                                      self.placement.moves)
+                                      self.placement.moves, self.hosts)
         out = wire_flows(wire, self.hosts, loc, shadows)
         self._place(cid, {x.host for x in loc.values()} |
                     {x.host for x in shadows.values()} | set(out))

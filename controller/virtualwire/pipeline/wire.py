@@ -18,7 +18,7 @@ activate itself on the guest's first frame there (a learn action).
 from typing import Dict, List, Set, Tuple
 
 from virtualwire.core import ids
-from virtualwire.core.model import Location
+from virtualwire.core.model import GATEWAY, Location
 from virtualwire.core.placement import place
 from virtualwire.pipeline import ends, paths
 from virtualwire.pipeline.flow import Flow, default_flows, make_flow
@@ -114,9 +114,15 @@ class _Builder:
         """Frames entering at `sender` go to every Location in `targets`
         (in that order). A target equal to `gated` gets its ingress with no
         actions (drop) until activation."""
-        self.add(sender.host, 'wire', ends.kind_of(sender).ingress_match(
-            sender), [self.send(sender.host, t) for t in targets
-                      if not (t.host == sender.host and t == gated)])
+        kind = ends.kind_of(sender)
+        sends = [self.send(sender.host, t) for t in targets
+                 if not (t.host == sender.host and t == gated)]
+        # Back out of the port it came in on (two VLANs of one trunk).
+        sends = [[('output', OFPP_IN_PORT)
+                  if a == ('output', sender.ofport) else a for a in u]
+                 for u in sends]
+        self.add(sender.host, 'wire', kind.ingress_match(sender),
+                 ([kind.strip(sender)] if kind.strip(sender) else []) + sends)
         for t in targets:
             if t.host == sender.host:
                 continue
@@ -158,8 +164,12 @@ def wire_flows(wire, hosts, locations, shadows=None) -> Dict[str, Set[Flow]]:
         src, dst = locations[v], shadows[v]
         far = locations[wire.other_end(v)]
         names = {src.host, dst.host, far.host}
-        if all(paths.route(hosts, x, y) is not None
-               for x in names for y in names if x != y):
+        # The learned flow delivers out the destination port as it is: a
+        # trunk VLAN beside the destination (which needs a tag pushed)
+        # keeps the plain flows until the source leaves.
+        learnable = not (far.host == dst.host and far.kind == 'vlan')
+        if learnable and all(paths.route(hosts, x, y) is not None
+                             for x in names for y in names if x != y):
             b.direction(far, [src, dst], gated=dst)
             b.direction(src, [far])
             b.direction(dst, [far])
@@ -177,11 +187,33 @@ def wire_flows(wire, hosts, locations, shadows=None) -> Dict[str, Set[Flow]]:
     return b.flows()
 
 
-def wire_locations(wire, claims, moves):
-    """(locations, shadows) of a wire's ends from placement state."""
+def gateway_location(end, hosts):
+    """Where a gateway end is (None if it is a vNIC, or its gateway or port
+    is not there now)."""
+    try:
+        parsed = ids.parse_gateway_end(end)
+    except ids.InvalidId:
+        return None
+    if parsed is None:
+        return None
+    host, port, vlan = parsed
+    h = hosts.get(host)
+    p = h.gateway_port(port) if h is not None and h.role == GATEWAY else None
+    if p is None or p.ofport <= 0:
+        return None
+    return Location(host, p.ofport, 'port' if vlan is None else 'vlan', vlan)
+
+
+def wire_locations(wire, claims, moves, hosts=None):
+    """(locations, shadows) of a wire's ends from placement state (vNICs)
+    and the hosts (gateway ends, which never move)."""
     loc: Dict[str, Location] = {}
     shadows: Dict[str, Location] = {}
     for v in wire.ends():
+        gw = gateway_location(v, hosts or {})
+        if gw is not None:
+            loc[v] = gw
+            continue
         here, shadow = place(claims.get(v), moves.get(v))
         if here is not None:
             loc[v] = here
@@ -196,7 +228,12 @@ def compute_flows(world) -> Dict[str, Set[Flow]]:
     locations, shadows = world.locations(), world.shadows()
     tables = {name: set(default_flows()) for name in world.hosts}
     for wire in world.wires.values():
-        for host, flows in wire_flows(wire, world.hosts, locations,
+        here = dict(locations)
+        for v in wire.ends():
+            gw = gateway_location(v, world.hosts)
+            if gw is not None:
+                here[v] = gw
+        for host, flows in wire_flows(wire, world.hosts, here,
                                       shadows).items():
             if host in tables:
                 tables[host] |= flows

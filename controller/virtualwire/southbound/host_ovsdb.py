@@ -9,7 +9,8 @@ is a carrier's (`pipeline.carriers`), or whose external_ids name one as
 at `options:local_ip` or else the bridge's `vw-tunnel-ip`.
 One ovs-vswitchd may hold several such bridges (used to simulate many hosts).
 vNICs are Interfaces with external_ids:iface-id, exactly as libvirt plugs
-`<virtualport type='openvswitch'>` ports.
+`<virtualport type='openvswitch'>` ports; a gateway's physical ports carry
+external_ids:vw-gateway-port=true.
 """
 import logging
 
@@ -17,8 +18,8 @@ import ovs.db.idl
 
 from os_ken.lib import hub
 
-from virtualwire.core.model import (EXTENDER, HYPERVISOR, Encap, Host, Link,
-                                    VnicPort)
+from virtualwire.core.model import (EXTENDER, GATEWAY, HYPERVISOR, Encap,
+                                    GatewayPort, Host, Link, VnicPort)
 from virtualwire.pipeline import carriers
 from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
 
@@ -67,6 +68,7 @@ def hosts_from_records(records, carrier_types=carriers.TYPES):
         if not name or not br['datapath_id']:
             continue
         encaps, vnics, ul_mtu = {}, [], None
+        ports = []
         for itf in sorted(br['interfaces'], key=lambda i: i['name']):
             ie = itf['external_ids']
             kind = ie.get('vw-encap', itf['type'])
@@ -78,6 +80,8 @@ def hosts_from_records(records, carrier_types=carriers.TYPES):
                     ip = ip if ip != 'flow' else \
                         ext.get('vw-tunnel-ip', '')
                     encaps[kind] = Encap(kind, ip, port)
+            elif ie.get('vw-gateway-port') == 'true':
+                ports.append(GatewayPort(itf['name'], itf['ofport'] or -1))
             elif ie.get('iface-id'):
                 vnics.append(VnicPort(
                     vnic_id=ie['iface-id'], port_name=itf['name'],
@@ -92,7 +96,9 @@ def hosts_from_records(records, carrier_types=carriers.TYPES):
             site=ext.get('vw-site', 'default'),
             datapath_type=br['datapath_type'], underlay_mtu=ul_mtu,
             vnics=tuple(sorted(vnics, key=lambda v: v.vnic_id)),
-            role=EXTENDER if ext.get('vw-role') == EXTENDER else HYPERVISOR,
+            role=ext.get('vw-role') if ext.get('vw-role') in (
+                EXTENDER, GATEWAY) else HYPERVISOR,
+            ports=tuple(sorted(ports, key=lambda p: p.name)),
             links=tuple(Link(k[len(LINK_KEY):], v == 'up')
                         for k, v in sorted(ext.items())
                         if k.startswith(LINK_KEY))))

@@ -216,7 +216,9 @@ class FakeDatapath:
         out, cur = [], pkt
         for a in e.actions():
             name = type(a).__name__
-            if name == 'OFPActionSetField':
+            if name == 'OFPActionSetField' and a.key == 'vlan_vid':
+                cur = replace(cur, vlan_vid=a.value & 0xFFF)
+            elif name == 'OFPActionSetField':
                 cur = replace(cur, **{a.key: a.value})
             elif name == 'OFPActionPushVlan':
                 cur = replace(cur, vlan_vid=0)
