@@ -356,3 +356,24 @@ def test_a_gateway_joins_wires_to_a_physical_network(clouds):
     finally:
         for wid in made:
             api.req('DELETE', '/v1/wires/%d' % wid)
+
+
+def test_a_key_rotated_while_traffic_runs_costs_a_moment(cross, clouds):
+    va, vb, _ = cross(7)
+    old = extenders.link_view(clouds, 'xa', 'xb')['sides']['xb'][
+        'fingerprint']
+
+    def rotate():
+        p = vwctl(clouds, 'extenders', 'rotate', 'xb')
+        assert p.returncode == 0, p.stderr
+
+    lost, hole, r = _outage(va, vb, rotate)
+    assert r['lost_tail'] == 0 and r['duplicates'] == 0, r
+    print('key rotated: %d lost, longest hole %.2f s' % (lost, hole))
+    # A new key, pinned by every peer of xb: its links are up with it.
+    new = extenders.link_view(clouds, 'xa', 'xb')['sides']['xb']['fingerprint']
+    assert new != old
+    _set_links(clouds, {('xa', 'xb'): True, ('xb', 'xa'): True,
+                        ('xb', 'xr'): True, ('xr', 'xb'): True})
+    assert hole < 5, r['lost_runs']
+    assert va.ping('192.0.2.2', count=3) == (3, 3)

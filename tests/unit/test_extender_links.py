@@ -60,12 +60,12 @@ def test_linked_extenders_learn_each_others_key_and_endpoint(rest):
         {'xa': 1194, 'xb': 1194}
     # xa reports before xb: nothing to connect to yet.
     assert report(rest, 'xa', 1194, '203.0.113.11') == \
-        (200, {'links': [], 'ports': [1194]})
+        (200, {'links': [], 'ports': [1194], 'rotate_key': False})
     status, got = report(rest, 'xb', 1194, '203.0.113.12')
     assert got['links'] == [{
         'peer': 'xa', 'peer_fingerprint': FP['xa'], 'remote': '203.0.113.11',
         'remote_port': 1194, 'local_port': 1194, 'tls': 'client',
-        'peer_link_ip': '100.64.0.11'}]
+        'peer_link_ip': '100.64.0.11', 'pinned': True}]
     _, got = report(rest, 'xa', 1194, '203.0.113.11')
     assert got['links'][0]['peer_fingerprint'] == FP['xb']
     assert got['links'][0]['tls'] == 'server'
@@ -143,3 +143,29 @@ def test_punchable_unless_both_symmetric():
           ('e', 'endpoint-independent'))}
     assert not links.punchable(r['s1'], r['s2'])
     assert links.punchable(r['s1'], r['e']) and links.punchable(None, None)
+
+
+def test_a_key_rotation_is_asked_until_a_new_fingerprint_is_reported(rest):
+    rest('POST', '/v1/extender-links', {'a': 'xa', 'b': 'xb'})
+    assert rest('POST', '/v1/extenders/xb/rotate-key')[0] == 404  # no report
+    report(rest, 'xb', 1194, '203.0.113.12')
+    status, doc = rest('POST', '/v1/extenders/xb/rotate-key')
+    assert status == 202 and doc['replacing'] == FP['xb']
+    assert report(rest, 'xb', 1194, '203.0.113.12')[1]['rotate_key']
+    FP['xb'], old = 'AB:' * 31 + 'AB', FP['xb']
+    try:
+        rest.h.now += 1
+        _, got = report(rest, 'xb', 1194, '203.0.113.12')
+        assert not got['rotate_key']
+        # xa has not asked since: xb (TLS client) must wait before it
+        # restarts with its new key ...
+        assert got['links'] == [] or not got['links'][0]['pinned']
+        rest.h.now += 1
+        [k] = report(rest, 'xa', 1194, '203.0.113.11')[1]['links']
+        assert k['peer_fingerprint'] == FP['xb']       # peers pin the new one
+        # ... and may once xa has the new fingerprint.
+        rest.h.now += 1
+        [k] = report(rest, 'xb', 1194, '203.0.113.12')[1]['links']
+        assert k['pinned'] and k['tls'] == 'client'
+    finally:
+        FP['xb'] = old

@@ -299,6 +299,14 @@ def _extender_paths():
                        'responses': {'204': {'description': 'Removed'},
                                      '401': _ERR, '404': _ERR,
                                      '503': _ERR}}},
+        '/v1/extenders/{name}/rotate-key': {
+            'parameters': [{'name': 'name', 'in': 'path', 'required': True,
+                            'schema': _NAME}],
+            'post': {'summary': "Have an extender make a new key pair; its "
+                                'peers pin the new fingerprint once it '
+                                'reports it',
+                     'responses': {'202': _ok({'type': 'object'}),
+                                   '401': _ERR, '404': _ERR}}},
         '/v1/extenders/{name}/report': {
             'parameters': [{'name': 'name', 'in': 'path', 'required': True,
                             'schema': _NAME}],

@@ -49,6 +49,7 @@ ROUTES = (
     ('/v1/extender-links', 'POST', 'connect_extenders'),
     ('/v1/extender-links/{a}/{b}', 'DELETE', 'disconnect_extenders'),
     ('/v1/extenders/{name}/report', 'POST', 'extender_report'),
+    ('/v1/extenders/{name}/rotate-key', 'POST', 'rotate_key'),
 )
 
 
@@ -241,6 +242,9 @@ class RestApi:
     def extender_report(self, req, name):
         return _json(200, self._call(self.ctl.extender_report, name,
                                      read_json_object(req)))
+
+    def rotate_key(self, req, name):
+        return _json(202, self._call(self.ctl.rotate_key, name))
 
     def wire_stats(self, req, wire_id):
         fut = self._call(self.ctl.wire_stats, ids.parse_connector_id(wire_id))

@@ -46,6 +46,10 @@ def cmd_extenders(c, a):
         return doc, 'linked %s <-> %s (ports %d / %d); the agents bring it ' \
             'up' % (doc['a'], doc['b'], doc['sides'][doc['a']]['port'],
                     doc['sides'][doc['b']]['port'])
+    if a.action == 'rotate':
+        doc = c.call('POST', '/v1/extenders/%s/rotate-key' % a.a)
+        return doc, 'extender %s makes a new key; its peers pin the new ' \
+            'fingerprint when it reports it' % a.a
     if a.action == 'disconnect':
         c.call('DELETE', '/v1/extender-links/%s/%s' % (a.a, a.b))
         return {'unlinked': [a.a, a.b]}, 'unlinked %s <-> %s' % (a.a, a.b)
@@ -63,9 +67,9 @@ def cmd_extenders(c, a):
 
 def add_parser(sub):
     s = sub.add_parser('extenders', help="extenders' links between sites: "
-                       'list, connect A B, disconnect A B')
+                       'list, connect A B, disconnect A B, rotate A')
     s.add_argument('action', nargs='?', default='list',
-                   choices=['list', 'connect', 'disconnect'])
+                   choices=['list', 'connect', 'disconnect', 'rotate'])
     s.add_argument('a', nargs='?', help='extender (connect/disconnect)')
     s.add_argument('b', nargs='?', help='extender (connect/disconnect)')
     s.set_defaults(fn=cmd_extenders)

@@ -179,9 +179,12 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    if getattr(args, 'action', 'list') != 'list' and not (args.a and args.b):
-        print('vwctl: error: extenders %s needs two extender names'
-              % args.action, file=sys.stderr)
+    action = getattr(args, 'action', 'list')
+    if action in ('connect', 'disconnect') and not (args.a and args.b) or \
+            action == 'rotate' and not args.a:
+        print('vwctl: error: extenders %s needs %s' % (
+            action, 'an extender name' if action == 'rotate'
+            else 'two extender names'), file=sys.stderr)
         return 2
     try:
         client = Client(*load_config(args))

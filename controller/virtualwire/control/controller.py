@@ -43,6 +43,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
         self.move_seen = {}             # vnic -> clock() when first seen
         self.changed_records = {}       # id -> Migration to persist
         self.reports = {}               # extender -> its agent's last report
+        self.rotations = {}             # extender -> fingerprint to replace
         self.stats = {'syncs': 0, 'bundles': 0, 'flow_mods': 0,
                       'switch_errors': 0}
         loop.idle = self.sync

@@ -6,6 +6,7 @@ Link intent lives in the intent database (`store.intent`); a report is
 runtime only: an agent reports every second or so, and a restarted
 controller knows everything again a second later.
 """
+from dataclasses import replace
 from typing import Dict, List
 
 from virtualwire.control.state import ControllerState
@@ -19,6 +20,7 @@ SILENT_AFTER = 10.0
 
 class ExtenderHandlers(ControllerState):
     reports: Dict[str, links.ExtenderReport]
+    rotations: Dict[str, str]       # extender -> fingerprint being replaced
 
     def check_extender_link(self, a, b):
         self.loop.assert_owner()
@@ -34,12 +36,30 @@ class ExtenderHandlers(ControllerState):
             raise errors.NotFound('no host named %s' % name)
         if h.role != EXTENDER:
             raise errors.Invalid('%s is not an extender' % name)
-        self.reports[name] = links.parse_report(name, doc, self.clock())
+        rep = links.parse_report(name, doc, self.clock())
+        prev = self.reports.get(name)
+        rep = replace(rep, fp_since=prev.fp_since if prev and
+                      prev.fingerprint == rep.fingerprint else rep.at)
+        self.reports[name] = rep
+        if self.rotations.get(name) not in (None, rep.fingerprint):
+            del self.rotations[name]            # done: a new key reported
         mine = self.intent.links()
         return {'links': links.link_specs(name, mine, self.tables.hosts,
                                           self.reports),
                 'ports': sorted(k.port_of(name) for k in mine
-                                if name in (k.a, k.b))}
+                                if name in (k.a, k.b)),
+                'rotate_key': name in self.rotations}
+
+    def rotate_key(self, name) -> dict:
+        """Ask an extender's agent for a new key (made there: the private
+        key never leaves it); its peers pin the new fingerprint as soon as
+        it reports it."""
+        self.loop.assert_owner()
+        rep = self.reports.get(name)
+        if rep is None:
+            raise errors.NotFound('no report from extender %s yet' % name)
+        self.rotations[name] = rep.fingerprint
+        return {'extender': name, 'replacing': rep.fingerprint}
 
     def extender_link_views(self) -> List[dict]:
         self.loop.assert_owner()
@@ -56,6 +76,7 @@ class ExtenderHandlers(ControllerState):
                     'public': rep.endpoints.get(k.port_of(me)) if rep
                     else None,
                     'nat': rep.nat if rep else None,
+                    'fingerprint': rep.fingerprint if rep else None,
                     'reported_s_ago': round(now - rep.at, 1) if rep
                     else None,
                     'up': bool(h and h.link_up(k.peer_of(me))),

@@ -32,6 +32,7 @@ class ExtenderReport:
     endpoints: Dict[int, str] = field(default_factory=dict)  # port -> ip:port
     links: Dict[str, Dict] = field(default_factory=dict)     # peer -> stats
     at: float = 0.0                   # controller clock when received
+    fp_since: float = 0.0             # when this fingerprint was first seen
 
 
 def _endpoint(text, what):
@@ -110,7 +111,13 @@ def link_specs(me: str, links: List[ExtenderLink], hosts: Dict[str, Host],
         if rep is None or enc is None or not endpoint:
             continue
         ip, _, port = endpoint.rpartition(':')
+        mine = reports.get(me)
         out.append({'peer': peer, 'peer_fingerprint': rep.fingerprint,
+                    # The peer has asked since our current key was known,
+                    # so it pins it now: a TLS client starts (after a key
+                    # rotation: restarts) only then, or its handshake
+                    # would fail and wait out OpenVPN's hand-window.
+                    'pinned': bool(mine and rep.at >= mine.fp_since),
                     'remote': ip, 'remote_port': int(port),
                     'local_port': k.port_of(me),
                     'tls': 'server' if me < peer else 'client',

@@ -23,6 +23,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from typing import Dict, Optional, Tuple
 
 from virtualwire.extender import keys, openvpn
@@ -134,6 +135,9 @@ class Agent:
         self.states: Dict[str, LinkState] = {}
         self.published: Optional[Dict[str, bool]] = None
         self.rtts: Dict[str, Optional[float]] = {}
+        self.cert_gen = 0                 # bumped by each key rotation
+        self.reply_gen = 0                # cert_gen the last reply knew
+        self.gen: Dict[str, int] = {}     # peer -> cert_gen its process uses
         self.last_rtt = 0.0
         self.flow_ports: Optional[Dict[int, str]] = None
 
@@ -188,6 +192,7 @@ class Agent:
                              'restarts': self.restarts.get(p, 0),
                              'rtt_ms': self.rtts.get(p)}
                          for p, s in self.states.items()}}
+        sent_gen = self.cert_gen
         try:
             reply = self.controller.report(self.name, doc)
         except (OSError, ValueError, urllib.error.URLError) as e:
@@ -195,12 +200,30 @@ class Agent:
                         e, len(self.want))
             return
         self.ports = list(reply.get('ports', ()))
+        # Whether a peer pins our key is only known from a reply to a
+        # report that carried it.
+        self.reply_gen = sent_gen
+        if reply.get('rotate_key'):
+            self.rotate()
         want = specs(reply)
         if want != self.want:
             with open(self.cache + '.tmp', 'w') as f:
                 json.dump(reply, f)
             os.replace(self.cache + '.tmp', self.cache)
             self.want = want
+
+    def rotate(self):
+        """A new key pair and certificate. Links where we are the TLS
+        server restart with it at once (the peer restarts when the
+        controller gives it the new fingerprint, and then finds us ready);
+        links where we are the client keep their session until the peer
+        pins the new key, then restart."""
+        old = self.fingerprint
+        keys.make_identity(self.cert, self.key, self.name)
+        self.fingerprint = keys.fingerprint(self.cert)
+        self.cert_gen += 1
+        LOG.info('new key: fingerprint %s replaces %s', self.fingerprint, old)
+        self.sw.publish(self.fingerprint, self.published or {})
 
     def probe_ports(self):
         """Learn the public endpoint of every link port not in use: at
@@ -231,7 +254,12 @@ class Agent:
             self.stop(peer)
         for peer, spec in want.items():
             have = self.procs.get(peer)
-            if have and have[0] != spec:
+            # A TLS client waits for the peer to pin its current key (see
+            # core.links.link_specs); until then an old session goes on.
+            ready = spec.tls == 'server' or (
+                spec.pinned and self.reply_gen == self.cert_gen)
+            if have and (replace(have[0], pinned=spec.pinned) != spec or
+                         self.gen.get(peer) != self.cert_gen and ready):
                 self.stop(peer, remove=False)
                 have = None
             elif have and have[1].poll() is not None:
@@ -240,8 +268,9 @@ class Agent:
                             peer, have[1].returncode)
                 self.procs.pop(peer)
                 have = None
-            if have is None and spec.local_port in self.public:
+            if have is None and spec.local_port in self.public and ready:
                 self.start(spec)
+                self.gen[peer] = self.cert_gen
         ports = {self.sw.ofport(s.dev): link_mac(s.peer_link_ip)
                  for s, _ in self.procs.values()}
         if ports != self.flow_ports and all(p > 0 for p in ports):

@@ -25,6 +25,7 @@ PING, PING_RESTART = 1, 6
 # cuts its UDP datagrams to FRAGMENT bytes itself, so nothing depends on
 # the public path's MTU or on fragments crossing NATs.
 TAP_MTU, FRAGMENT = 1600, 1300
+HAND_WINDOW = 3
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class LinkSpec:
     local_port: int
     tls: str                    # 'server' or 'client' (one of each per link)
     peer_link_ip: str           # its address on the link network
+    pinned: bool = True         # the peer pins our current certificate
 
     @property
     def dev(self) -> str:
@@ -64,7 +66,10 @@ def argv(spec: LinkSpec, cert: str, key: str, mgmt: str, log: str,
         '--tls-version-min', '1.3',
         '--ping', str(PING), '--ping-restart', str(PING_RESTART),
         '--persist-tun', '--persist-key',
-        '--connect-retry', '1', '1', '--hand-window', '10',
+        # A handshake that fails (the peer still pins an old key, during a
+        # rotation) is retried after --hand-window: keep it short.
+        '--connect-retry', '1', '1', '--hand-window', str(HAND_WINDOW),
+        '--tls-timeout', '1',
         '--management', mgmt, 'unix',
         '--script-security', '1', '--verb', '3', '--log-append', log,
     ]
