@@ -143,7 +143,7 @@ class Lab:
         self.warm_tunnel_neighbours()
         if self.libvirt:
             from vwlab.libvirt_host import LibvirtHost
-            for h in self.hosts:
+            for h in self.hosts[:self.n_hosts]:     # hypervisors run VMs
                 progress('host %s: libvirtd' % h.name)
                 h.libvirt = LibvirtHost(h).start()
 
@@ -161,8 +161,11 @@ class Lab:
             sh(['ethtool', '-K', dev, 'tx', 'off'], ns=h.ns, check=False)
         sh(['ip', 'link', 'set', name, 'mtu', str(UNDERLAY_MTU)],
            ns=self.ul_ns_of(i))
-        # Only this host's underlay address may come from its port.
-        antispoof.guard(self.ul_ns_of(i), name, h.tunnel_ip)
+        # Only this host's underlay address may come from its port (and,
+        # from an extender's, what it routes in from other sites).
+        antispoof.guard(self.ul_ns_of(i), name, [h.tunnel_ip] + (
+            [self.clouds.ul_net(s) + '.0/24' for s in self.clouds.order
+             if s != h.site] if h.spec else []))
         sh(['ip', 'addr', 'add', h.mgmt_ip + '/24', 'dev', 'mgmt0'], ns=h.ns)
         sh(['ip', 'link', 'set', 'mgmt0', 'up'], ns=h.ns)
         h.start_ovs()
@@ -185,17 +188,20 @@ class Lab:
             if h.libvirt is not None:
                 h.libvirt.virsh('destroy', guest.name, check=False)
 
-    def migrate(self, guest, src, dst, timeout=120, downtime_ms=None):
+    def migrate(self, guest, src, dst, timeout=120, downtime_ms=None,
+                options=()):
         """`virsh migrate --live` of a libvirt guest from host src to dst;
         returns the seconds it took (raises LabError with virsh's message
         if the migration fails). downtime_ms: QEMU's downtime limit for
-        it (libvirt keeps it for the domain's next migration)."""
+        it (libvirt keeps it for the domain's next migration); options:
+        more virsh migrate options (e.g. --auto-converge)."""
         if downtime_ms is not None:
             src.libvirt.virsh('migrate-setmaxdowntime', guest.name,
                               str(int(downtime_ms)))
         t = time.time()
         p = subprocess.run(['virsh', '-c', src.libvirt.uri, 'migrate',
-                            '--live', guest.name, dst.libvirt.uri],
+                            '--live'] + list(options) + [
+                                guest.name, dst.libvirt.uri],
                            capture_output=True, text=True, timeout=timeout)
         if p.returncode != 0:
             raise LabError('migrating %s %s -> %s failed: %s' % (
@@ -242,7 +248,7 @@ class Lab:
             if self.libvirt:
                 f.write('\n[libvirt]\n' + ''.join(
                     '%s = %s\n' % (h.name, h.libvirt.uri)
-                    for h in self.hosts))
+                    for h in self.hosts[:self.n_hosts]))
 
     def diagnostics(self):
         """Log tails of the controller and of each host's ovs-vswitchd:

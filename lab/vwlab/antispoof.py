@@ -14,8 +14,10 @@ from vwlab.shell import sh
 TABLE = 'vwguard'
 
 
-def guard(ns, port, ip):
-    """Only `ip` may source IPv4 and ARP from bridge port `port`."""
+def guard(ns, port, ips):
+    """Only `ips` (addresses or prefixes) may source IPv4 and ARP from
+    bridge port `port`."""
+    ip = '{ %s }' % ', '.join(ips) if isinstance(ips, list) else ips
     sh(['nft', 'add table bridge %s' % TABLE], ns=ns)
     sh(['nft', 'add chain bridge %s ports { type filter hook forward '
         'priority 0 ; policy accept ; }' % TABLE], ns=ns)

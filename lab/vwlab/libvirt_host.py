@@ -136,7 +136,11 @@ class LibvirtHost:
         with open(self.path('etc-libvirt', 'libvirtd.conf'), 'w') as f:
             f.write(libvirtd_conf(self.host.mgmt_ip, uuid.uuid4()))
         with open(self.path('etc-libvirt', 'qemu.conf'), 'w') as f:
-            f.write(qemu_conf(self.host.mgmt_ip))
+            # Migration streams: over the management network, or, between
+            # clouds, over the underlay, routed through the sites'
+            # extenders and their encrypted link (vwlab.sites.route_sites).
+            f.write(qemu_conf(self.host.tunnel_ip if self.host.lab.clouds
+                              else self.host.mgmt_ip))
         self.install_hook()
 
     def install_hook(self, on_unreachable='allow', timeout=3):

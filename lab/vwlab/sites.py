@@ -177,3 +177,29 @@ class Sites:
         """Forget every NAT mapping of the site (a NAT reboot, or a
         binding timed out)."""
         sh(['conntrack', '-F'], ns=self.nat_ns(site), check=False)
+
+
+def route_sites(lab):
+    """Site-to-site IP routes through the extenders (for migration
+    streams): each host sends other sites' prefixes to its site's
+    extender, which forwards them over its link to that site's extender.
+    Call once the links are up. Extenders named by site: the first of each.
+    """
+    xs = {}
+    for x in lab.extenders:
+        xs.setdefault(x.site, x)
+    for h in lab.hosts:
+        here = xs.get(h.site)
+        if here is None:
+            continue
+        for site, peer in xs.items():
+            if site == h.site:
+                continue
+            prefix = lab.clouds.ul_net(site) + '.0/24'
+            if h is here:
+                sh(['sysctl', '-qw', 'net.ipv4.ip_forward=1'], ns=h.ns)
+                sh(['ip', 'route', 'replace', prefix, 'via', peer.link_ip,
+                    'dev', 'br-xl'], ns=h.ns)
+            else:
+                sh(['ip', 'route', 'replace', prefix, 'via', here.tunnel_ip,
+                    'dev', 'br-phy'], ns=h.ns)

@@ -118,7 +118,8 @@ def rtt_ms(ip) -> Optional[float]:
 
 class Agent:
     def __init__(self, name, state_dir, controller, rendezvous, switch,
-                 openvpn_bin='openvpn'):
+                 openvpn_bin='openvpn', link_rate='80mbit'):
+        self.link_rate = link_rate
         self.name, self.dir = name, state_dir
         self.controller, self.rendezvous = controller, rendezvous
         self.sw = switch
@@ -146,6 +147,8 @@ class Agent:
 
     def start(self, spec: LinkSpec):
         self.sw.ensure_tap(spec.dev, spec.peer, openvpn.TAP_MTU)
+        if self.link_rate:
+            self.sw.shape(spec.dev, self.link_rate)
         self.sw.pin_neighbour(spec.peer_link_ip, link_mac(spec.peer_link_ip))
         log = os.path.join(self.dir, 'xl-%s.log' % spec.peer)
         p = subprocess.Popen(openvpn.argv(spec, self.cert, self.key,
@@ -346,6 +349,9 @@ def main(argv=None):
                    help='ovs-appctl target of this host\'s ovs-vswitchd')
     p.add_argument('--openvpn', default='openvpn')
     p.add_argument('--interval', type=float, default=1.0)
+    p.add_argument('--link-rate', default='80mbit',
+                   help='shape each link to this rate (tc units; below what '
+                        'the daemon carries), wires first; "" for none')
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format='%(asctime)s %(levelname)s %(message)s')
@@ -355,7 +361,7 @@ def main(argv=None):
     agent = Agent(args.name, args.state_dir,
                   ControllerClient(args.controller, token), (host, int(port)),
                   Switch(args.db, vswitchd_ctl=args.vswitchd_ctl),
-                  args.openvpn)
+                  args.openvpn, args.link_rate)
 
     def bye(*_):
         agent.shutdown()

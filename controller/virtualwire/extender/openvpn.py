@@ -26,6 +26,7 @@ PING, PING_RESTART = 1, 6
 # the public path's MTU or on fragments crossing NATs.
 TAP_MTU, FRAGMENT = 1600, 1300
 HAND_WINDOW = 3
+SOCKET_BUFFER = 4 << 20     # capped by net.core.rmem_max / wmem_max
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ def argv(spec: LinkSpec, cert: str, key: str, mgmt: str, log: str,
         '--tun-mtu', str(TAP_MTU), '--fragment', str(FRAGMENT),
         '--mssfix', '0',
         '--proto', 'udp4', '--lport', str(spec.local_port),
+        # The default 208 KiB overflows (and drops wires' frames) whenever
+        # the daemon misses the CPU for a few ms under a full link.
+        '--rcvbuf', str(SOCKET_BUFFER), '--sndbuf', str(SOCKET_BUFFER),
         '--remote', spec.remote, str(spec.remote_port),
         # Both sides send to each other at once (hole punching); --float
         # lets a peer whose NAT gave it a new port carry on.

@@ -53,6 +53,28 @@ class Switch:
                    'set', 'interface', dev,
                    'external_ids:vw-link-peer=%s' % peer)
 
+    def shape(self, dev, rate):
+        """Wires first on a link: HTB at `rate` (below what the link daemon
+        can carry, so packets queue here, in order of importance, rather
+        than overflow the daemon's tun ring, which drops without telling
+        anyone), GRE (the wires' frames) before everything else (e.g. a
+        live migration's stream routed over the link)."""
+        tc = ['tc']
+        self._run(tc + ['qdisc', 'replace', 'dev', dev, 'root', 'handle',
+                        '1:', 'htb', 'default', '20', 'r2q', '100'])
+        # One parent at the link's rate: its children borrow from it, the
+        # wires' class first.
+        self._run(tc + ['class', 'replace', 'dev', dev, 'parent', '1:',
+                        'classid', '1:1', 'htb', 'rate', rate])
+        for cls, prio, floor in (('1:10', '0', rate), ('1:20', '1', '1mbit')):
+            self._run(tc + ['class', 'replace', 'dev', dev, 'parent', '1:1',
+                            'classid', cls, 'htb', 'rate', floor, 'ceil',
+                            rate, 'prio', prio])
+        self._run(tc + ['filter', 'replace', 'dev', dev, 'parent', '1:',
+                        'protocol', 'ip', 'prio', '1', 'handle', '800::1',
+                        'u32', 'match', 'ip', 'protocol', '47', '0xff',
+                        'flowid', '1:10'])
+
     def remove_tap(self, dev):
         self.vsctl('--if-exists', 'del-port', self.link_bridge, dev)
         self._run(['ip', 'link', 'del', dev], check=False)
