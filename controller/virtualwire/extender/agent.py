@@ -148,7 +148,12 @@ class Agent:
     def start(self, spec: LinkSpec):
         self.sw.ensure_tap(spec.dev, spec.peer, openvpn.TAP_MTU)
         if self.link_rate:
-            self.sw.shape(spec.dev, self.link_rate)
+            try:
+                self.sw.shape(spec.dev, self.link_rate)
+            except subprocess.CalledProcessError as e:
+                # Unshaped is better than down: say so and carry on.
+                LOG.error('link to %s: cannot shape %s: %s', spec.peer,
+                          spec.dev, (e.stderr or '').strip())
         self.sw.pin_neighbour(spec.peer_link_ip, link_mac(spec.peer_link_ip))
         log = os.path.join(self.dir, 'xl-%s.log' % spec.peer)
         p = subprocess.Popen(openvpn.argv(spec, self.cert, self.key,

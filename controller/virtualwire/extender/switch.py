@@ -60,20 +60,22 @@ class Switch:
         anyone), GRE (the wires' frames) before everything else (e.g. a
         live migration's stream routed over the link)."""
         tc = ['tc']
-        self._run(tc + ['qdisc', 'replace', 'dev', dev, 'root', 'handle',
-                        '1:', 'htb', 'default', '20', 'r2q', '100'])
+        # From scratch each time (a link restarts on a tap that keeps its
+        # qdisc; tc cannot "replace" a u32 filter in place).
+        self._run(tc + ['qdisc', 'del', 'dev', dev, 'root'], check=False)
+        self._run(tc + ['qdisc', 'add', 'dev', dev, 'root', 'handle', '1:',
+                        'htb', 'default', '20', 'r2q', '100'])
         # One parent at the link's rate: its children borrow from it, the
         # wires' class first.
-        self._run(tc + ['class', 'replace', 'dev', dev, 'parent', '1:',
+        self._run(tc + ['class', 'add', 'dev', dev, 'parent', '1:',
                         'classid', '1:1', 'htb', 'rate', rate])
         for cls, prio, floor in (('1:10', '0', rate), ('1:20', '1', '1mbit')):
-            self._run(tc + ['class', 'replace', 'dev', dev, 'parent', '1:1',
+            self._run(tc + ['class', 'add', 'dev', dev, 'parent', '1:1',
                             'classid', cls, 'htb', 'rate', floor, 'ceil',
                             rate, 'prio', prio])
-        self._run(tc + ['filter', 'replace', 'dev', dev, 'parent', '1:',
-                        'protocol', 'ip', 'prio', '1', 'handle', '800::1',
-                        'u32', 'match', 'ip', 'protocol', '47', '0xff',
-                        'flowid', '1:10'])
+        self._run(tc + ['filter', 'add', 'dev', dev, 'parent', '1:',
+                        'protocol', 'ip', 'prio', '1', 'u32', 'match', 'ip',
+                        'protocol', '47', '0xff', 'flowid', '1:10'])
 
     def remove_tap(self, dev):
         self.vsctl('--if-exists', 'del-port', self.link_bridge, dev)
