@@ -18,6 +18,11 @@ from virtualwire.core import errors
 from virtualwire.core.model import EXTENDER, ExtenderLink, Host
 
 NAT_KINDS = ('public', 'endpoint-independent', 'symmetric', 'unknown')
+# An extender's bridge external_ids vw-link-<peer> = up | down: written by
+# its agent (extender.switch), read by the controller (host_ovsdb).
+LINK_KEY = 'vw-link-'
+# Extender links' UDP ports: OpenVPN's registered port, then upwards.
+LINK_BASE_PORT = 1194
 _FPR = re.compile(r'^([0-9A-F]{2}:){31}[0-9A-F]{2}$')
 LINK_STATS = ('state', 'since', 'endpoint', 'rx_bytes', 'tx_bytes', 'rtt_ms',
               'restarts')
@@ -74,6 +79,24 @@ def parse_report(name: str, doc: dict, at: float) -> ExtenderReport:
     return ExtenderReport(name, fpr, nat, endpoints,
                           {str(p): {k: v[k] for k in LINK_STATS if k in v}
                            for p, v in links.items()}, at)
+
+
+def link_ports(existing: List[ExtenderLink], a: str, b: str,
+               base: int = LINK_BASE_PORT):
+    """(a's port, b's port) for a new link a-b: each side the lowest UDP
+    port from `base` up that none of its links uses (one NAT mapping per
+    link)."""
+    used: Dict[str, set] = {}
+    for k in existing:
+        used.setdefault(k.a, set()).add(k.a_port)
+        used.setdefault(k.b, set()).add(k.b_port)
+    out = []
+    for n in (a, b):
+        port = base
+        while port in used.get(n, set()):
+            port += 1
+        out.append(port)
+    return out[0], out[1]
 
 
 def check_link(a: str, b: str, hosts: Dict[str, Host]):

@@ -5,7 +5,8 @@ import os
 import subprocess
 from typing import Dict
 
-LINK_KEY = 'vw-link-'
+from virtualwire.core.links import LINK_KEY
+
 
 
 def link_mac(link_ip: str) -> str:

@@ -20,11 +20,11 @@ from os_ken.lib import hub
 
 from virtualwire.core.model import (EXTENDER, GATEWAY, HYPERVISOR, Encap,
                                     GatewayPort, Host, Link, VnicPort)
+from virtualwire.core.links import LINK_KEY
 from virtualwire.pipeline import carriers
 from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
 
 LOG = logging.getLogger(__name__)
-LINK_KEY = 'vw-link-'
 
 COLUMNS = {
     'Open_vSwitch': ['bridges', 'external_ids'],

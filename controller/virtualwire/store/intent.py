@@ -20,15 +20,13 @@ import random
 
 import ovs.db.idl
 
-from virtualwire.core import ids
+from virtualwire.core import ids, links
 from virtualwire.core.model import ExtenderLink, Wire
 from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
 from virtualwire.store.errors import LinkExists, StoreError, VnicTaken
 
 __all__ = ['IntentStore', 'LinkExists', 'StoreError', 'VnicTaken',
            'SCHEMA_PATH']
-# Extender links' UDP ports: OpenVPN's registered port, then upwards.
-LINK_BASE_PORT = 1194
 
 LOG = logging.getLogger(__name__)
 SCHEMA_PATH = os.path.join(os.path.dirname(__file__), 'schema',
@@ -154,7 +152,7 @@ class IntentStore:
             return sorted(_link(r) for r in
                           self.client.idl.tables['ExtenderLink'].rows.values())
 
-    def create_link(self, a, b, base_port=LINK_BASE_PORT):
+    def create_link(self, a, b):
         """Insert the link a-b (names sorted); each side gets the lowest UDP
         port from base_port up that none of its links uses. Raises
         LinkExists."""
@@ -167,14 +165,10 @@ class IntentStore:
             rows = list(idl.tables['ExtenderLink'].rows.values())
             if any((r.a, r.b) == (a, b) for r in rows):
                 return                  # nothing written: refused below
-            used: dict = {}
-            for r in rows:
-                used.setdefault(r.a, set()).add(r.a_port)
-                used.setdefault(r.b, set()).add(r.b_port)
             row = txn.insert(idl.tables['ExtenderLink'])
             row.a, row.b, row.created_at = a, b, created
-            row.a_port = _free_port(used.get(a, set()), base_port)
-            row.b_port = _free_port(used.get(b, set()), base_port)
+            row.a_port, row.b_port = links.link_ports(
+                [_link(r) for r in rows], a, b)
             made.append(ExtenderLink(a, b, row.a_port, row.b_port, created))
 
         status, txn = self.client.transact(build)
@@ -225,10 +219,3 @@ def _wire(row):
 
 def _link(row):
     return ExtenderLink(row.a, row.b, row.a_port, row.b_port, row.created_at)
-
-
-def _free_port(used, base):
-    port = base
-    while port in used:
-        port += 1
-    return port

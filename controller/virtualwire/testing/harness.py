@@ -12,7 +12,7 @@ from typing import Callable, Dict, List
 from virtualwire.control.controller import Controller
 from virtualwire.control.loop import Loop
 from virtualwire.future import Future
-from virtualwire.core import ids
+from virtualwire.core import ids, links
 from virtualwire.core.model import Encap, ExtenderLink, Host, VnicPort, Wire
 from virtualwire.store.errors import LinkExists, VnicTaken
 from virtualwire.testing.fakeswitch import FakeFabric
@@ -60,22 +60,14 @@ class MemoryIntent:
         with self._lock:
             return sorted(self.link_rows.values())
 
-    def create_link(self, a, b, base_port=1194):
+    def create_link(self, a, b):
         a, b = sorted((a, b))
         with self._lock:
             if (a, b) in self.link_rows:
                 raise LinkExists('extenders %s and %s are already linked'
                                  % (a, b))
-            used: Dict[str, set] = {}
-            for k in self.link_rows.values():
-                used.setdefault(k.a, set()).add(k.a_port)
-                used.setdefault(k.b, set()).add(k.b_port)
-            port = {}
-            for n in (a, b):
-                port[n] = base_port
-                while port[n] in used.get(n, set()):
-                    port[n] += 1
-            k = ExtenderLink(a, b, port[a], port[b], 'now')
+            pa, pb = links.link_ports(list(self.link_rows.values()), a, b)
+            k = ExtenderLink(a, b, pa, pb, 'now')
             self.link_rows[(a, b)] = k
             return k
 
