@@ -42,8 +42,10 @@ def test_a_guest_that_announces_nothing_is_activated_by_its_first_frame(
         taps = guest_taps(h1, g.name)
         guest_taps_before = set(taps)
         watch = EventWatch([h1, h2]).__enter__()
+        # Runs until told to stop, after the move: a fixed length ended
+        # before RESUME once when CI's migration took over 5 s.
         stream = far.tool_bg('udp-echo', '--dst', '10.84.0.1', '--rate',
-                             1000, '--seconds', 6, realtime=True)
+                             1000, '--seconds', 120, realtime=True)
         time.sleep(1)
         lab.migrate(g, h1, h2)
         dst_taps = guest_taps(h2, g.name)
@@ -53,6 +55,8 @@ def test_a_guest_that_announces_nothing_is_activated_by_its_first_frame(
         wait_until(lambda: {api.wire(wid)['host_a'],
                             api.wire(wid)['host_b']} == {'h2', 'h3'}, 15,
                    what='wire follows to h2')
+        time.sleep(0.5)
+        stream.send_signal(signal.SIGINT)
         r = _report(stream)
         caps.stop()
         rarps.stop()
