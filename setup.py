@@ -25,6 +25,7 @@ setup(
         'requests>=2.28',
         'tabulate>=0.9',
         'PyYAML>=6',
+        'prometheus_client>=0.17',
     ],
     extras_require={
         # libvirt-python builds against libvirt-dev (scripts/install-deps).

@@ -59,6 +59,11 @@ def parse_args(argv=None):
                    help='cancel a vNIC move (migration) not activated by '
                         "the guest's first frame within this time: its wires "
                         'go back to the source alone (default: %(default)s)')
+    p.add_argument('--stats-interval', type=_stats_interval, default=2.0,
+                   metavar='SECONDS',
+                   help="read every switch's flow counters this often, "
+                        '1-5 s (REST stats, /metrics, the dashboard answer '
+                        'from the last reading; default: %(default)s)')
     p.add_argument('--log-file', default='')
     p.add_argument('--log-level', default='INFO')
     return p.parse_args(argv)
@@ -73,6 +78,14 @@ def _positive(text):
         raise argparse.ArgumentTypeError('must be a number of seconds > 0, '
                                          'got %r' % text)
     return value
+
+
+def _stats_interval(text):
+    v = _positive(text)
+    if not 1.0 <= v <= 5.0:
+        raise argparse.ArgumentTypeError('must be 1 to 5 seconds, got %s'
+                                         % text)
+    return v
 
 
 def _split(hostport, what):
@@ -146,8 +159,10 @@ def main(argv=None):
     host_dbs = HostDbs(loop)
     controller = Controller(loop, intent, runtime, host_dbs,
                             ovsdb_port=args.host_ovsdb_port,
-                            move_timeout=args.move_timeout)
+                            move_timeout=args.move_timeout,
+                            stats_interval=args.stats_interval)
     host_dbs.on_hosts = controller.on_hosts
+    intent.client.observe = controller.instruments.ovsdb.observe
     api = RestApi(loop, controller, intent, runtime, token)
 
     # REST socket first: it stays in our namespace even if the southbound
@@ -186,6 +201,7 @@ def main(argv=None):
                                     **mgr.create_contexts())
     services.append(hub.spawn(loop.run))
     loop.every(1.0, controller.tick)
+    loop.every(args.stats_interval, controller.collector.poll)
     services += [hub.spawn(s.serve_forever) for s in servers]
     logging.getLogger('virtualwire').info(
         'controller up: OpenFlow %s:%d, REST http://%s:%d/v1, intent %s',
@@ -193,6 +209,12 @@ def main(argv=None):
 
     def _term(*_):
         logging.getLogger('virtualwire').info('stopping')
+        try:    # counters read since the last save (a restart continues)
+            loop.call(controller.collector.save, timeout=2.0)
+            runtime.stop(timeout=3.0)
+        except Exception as e:      # noqa: BLE001 (stopping regardless)
+            logging.getLogger('virtualwire').warning(
+                'counters not saved on the way out: %s', e)
         os._exit(0)
     signal.signal(signal.SIGTERM, _term)
     signal.signal(signal.SIGINT, _term)

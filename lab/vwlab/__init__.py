@@ -229,7 +229,10 @@ class Lab:
                '--token-file', self.token_file,
                '--southbound-netns', self.mgmt_ns,
                # For the hosts' libvirt hooks (lab.libvirt_host.HOOK_PORT).
-               '--southbound-rest-listen', '%s:8781' % CONTROLLER_IP] + \
+               '--southbound-rest-listen', '%s:8781' % CONTROLLER_IP,
+               # Flow counters read every second: what tests and the demo
+               # watch should move while they watch.
+               '--stats-interval', '1'] + \
             (['--rendezvous-listen', '%s:%d' % (CONTROLLER_PUBLIC_IP,
                                                 RENDEZVOUS_PORT)]
              if self.clouds else []) + list(extra)

@@ -161,8 +161,9 @@ def cmd_demo(args):
                          r['ping'], r['udp'], r['tcp_mbit_s']])
         print(tabulate(rows, headers=['wire', 'vms', 'state', 'hosts',
                                       'ping', 'udp rx/tx', 'tcp Mbit/s']))
-        say(5, total, 'per-wire flow statistics (counters fold in each ~1 s)')
-        time.sleep(1.5)
+        say(5, total, 'per-wire flow statistics (OVS folds its counters in '
+            'each ~1 s; the controller reads them each second)')
+        time.sleep(2.5)
         for w, *_ in wired:
             print(cmd_stats(client, argparse.Namespace(
                 wire=w['connector_id']))[1])

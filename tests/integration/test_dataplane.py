@@ -155,10 +155,11 @@ def test_stats_count_each_direction(pair, api):
         after = api.ok('GET', '/v1/wires/%d/stats' % w['id'])
         return all(after[d][k] - before[d][k] >= 10
                    for d in ('a_to_b', 'b_to_a')
-                   for k in ('sent_packets', 'delivered_packets')) and after
+                   for k in ('entered_packets', 'delivered_packets')) and after
     after = wait_until(moved, 5, what='counters to count 10 pings each way')
     for d in ('a_to_b', 'b_to_a'):
-        assert after[d]['sent_bytes'] - before[d]['sent_bytes'] >= 10 * 64
+        assert after[d]['entered_bytes'] - before[d]['entered_bytes'] >= \
+            10 * 64
         assert after[d]['delivered_bytes'] - before[d]['delivered_bytes'] \
             >= 10 * 64
 

@@ -9,7 +9,7 @@ import pytest
 from virtualwire.control.controller import Controller
 from virtualwire.control.loop import Loop
 from virtualwire.core import errors, ids
-from virtualwire.pipeline.flow import Flow, FlowDiff, default_flows
+from virtualwire.pipeline.flow import Flow, FlowDiff, of_wires
 from virtualwire.testing.harness import TUN, Harness, MemoryRuntime
 from virtualwire.testing.fakeswitch import Packet
 
@@ -89,7 +89,8 @@ def test_disconnect_leaves_only_the_miss_flow():
     w = h.connect('a', 'b')
     h.disconnect(w['id'])
     assert h.send('h1', 1) == []
-    assert tables(h) == {'h1': default_flows(), 'h2': default_flows()}
+    assert {n: of_wires(t) for n, t in tables(h).items()} == \
+        {'h1': set(), 'h2': set()}
     with pytest.raises(errors.NotFound):
         h.disconnect(w['id'])
 
@@ -104,7 +105,7 @@ def test_wire_collapses_when_its_ends_meet_and_expands_again():
     assert h.call(h.ctl.wire_view, w['id'])['state'] == 'collapsed'
     assert h.send('h1', 1) == [('h1', 7)]
     assert h.send('h1', 7) == [('h1', 1)]
-    assert h.fabric.switches['h2'].flows() == default_flows()
+    assert of_wires(h.fabric.switches['h2'].flows()) == set()
     h.host('h1', ('a', 1))
     h.host('h2', ('b', 3))
     assert h.send('h1', 1) == [('h2', 3)]
@@ -251,7 +252,8 @@ def test_restart_removes_flows_nobody_wants():
     h2 = Harness(intent=h.intent, runtime=h.runtime, fabric=h.fabric)
     h2.reconnect('h1')
     h2.reconnect('h2')
-    assert tables(h2) == {'h1': default_flows(), 'h2': default_flows()}
+    assert {n: of_wires(t) for n, t in tables(h2).items()} == \
+        {'h1': set(), 'h2': set()}
     assert h2.send('h1', 1) == []
     with pytest.raises(errors.NotFound):
         h2.call(h2.ctl.wire, w['id'])
@@ -287,12 +289,14 @@ def test_wire_stats_count_frames_each_way():
     for _ in range(3):
         h.send('h1', 1)
     h.send('h2', 1)
-    fut = h.call(h.ctl.wire_stats, w['id'])
-    h.settle()
-    st = fut.result(1)
-    assert st['a_to_b']['sent_packets'] == 3
+    with pytest.raises(errors.Unavailable, match='no flow counters'):
+        h.call(h.ctl.wire_stats, w['id'])
+    h.collect()
+    st = h.call(h.ctl.wire_stats, w['id'])
+    assert st['a_to_b']['entered_packets'] == 3
     assert st['a_to_b']['delivered_packets'] == 3
-    assert st['b_to_a']['sent_packets'] == 1
+    assert st['a_to_b']['lost_packets'] == 0
+    assert st['b_to_a']['entered_packets'] == 1
 
 
 def test_state_touched_off_the_loop_fails_loudly():

@@ -58,7 +58,8 @@ def test_full_32_bit_connector_id_is_the_tunnel_key():
     out = fl.compute_flows(w)['h1']
     encap = [f for f in out if ('in_port', 1) in f.match][0]
     assert ('set_field', 'tunnel_id', 0xFFFFFFFF) in encap.actions
-    decap = [f for f in out if ('in_port', TUN) in f.match][0]
+    decap = [f for f in out if ('in_port', TUN) in f.match and
+             f.connector_id][0]
     assert ('tunnel_id', 0xFFFFFFFF) in decap.match
 
 
@@ -97,15 +98,15 @@ def test_pending_until_both_ends_exist_then_back_to_pending():
     wire = Wire(5, 'a', 'b')
     w = world([host(*H1, ('a', 1)), host(*H2)], [wire])
     assert fl.wire_state(wire, w.hosts, w.locations()) == fl.PENDING
-    assert fl.compute_flows(w) == {'h1': pf.default_flows(),
-                                   'h2': pf.default_flows()}
+    assert {n: pf.of_wires(t) for n, t in fl.compute_flows(w).items()} == \
+        {'h1': set(), 'h2': set()}
     w2 = world([host(*H1, ('a', 1)), host(*H2, ('b', 3))], [wire])
     assert fl.wire_state(wire, w2.hosts, w2.locations()) == fl.TUNNELLED
     fab = fabric_for(w2)
     assert fab.deliveries('h1', 1) == [('h2', 3)]
     sync(fab, w)                            # b unplugged
     assert fab.deliveries('h1', 1) == []
-    assert fab.switches['h1'].flows() == pf.default_flows()
+    assert pf.of_wires(fab.switches['h1'].flows()) == set()
 
 
 def test_moving_an_end_expands_then_recollapses_with_minimal_changes():
@@ -114,16 +115,23 @@ def test_moving_an_end_expands_then_recollapses_with_minimal_changes():
     apart = world([host(*H1, ('a', 1)), host(*H2, ('b', 4))], [wire])
     fab = fabric_for(together)
     assert fab.deliveries('h1', 1) == [('h1', 2)]
-    # b moves to h2: in_port=a keeps its match, only its actions change.
+    # b moves to h2: in_port=a keeps its match; its actions and what its
+    # counter counts (no longer deliveries to b: the cookie) change, so it
+    # is replaced in place, which keeps its counters.
     d = pf.diff_flows(fab.switches['h1'].flows(),
                       fl.compute_flows(apart)['h1'])
-    assert [f.match for f in d.modify] == [(('in_port', 1),)]
+    [ingress] = [f for f in d.add if f.match == (('in_port', 1),)]
+    # (b's own ingress on h1 goes with b.)
+    assert [f.match for f in d.delete] == [(('in_port', 2),)] and \
+        not d.modify
+    before = fab.switches['h1'].counters[ingress.key]
     sync(fab, apart)
+    assert fab.switches['h1'].counters[ingress.key] == before > 0
     assert fab.deliveries('h1', 1) == [('h2', 4)]
     assert fab.deliveries('h2', 4) == [('h1', 1)]
     sync(fab, together)
     assert fab.deliveries('h1', 1) == [('h1', 2)]
-    assert fab.switches['h2'].flows() == pf.default_flows()
+    assert pf.of_wires(fab.switches['h2'].flows()) == set()
 
 
 def test_sister_rewire_changes_only_the_tunnel_destination():
@@ -170,7 +178,7 @@ def test_host_without_tunnel_port_waits():
               vnics=(VnicPort('b', 'vnet1', 1),))
     w = world([host(*H1, ('a', 1)), h2], [Wire(4, 'a', 'b')])
     assert fl.wire_state(w.wires[4], w.hosts, w.locations()) == fl.WAITING
-    assert fl.compute_flows(w)['h1'] == pf.default_flows()
+    assert pf.of_wires(fl.compute_flows(w)['h1']) == set()
 
 
 @pytest.mark.parametrize('n_wires', [1, 50])
@@ -180,12 +188,14 @@ def test_every_wire_has_its_own_cookie(n_wires):
     w = world(hosts, [Wire(1000 + i, 'a%d' % i, 'b%d' % i)
                       for i in range(n_wires)])
     for name, table in fl.compute_flows(w).items():
-        by_cookie = {}
+        by_wire = {}
         for f in table:
-            by_cookie.setdefault(f.cookie, []).append(f)
-        assert len(by_cookie) == n_wires + 1     # + the default drop
+            by_wire.setdefault(f.connector_id, []).append(f)
+        assert len(by_wire) == n_wires + 1     # + the default drops
         for i in range(n_wires):
-            assert len(by_cookie[ids.wire_cookie(1000 + i)]) == 2
+            assert len(by_wire[1000 + i]) == 2
+            assert {f.cookie & ids.COOKIE_WIRE_MASK
+                    for f in by_wire[1000 + i]} == {ids.wire_cookie(1000 + i)}
 
 
 def test_incremental_tables_match_the_reference_under_random_changes():

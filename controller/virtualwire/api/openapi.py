@@ -49,6 +49,15 @@ def _document():
                                 '32-bit connector id.'},
         'security': [{'bearer': []}],
         'paths': {
+            '/metrics': {'get': {
+                'summary': 'Prometheus text format: per-wire and per-host '
+                           'counters, hosts, migrations, extender links, '
+                           "the controller's own timings (bearer token)",
+                'responses': {'200': {'description': 'text/plain; '
+                                                     'version=0.0.4',
+                                      'content': {'text/plain': {
+                                          'schema': {'type': 'string'}}}},
+                              '401': _ERR}}},
             '/v1/status': {'get': {'summary': 'Controller status',
                                    'responses': {'200': _ok({'type': 'object'}),
                                                  '401': _ERR}}},
@@ -105,11 +114,14 @@ def _document():
                                          '422': _ERR}}},
             '/v1/wires/{wire_id}/stats': {
                 'parameters': [_WIRE_ID],
-                'get': {'summary': 'Packets and bytes each way, from the '
-                                   "wire's flow counters",
+                'get': {'summary': 'Packets and bytes each way and the '
+                                   'loss between the ends, from the '
+                                   "collector's last reading of the "
+                                   "wire's flow counters (no switch is "
+                                   'asked); 503 until the first reading',
                         'responses': {'200': _ok(_ref('WireStats')),
                                       '401': _ERR, '404': _ERR, '422': _ERR,
-                                      '504': _ERR}}},
+                                      '503': _ERR}}},
             '/v1/migrations': {
                 'get': {'summary': 'Live migrations: in progress, then the '
                                    'last 200 finished',
@@ -222,14 +234,24 @@ def _document():
                                "activated (the guest's first frame on the "
                                'destination) the far end sends to both '
                                'hosts and the source delivers'}}},
-                'Direction': {'type': 'object', 'properties': {
-                    k: {'type': 'integer'} for k in (
-                        'sent_packets', 'sent_bytes', 'delivered_packets',
-                        'delivered_bytes')}},
+                'Direction': {'type': 'object', 'description':
+                              'entered at the sending end, delivered to '
+                              "the far end's port, lost = entered - "
+                              'delivered (in flight at the reading '
+                              'included), held: dropped on a migration\'s '
+                              'destination until activation; window: the '
+                              "collector's last ~10 s",
+                              'properties': dict({
+                                  k: {'type': 'integer'} for k in (
+                                      'entered_packets', 'entered_bytes',
+                                      'delivered_packets', 'delivered_bytes',
+                                      'lost_packets', 'held_packets')},
+                                  window={'type': 'object'})},
                 'WireStats': {'type': 'object', 'properties': {
                     'id': {'type': 'integer'},
                     'connector_id': {'type': 'string'},
                     'state': {'type': 'string'},
+                    'read_every_s': {'type': 'number'},
                     'a_to_b': _ref('Direction'),
                     'b_to_a': _ref('Direction')}},
                 'Host': {'type': 'object', 'properties': {

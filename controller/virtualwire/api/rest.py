@@ -5,6 +5,7 @@ status from `api.errors`, nowhere else."""
 import hmac
 import json
 import logging
+import time
 
 import routes
 import webob
@@ -13,11 +14,11 @@ import webob.dec
 from virtualwire.api.errors import LengthRequired, status_of
 from virtualwire.api.openapi import openapi_document
 from virtualwire.core import errors, ids
+from virtualwire.metrics.exporter import CONTENT_TYPE, LoopCollector, exposition
 
 LOG = logging.getLogger(__name__)
 MAX_BODY = 64 * 1024
 CALL_TIMEOUT = 30.0          # the control loop answers long before this
-STATS_TIMEOUT = 5.0          # switches answering a flow-stats request
 
 
 def _json(status, doc):
@@ -32,6 +33,7 @@ def error(status, message):
 
 ROUTES = (
     ('/v1/openapi.json', 'GET', 'openapi'),
+    ('/metrics', 'GET', 'metrics'),
     ('/v1/status', 'GET', 'status'),
     ('/v1/hosts', 'GET', 'list_hosts'),
     ('/v1/hosts/{name}', 'GET', 'show_host'),
@@ -84,6 +86,8 @@ def read_json_object(req):
 class RestApi:
     def __init__(self, loop, controller, intent, runtime, token):
         self.loop, self.ctl = loop, controller
+        self.instruments = controller.instruments
+        self.instruments.registry.register(LoopCollector(loop, controller))
         self.intent, self.runtime = intent, runtime
         self.token = token
         m = routes.Mapper()
@@ -93,6 +97,15 @@ class RestApi:
 
     @webob.dec.wsgify
     def __call__(self, req):
+        t0 = time.monotonic()
+        route = ['unmatched']
+        resp = self._handle(req, route)
+        self.instruments.rest.labels(req.method, route[0],
+                                     str(resp.status_code)).observe(
+            time.monotonic() - t0)
+        return resp
+
+    def _handle(self, req, route):
         try:
             if any(ord(c) < 0x20 or c == '\x7f' for c in req.path_info):
                 # Routes would drop a trailing newline ('/v1/wires/5%0A'
@@ -107,7 +120,7 @@ class RestApi:
                     resp.headers['Allow'] = ', '.join(allowed)
                     return resp
                 return error(404, 'no such resource: %s' % req.path_info)
-            action = match.pop('action')
+            action = route[0] = match.pop('action')
             match.pop('controller', None)
             if action != 'openapi' and not self._authorized(req):
                 resp = error(401, 'missing or wrong bearer token')
@@ -141,6 +154,13 @@ class RestApi:
     # ---- handlers ------------------------------------------------------------
     def openapi(self, req):
         return _json(200, openapi_document())
+
+    def metrics(self, req):
+        """Prometheus text format; bearer token as for the rest."""
+        resp = webob.Response(status=200, body=exposition(
+            self.instruments.registry))
+        resp.headers['Content-Type'] = CONTENT_TYPE
+        return resp
 
     def status(self, req):
         return _json(200, self._call(self.ctl.status))
@@ -247,9 +267,5 @@ class RestApi:
         return _json(202, self._call(self.ctl.rotate_key, name))
 
     def wire_stats(self, req, wire_id):
-        fut = self._call(self.ctl.wire_stats, ids.parse_connector_id(wire_id))
-        try:
-            return _json(200, fut.result(STATS_TIMEOUT))
-        except TimeoutError:
-            raise TimeoutError('a switch did not answer the flow-stats '
-                               'request within %gs' % STATS_TIMEOUT) from None
+        return _json(200, self._call(self.ctl.wire_stats,
+                                     ids.parse_connector_id(wire_id)))

@@ -113,19 +113,34 @@ def cmd_stats(c, a):
     rows = []
     for key, label in (('a_to_b', 'a -> b'), ('b_to_a', 'b -> a')):
         d = doc[key]
-        rows.append([label, d['sent_packets'], d['sent_bytes'],
-                     d['delivered_packets'], d['delivered_bytes']])
-    return doc, 'wire %s (%s)\n%s' % (doc['connector_id'], doc['state'],
-                                      tabulate(rows, headers=[
-                                          'direction', 'sent pkts',
-                                          'sent bytes', 'delivered pkts',
-                                          'delivered bytes']))
+        win = d.get('window') or {}
+        rows.append([label, d['entered_packets'], d['delivered_packets'],
+                     'lost %d' % d['lost_packets'], d['held_packets'],
+                     win.get('packets_per_second', ''),
+                     win.get('lost_packets', ''),
+                     d['entered_bytes'], d['delivered_bytes']])
+    span = next((doc[k]['window']['seconds'] for k in ('a_to_b', 'b_to_a')
+                 if doc[k].get('window')), None)
+    return doc, ('wire %s (%s)\n%s\n' % (
+        doc['connector_id'], doc['state'], tabulate(rows, headers=[
+            'direction', 'entered', 'delivered', 'lost', 'held',
+            'pkt/s', 'lost in %ss' % (span if span is not None else '-'),
+            'entered bytes', 'delivered bytes'])) +
+        'entered: frames taken in at the sending end; delivered: handed to '
+        'the far end\'s port; lost: entered and not delivered (frames in '
+        'flight at the\nreading count until they arrive); held: dropped on '
+        'a migration\'s destination until the guest ran there (a copy went '
+        'to its source).\nRead every %ss by the controller.'
+        % doc.get('read_every_s', '?'))
 
 
 def cmd_status(c, a):
     doc = c.call('GET', '/v1/status')
-    flat = {k: v for k, v in doc.items() if k != 'counters'}
+    flat = {k: v for k, v in doc.items()
+            if k not in ('counters', 'collector')}
     flat.update(doc.get('counters', {}))
+    flat.update({'collector_' + k: v
+                 for k, v in doc.get('collector', {}).items()})
     return doc, tabulate(sorted(flat.items()))
 
 

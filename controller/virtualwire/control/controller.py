@@ -16,6 +16,8 @@ from virtualwire.control.migrating import MigrationHandlers
 from virtualwire.control.migrations import MigrationBook
 from virtualwire.control.views import Views
 from virtualwire.core import errors, ids
+from virtualwire.metrics.collector import Collector
+from virtualwire.metrics.instruments import Instruments
 from virtualwire.pipeline.flow import diff_flows, diff_keys
 from virtualwire.pipeline.incremental import IncrementalTables
 from virtualwire.southbound import openflow
@@ -27,7 +29,8 @@ DUMP_TIMEOUT = 10.0
 
 class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
     def __init__(self, loop, intent, runtime, host_dbs=None,
-                 ovsdb_port=6640, move_timeout=900.0, clock=time.monotonic):
+                 ovsdb_port=6640, move_timeout=900.0, clock=time.monotonic,
+                 stats_interval=2.0, instruments=None):
         self.loop = loop
         self.intent = intent            # store.intent.IntentStore (reads)
         self.runtime = runtime          # store.runtime.RuntimeStore
@@ -46,6 +49,11 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
         self.rotations = {}             # extender -> fingerprint to replace
         self.stats = {'syncs': 0, 'bundles': 0, 'flow_mods': 0,
                       'switch_errors': 0}
+        self.instruments = instruments or Instruments()
+        loop.observe_lag = self.instruments.loop_lag.observe
+        # Reads flow counters on its own timer; never writes a switch.
+        self.collector = Collector(loop, self, runtime,
+                                   interval=stats_interval)
         loop.idle = self.sync
 
     # ---- start ---------------------------------------------------------------
@@ -64,6 +72,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
         for h in self.remembered.values():
             self._placement_events(self.tables.set_host(h))
         self.tables.set_wires(self.intent.wires())
+        self.collector.start()
 
     # ---- intent --------------------------------------------------------------
     def on_intent(self, events, n_wires=None):
@@ -81,7 +90,6 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
             LOG.warning('intent has %d wires, we hold %d: reloading',
                         n_wires, len(self.tables.wires))
             self.tables.set_wires(self.intent.wires())
-
 
     def wire(self, cid):
         self.loop.assert_owner()
@@ -161,7 +169,17 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
         s.needs_full = True
         s.dump_sent_at = None
         LOG.info('switch %016x holds %d flows', s.dp.id, len(s.installed))
+        host = self.host_of_dpid(s.dp.id)
+        if host is not None:
+            self.collector.on_dump(host, body)
         self.activations_in(s.dp.id, s.installed)
+
+    def on_flow_removed(self, msg):
+        self.loop.assert_owner()
+        s = self._session(msg.datapath)
+        host = self.host_of_dpid(msg.datapath.id) if s is not None else None
+        if host is not None:
+            self.collector.on_flow_removed(host, msg)
 
     def on_switch_error(self, msg):
         self.loop.assert_owner()
@@ -218,3 +236,4 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
         records, self.changed_records = self.changed_records, {}
         for m in records.values():
             self.runtime.save_migration(m.view(), self.migrations.keep_ids())
+            self.instruments.migration_changed(m.view())

@@ -35,6 +35,7 @@ class Loop:
         self.idle = None                   # called after each burst
         self.handled = 0
         self.lag_max = 0.0                 # worst queueing delay seen (s)
+        self.observe_lag = None            # observe_lag(seconds) per event
         self._in_handler = False
 
     # -- from anywhere -------------------------------------------------------
@@ -119,7 +120,10 @@ class Loop:
 
     def _run(self, item):
         queued, fn, args, fut = item
-        self.lag_max = max(self.lag_max, time.monotonic() - queued)
+        lag = time.monotonic() - queued
+        self.lag_max = max(self.lag_max, lag)
+        if self.observe_lag is not None:
+            self.observe_lag(lag)
         self.handled += 1
         self._in_handler = True
         try:

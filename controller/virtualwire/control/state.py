@@ -24,9 +24,14 @@ class ControllerState:
     move_seen: Dict[str, float]       # vnic -> clock() when first seen
     changed_records: Dict[str, Migration]   # to persist after the sync
     stats: Dict[str, int]
+    collector: Any                    # metrics.collector.Collector
+    instruments: Any                  # metrics.instruments.Instruments
 
     def wire(self, cid: int) -> Wire:
         raise NotImplementedError
 
     def host_of_dpid(self, dpid: int):
+        raise NotImplementedError
+
+    def extender_link_views(self) -> list:
         raise NotImplementedError

@@ -1,12 +1,10 @@
 """Read-only views of the controller's state for the API (a part of
 `Controller`, on the control loop). Each returns plain JSON-ready values;
 nothing here changes state."""
-from virtualwire.future import Future
 from virtualwire.control.state import ControllerState
 from virtualwire.core import errors, ids
 from virtualwire.pipeline import carriers, paths
 from virtualwire.pipeline.wire import wire_path, wire_state
-from virtualwire.southbound import openflow
 
 # A 1500-byte guest frame, its Ethernet header and one 802.1Q tag.
 GUEST_FRAME = 1500 + 14 + 4
@@ -75,7 +73,10 @@ class Views(ControllerState):
                 'flows_confirmed_at': s.confirmed_at if s else None,
                 'datapath_type': h.datapath_type,
                 'underlay_mtu': h.underlay_mtu,
-                'vnics': len(h.vnics), 'warnings': warnings}
+                'vnics': len(h.vnics), 'warnings': warnings,
+                'flows': len(self.tables.table_map(h.name)),
+                # Frames the switch dropped, by why (collector's counters).
+                'drops': self.collector.host(h.name)}
 
     def host_views(self):
         self.loop.assert_owner()
@@ -119,49 +120,51 @@ class Views(ControllerState):
                 'counters': dict(self.stats,
                                  events=self.loop.handled,
                                  loop_lag_max_ms=round(
-                                     self.loop.lag_max * 1000, 3))}
+                                     self.loop.lag_max * 1000, 3)),
+                'collector': self.collector.status()}
 
     def wire_stats(self, cid):
-        """Packets and bytes each way, from the wire's flow counters on its
-        ends' hosts. Returns a Future (the switches answer later; the loop
-        never waits)."""
+        """A wire's counters each way (entered at one end, delivered at the
+        other, lost between), rates and loss over the collector's window,
+        from the collector's memory: no switch is asked."""
         self.loop.assert_owner()
         wire = self.wire(cid)
-        loc, state, _moves = self._ends(wire)
-        out = {'id': cid, 'connector_id': ids.fmt_connector(cid),
-               'state': state}
-        asks = []
-        for src, dst, key in ((wire.end_a, wire.end_b, 'a_to_b'),
-                              (wire.end_b, wire.end_a, 'b_to_a')):
-            out[key] = {'sent_packets': 0, 'sent_bytes': 0,
-                        'delivered_packets': 0, 'delivered_bytes': 0}
-            for end, what in ((src, 'sent'), (dst, 'delivered')):
-                lo = loc.get(end)
-                host = self.tables.hosts.get(lo.host) if lo else None
-                s = self.sessions.get(host.dpid) if host else None
-                if s is not None:
-                    asks.append((s, lo, key, what))
-        fut = Future()
-        left = [len(asks)]
-        if not asks:
-            fut.set(out)
-        cookie = ids.wire_cookie(cid)
+        _loc, state, _moves = self._ends(wire)
+        figures = self.collector.wire(cid)
+        if figures is None:
+            raise errors.Unavailable('no flow counters read yet (the '
+                                     'collector reads every %gs)'
+                                     % self.collector.interval)
+        return dict(figures, id=cid, connector_id=ids.fmt_connector(cid),
+                    state=state, read_every_s=self.collector.interval)
 
-        def counted(lo, key, what, body):
-            for st in body:
-                f = openflow.flow_from_stats(st)
-                m = dict(f.match)
-                hit = (m.get('in_port') == lo.ofport and
-                       'tunnel_id' not in m) if what == 'sent' else \
-                    ('output', lo.ofport) in f.actions
-                if hit:
-                    out[key][what + '_packets'] += st.packet_count
-                    out[key][what + '_bytes'] += st.byte_count
-            left[0] -= 1
-            if left[0] == 0:
-                fut.set(out)
-        for s, lo, key, what in asks:
-            s.request(openflow.flow_stats_request(cookie, 0xFFFFFFFFFFFFFFFF),
-                      lambda body, lo=lo, key=key, what=what:
-                      counted(lo, key, what, body))
-        return fut
+    def metrics_view(self):
+        """Everything /metrics shows, in one pass on the loop."""
+        self.loop.assert_owner()
+        wires = []
+        for cid, wire in self.tables.wires.items():
+            loc, state, _moves = self._ends(wire)
+            sites = [self.tables.hosts[x.host].site
+                     if x is not None and x.host in self.tables.hosts
+                     else None for x in (loc.get(wire.end_a),
+                                         loc.get(wire.end_b))]
+            wires.append({'connector_id': ids.fmt_connector(cid),
+                          'end_a': wire.end_a, 'end_b': wire.end_b,
+                          'state': state, 'site_a': sites[0],
+                          'site_b': sites[1],
+                          'counters': self.collector.counters.wire(cid)
+                          if self.collector.ready else None})
+        hosts = []
+        for h in self.tables.hosts.values():
+            s = self.sessions.get(h.dpid)
+            hosts.append({'name': h.name, 'site': h.site, 'role': h.role,
+                          'connected': s is not None,
+                          'synced': bool(s and s.synced),
+                          'flows': len(self.tables.table_map(h.name)),
+                          'drops': self.collector.host(h.name)})
+        states: dict = {}
+        for m in self.migrations.all():
+            states[m.state] = states.get(m.state, 0) + 1
+        return {'wires': wires, 'hosts': hosts, 'migrations': states,
+                'links': self.extender_link_views(),
+                'collector': self.collector.status()}

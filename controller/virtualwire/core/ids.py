@@ -16,6 +16,25 @@ COOKIE_MARK = 0x5657 << 48
 COOKIE_MARK_MASK = 0xFFFF << 48
 COOKIE_WIRE_MASK = 0xFFFF0000FFFFFFFF
 
+# Bits 32-47 say what a flow's packet counter counts, so a read-only
+# collector can turn flow counters into per-wire figures from the cookie
+# alone (`metrics.counters`). A wire flow may carry several: the flow of a
+# collapsed wire both takes frames in from one end and delivers them to
+# the other. OVS keeps counters when a flow is replaced with a new cookie
+# (an add over the same match) or learned over (the learn action changes
+# the cookie), so the collector follows a cookie change per flow instead
+# of trusting it for the flow's whole history.
+ROLE_ENTERS_A = 1 << 32      # frames entering the wire from end a
+ROLE_ENTERS_B = 1 << 33
+ROLE_DELIVERS_A = 1 << 34    # frames handed to end a's port
+ROLE_DELIVERS_B = 1 << 35
+ROLE_HELD_A = 1 << 36        # dropped on a migration's destination of end
+ROLE_HELD_B = 1 << 37        # a/b until the guest runs there (activation)
+# Infrastructure flows (connector 0):
+ROLE_REJECTED = 1 << 40      # carrier frames no wire accepts from that source
+ROLE_UNWIRED = 1 << 41       # frames from ports no wire has (table miss)
+ROLE_MASK = 0xFFFF << 32
+
 
 _CONNECTOR_RE = re.compile(r'(?:0[xX][0-9a-fA-F]{1,8}|[0-9]{1,10})')
 
@@ -93,6 +112,10 @@ def parse_connector_id(value):
 
 def wire_cookie(connector_id):
     return COOKIE_MARK | connector_id
+
+
+def roles_of_cookie(cookie):
+    return cookie & ROLE_MASK
 
 
 def connector_of_cookie(cookie):

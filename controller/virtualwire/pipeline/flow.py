@@ -46,10 +46,24 @@ def make_flow(table, role, match, actions, cookie) -> Flow:
     return f
 
 
-def default_flows():
-    """The table-miss entries: drop, counted, with our infrastructure cookie."""
-    return {make_flow(t, 'miss', {}, [], ids.wire_cookie(0))
-            for t in tables.PIPELINE}
+def default_flows(carrier_ports=()):
+    """The table-miss entries (drop, counted as frames from unwired ports)
+    and, per carrier port, a drop counted as rejected carrier frames (no
+    wire accepts them from that source): the per-host drop counters
+    operators read (`metrics`)."""
+    out = {make_flow(t, 'miss', {}, [], ids.wire_cookie(0) | ids.ROLE_UNWIRED)
+           for t in tables.PIPELINE}
+    for port in sorted(set(carrier_ports)):
+        out.add(make_flow(tables.WIRE, 'reject', {'in_port': port}, [],
+                          ids.wire_cookie(0) | ids.ROLE_REJECTED))
+    return out
+
+
+def host_default_flows(host):
+    """default_flows for a `core.model.Host`, from its usable encaps."""
+    if host is None:
+        return default_flows()
+    return default_flows(e.ofport for e in host.encaps if e.usable)
 
 
 @dataclass
@@ -100,3 +114,8 @@ def apply_diff(installed: Dict, diff: FlowDiff) -> None:
         installed.pop(f.key, None)
     for f in diff.add + diff.modify:
         installed[f.key] = f
+
+
+def of_wires(flows):
+    """The flows in `flows` that belong to a wire (not infrastructure)."""
+    return {f for f in flows if f.connector_id}

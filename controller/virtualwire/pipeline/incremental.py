@@ -11,7 +11,7 @@ from typing import Dict, Set
 
 from virtualwire.core.model import EXTENDER, Host, Wire
 from virtualwire.core.placement import Placement
-from virtualwire.pipeline.flow import Flow, default_flows
+from virtualwire.pipeline.flow import Flow, default_flows, host_default_flows
 from virtualwire.pipeline.wire import (gateway_location, wire_flows,
                                        wire_locations)
 
@@ -62,6 +62,9 @@ class IncrementalTables:
         self.hosts[host.name] = host
         if host.name not in self.tables:
             self._new_table(host.name)
+        if old is None or old.encaps != host.encaps:
+            self._set_defaults(host.name, host_default_flows(old),
+                               host_default_flows(host))
         old_ports = {v.vnic_id: v.ofport for v in old.vnics} if old else {}
         new_ports = {v.vnic_id: v.ofport for v in host.vnics}
         changed, events = self.placement.plug(host.name, old_ports, new_ports)
@@ -130,6 +133,17 @@ class IncrementalTables:
     def _new_table(self, host):
         self.tables[host] = {f.key: f for f in default_flows()}
         self.dirty.setdefault(host, set()).update(self.tables[host])
+
+    def _set_defaults(self, host, before, after):
+        table = self.table_map(host)
+        keys = self.dirty.setdefault(host, set())
+        for f in before - after:
+            if table.get(f.key) == f:
+                del table[f.key]
+                keys.add(f.key)
+        for f in after - before:
+            table[f.key] = f
+            keys.add(f.key)
 
     def _recompute(self, cid):
         wire = self.wires[cid]

@@ -46,12 +46,18 @@ class Table:
 COOKIES: Tuple[CookieSpace, ...] = (
     CookieSpace('wire', ids.COOKIE_MARK, ids.COOKIE_MARK_MASK,
                 "a wire's flows: one masked request finds them (stats) and "
-                "they are told from anyone else's"),
+                "they are told from anyone else's; bits 32-47 say what a "
+                "flow's counter counts (core.ids ROLE_*)"),
 )
 
 WIRE = Table(
     id=0, name='wire',
-    priorities={'activate': 110, 'wire': 100, 'miss': 0},
+    # 'held' sits under 'wire' so that the flow a destination's learn
+    # action adds (at 'wire') is a new flow with its own counter, not the
+    # held one modified (its drops would count as deliveries). 'reject'
+    # counts carrier frames no wire accepts, apart from the table miss.
+    priorities={'activate': 110, 'wire': 100, 'held': 90, 'reject': 1,
+                'miss': 0},
     match_fields=frozenset({'in_port', 'vlan_vid', 'tunnel_id',
                             'tun_ipv4_src'}),
     actions=frozenset({'output', 'set_field', 'learn', 'push_vlan',
@@ -97,7 +103,7 @@ def _check_learn(table, act, flow):
     if priority not in table.priorities.values():
         raise PipelineError('learned priority %d undeclared: %s'
                             % (priority, flow))
-    if cookie != flow.cookie:
+    if cookie & ids.COOKIE_WIRE_MASK != flow.cookie & ids.COOKIE_WIRE_MASK:
         raise PipelineError('a learned flow must keep its wire cookie: %s'
                             % flow)
     for name, _value in match:

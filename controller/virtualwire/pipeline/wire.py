@@ -21,7 +21,7 @@ from virtualwire.core import ids
 from virtualwire.core.model import GATEWAY, Location
 from virtualwire.core.placement import place
 from virtualwire.pipeline import ends, paths
-from virtualwire.pipeline.flow import Flow, default_flows, make_flow
+from virtualwire.pipeline.flow import Flow, host_default_flows, make_flow
 from virtualwire.pipeline.tables import WIRE
 
 OFPP_CONTROLLER = 0xfffffffd
@@ -58,6 +58,11 @@ def wire_state(wire, hosts, locations) -> str:
 
 Units = List[Tuple[Tuple, ...]]
 
+# What each flow's counter counts, by end letter (core.ids ROLE_*).
+_ENTERS = {'a': ids.ROLE_ENTERS_A, 'b': ids.ROLE_ENTERS_B}
+_DELIVERS = {'a': ids.ROLE_DELIVERS_A, 'b': ids.ROLE_DELIVERS_B}
+_HELD = {'a': ids.ROLE_HELD_A, 'b': ids.ROLE_HELD_B}
+
 
 class _Builder:
     """Accumulates one wire's flows per host. Flows with one match on one
@@ -70,20 +75,23 @@ class _Builder:
         self.cookie = ids.wire_cookie(wire.connector_id)
         self.hosts = hosts
         self.units: Dict[Tuple[str, str, Tuple], Units] = {}
+        self.counts: Dict[Tuple[str, str, Tuple], int] = {}   # role bits
+        self.letter = {wire.end_a: 'a', wire.end_b: 'b'}
 
-    def add(self, host, role, match, units):
-        have = self.units.setdefault(
-            (host, role, tuple(sorted(match.items()))), [])
+    def add(self, host, role, match, units, counts=0):
+        key = (host, role, tuple(sorted(match.items())))
+        have = self.units.setdefault(key, [])
         for u in units:
             if tuple(u) not in have:
                 have.append(tuple(u))
+        self.counts[key] = self.counts.get(key, 0) | counts
 
     def flows(self) -> Dict[str, Set[Flow]]:
         out: Dict[str, Set[Flow]] = {}
         for (host, role, match), units in self.units.items():
             out.setdefault(host, set()).add(make_flow(
                 WIRE, role, dict(match), [a for u in units for a in u],
-                self.cookie))
+                self.cookie | self.counts.get((host, role, match), 0)))
         return out
 
     def path(self, a, b):
@@ -110,10 +118,14 @@ class _Builder:
         arrive on `here` (from the last hop of the path between them)."""
         return self.hop_ingress(here, self.path(sender, here)[-2])
 
-    def direction(self, sender: Location, targets, gated=None):
-        """Frames entering at `sender` go to every Location in `targets`
-        (in that order). A target equal to `gated` gets its ingress with no
-        actions (drop) until activation."""
+    def direction(self, frm: str, sender: Location, targets, gated=None):
+        """Frames entering at `sender` (a location of end id `frm`) go to
+        every Location in `targets` (of the other end, in that order). A
+        target equal to `gated` gets its ingress with no actions (drop,
+        counted as held) until activation."""
+        s = self.letter[frm]
+        t_ = 'b' if s == 'a' else 'a'
+        enters, delivers, held = (_ENTERS[s], _DELIVERS[t_], _HELD[t_])
         kind = ends.kind_of(sender)
         sends = [self.send(sender.host, t) for t in targets
                  if not (t.host == sender.host and t == gated)]
@@ -122,7 +134,10 @@ class _Builder:
                   if a == ('output', sender.ofport) else a for a in u]
                  for u in sends]
         self.add(sender.host, 'wire', kind.ingress_match(sender),
-                 ([kind.strip(sender)] if kind.strip(sender) else []) + sends)
+                 ([kind.strip(sender)] if kind.strip(sender) else []) + sends,
+                 enters | (delivers if any(t.host == sender.host and
+                                           t != gated for t in targets)
+                           else 0))
         for t in targets:
             if t.host == sender.host:
                 continue
@@ -133,8 +148,12 @@ class _Builder:
                     ('output', OFPP_IN_PORT)
                     if a == ('output', match['in_port']) else a
                     for a in self.hop_send(here, nxt)]])
-            self.add(t.host, 'wire', self.hop_ingress(t.host, p[-2]),
-                     [] if t == gated else [ends.kind_of(t).deliver(t)])
+            if t == gated:
+                self.add(t.host, 'held', self.hop_ingress(t.host, p[-2]), [],
+                         held)
+            else:
+                self.add(t.host, 'wire', self.hop_ingress(t.host, p[-2]),
+                         [ends.kind_of(t).deliver(t)], delivers)
 
 
 def wire_flows(wire, hosts, locations, shadows=None) -> Dict[str, Set[Flow]]:
@@ -170,20 +189,27 @@ def wire_flows(wire, hosts, locations, shadows=None) -> Dict[str, Set[Flow]]:
         learnable = not (far.host == dst.host and far.kind == 'vlan')
         if learnable and all(paths.route(hosts, x, y) is not None
                              for x in names for y in names if x != y):
-            b.direction(far, [src, dst], gated=dst)
-            b.direction(src, [far])
-            b.direction(dst, [far])
+            fe = wire.other_end(v)
+            b.direction(fe, far, [src, dst], gated=dst)
+            b.direction(v, src, [far])
+            b.direction(v, dst, [far])
             learned = (ends.kind_of(far).ingress_match(far)
                        if far.host == dst.host else
                        b.ingress(dst.host, far.host))
+            # The learned flow counts what the plain flow at its match will
+            # count once the controller catches up (same cookie: no churn).
+            mv, fl = b.letter[v], b.letter[fe]
+            counts = _DELIVERS[mv] | (_ENTERS[fl] if far.host == dst.host
+                                      else 0)
             b.add(dst.host, 'activate', ends.kind_of(dst).ingress_match(dst),
-                  [[('learn', WIRE.priority('wire'), b.cookie,
+                  [[('learn', WIRE.priority('wire'), b.cookie | counts,
                      tuple(sorted(learned.items())))] +
-                   b.send(dst.host, far) + [('output', OFPP_CONTROLLER)]])
+                   b.send(dst.host, far) + [('output', OFPP_CONTROLLER)]],
+                  _ENTERS[mv])
             return b.flows()
     la, lb = locations[wire.end_a], locations[wire.end_b]
-    b.direction(la, [lb])
-    b.direction(lb, [la])
+    b.direction(wire.end_a, la, [lb])
+    b.direction(wire.end_b, lb, [la])
     return b.flows()
 
 
@@ -226,7 +252,8 @@ def compute_flows(world) -> Dict[str, Set[Flow]]:
     """Desired flow table of every known host, from scratch: the reference
     that `incremental.IncrementalTables` is checked against."""
     locations, shadows = world.locations(), world.shadows()
-    tables = {name: set(default_flows()) for name in world.hosts}
+    tables = {name: set(host_default_flows(h))
+              for name, h in world.hosts.items()}
     for wire in world.wires.values():
         here = dict(locations)
         for v in wire.ends():

@@ -27,6 +27,8 @@ _ALL_ONES = 0xFFFFFFFFFFFFFFFF
 
 # Width of the match fields a learned flow may set (all immediate values).
 _LEARN_BITS = {'in_port': 32, 'tunnel_id': 64, 'tun_ipv4_src': 32}
+NX_LEARN_F_SEND_FLOW_REM = 1
+
 _LEARN_NAMES = {'in_port_nxm': 'in_port', 'tun_id': 'tunnel_id',
                 'tun_ipv4_src': 'tun_ipv4_src', 'tunnel_id_nxm': 'tunnel_id'}
 
@@ -43,8 +45,10 @@ def _learn(act):
             src=value, dst=(field, 0), n_bits=_LEARN_BITS[field]))
     specs.append(parser.NXFlowSpecOutput(src=('in_port', 0), dst='',
                                          n_bits=32))
+    # The learned flow reports its final counters when it goes, like ours.
     return parser.NXActionLearn(table_id=WIRE.id, specs=specs,
-                                priority=priority, cookie=cookie)
+                                priority=priority, cookie=cookie,
+                                flags=NX_LEARN_F_SEND_FLOW_REM)
 
 
 def _unlearn(a):
@@ -98,10 +102,14 @@ def flow_mod(flow, command):
     if command != 'delete' and flow.actions:
         inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS,
                                              _actions(flow))]
+    # Every flow of ours says when it goes, with its final counters: what
+    # it counted since the collector's last reading is otherwise lost.
+    flags = ofp.OFPFF_SEND_FLOW_REM if command == 'add' else 0
     return parser.OFPFlowMod(
         PROTO, cookie=flow.cookie,
         cookie_mask=_ALL_ONES if command == 'delete' else 0,
         table_id=flow.table, command=cmd, priority=flow.priority,
+        flags=flags,
         out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
         match=_match(flow), instructions=inst)
 
@@ -143,6 +151,13 @@ def to_bytes(msg, xid=1):
         msg.set_xid(xid)
     msg.serialize()
     return bytes(msg.buf)
+
+
+def flow_from_removed(msg):
+    """The `Flow` identity (table, priority, match, cookie) of an
+    OFPFlowRemoved message; its actions are not in the message."""
+    return Flow(msg.table_id, msg.priority,
+                tuple(sorted(msg.match.items())), (), msg.cookie)
 
 
 def flow_from_stats(stat):

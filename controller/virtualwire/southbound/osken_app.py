@@ -34,6 +34,10 @@ class VirtualWireApp(app_manager.OSKenApp):
         more = bool(msg.flags & msg.datapath.ofproto.OFPMPF_REPLY_MORE)
         self.loop.post(self.controller.on_multipart_reply, msg, more)
 
+    @set_ev_cls(ofp_event.EventOFPFlowRemoved, MAIN_DISPATCHER)
+    def _flow_removed(self, ev):
+        self.loop.post(self.controller.on_flow_removed, ev.msg)
+
     @set_ev_cls(ofp_event.EventOFPBarrierReply, MAIN_DISPATCHER)
     def _barrier(self, ev):
         self.loop.post(self.controller.on_barrier_reply, ev.msg)

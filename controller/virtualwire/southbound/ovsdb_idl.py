@@ -5,6 +5,7 @@ runs `idl.run()` and sleeps in the IDL's poller (green under eventlet, a
 real thread under the native hub).
 """
 import logging
+import time
 
 import ovs.db.idl
 import ovs.jsonrpc
@@ -53,6 +54,7 @@ class IdlClient:
         self._stopped = False
         self._thread = None
         self._ran = hub.Event()      # set each time the pump ran the IDL
+        self.observe = None          # observe(seconds) per transaction
 
     def start(self):
         self._thread = hub.spawn(self._pump)
@@ -107,6 +109,14 @@ class IdlClient:
     def transact(self, build, timeout=10.0):
         """Run build(txn, idl) in a transaction and commit it, retrying on
         TRY_AGAIN. Returns the commit status."""
+        t0 = time.monotonic()
+        try:
+            return self._transact(build, timeout)
+        finally:
+            if self.observe is not None:
+                self.observe(time.monotonic() - t0)
+
+    def _transact(self, build, timeout):
         deadline = 0.0
         while True:
             with self.lock:

@@ -51,6 +51,7 @@ class Entry:
         self.cookie = mod.cookie
         self.match = tuple(sorted(mod.match.items()))
         self.instructions = mod.instructions
+        self.flags = mod.flags
         self.packets = 0
         self.bytes = 0
 
@@ -179,6 +180,14 @@ class FakeDatapath:
             if old is not None and \
                     old.cookie & mod.cookie_mask == mod.cookie & mod.cookie_mask:
                 del self.table[e.key]
+                if old.flags & ofp.OFPFF_SEND_FLOW_REM:
+                    self.fabric.post('flow_removed', self, parser.OFPFlowRemoved(
+                        self, cookie=old.cookie, priority=old.priority,
+                        reason=ofp.OFPRR_DELETE, table_id=old.table_id,
+                        duration_sec=0, duration_nsec=0, idle_timeout=0,
+                        hard_timeout=0, packet_count=old.packets,
+                        byte_count=old.bytes,
+                        match=parser.OFPMatch(**dict(old.match))))
         else:
             raise AssertionError('flow mod command %d not expected'
                                  % mod.command)
@@ -255,6 +264,7 @@ class FakeDatapath:
         mod = parser.OFPFlowMod(
             self, cookie=a.cookie, table_id=a.table_id,
             command=ofp.OFPFC_ADD, priority=a.priority,
+            flags=ofp.OFPFF_SEND_FLOW_REM if a.flags & 1 else 0,
             match=parser.OFPMatch(**match),
             instructions=[parser.OFPInstructionActions(
                 ofp.OFPIT_APPLY_ACTIONS,

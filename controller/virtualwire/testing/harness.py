@@ -6,6 +6,7 @@ call, packet-in, timer tick); the controller's OpenFlow messages go to
 the fake switches, whose replies and packet-ins come back as events, until
 nothing is left to do (`settle`).
 """
+import json
 import threading
 from typing import Callable, Dict, List
 
@@ -80,6 +81,7 @@ class MemoryRuntime:
     def __init__(self):
         self.host_rows: Dict[str, Host] = {}
         self.migration_rows: Dict[str, dict] = {}
+        self.counter_text = ''
 
     def hosts(self):
         return dict(self.host_rows)
@@ -93,6 +95,13 @@ class MemoryRuntime:
 
     def save_migration(self, rec, keep=()):
         self.migration_rows[rec['id']] = dict(rec)
+        return _done()
+
+    def counters(self):
+        return json.loads(self.counter_text) if self.counter_text else None
+
+    def save_counters(self, snap):
+        self.counter_text = json.dumps(snap)      # as the store would
         return _done()
 
 
@@ -158,6 +167,11 @@ class Harness:
         self.settle()
         return out
 
+    def collect(self):
+        """One collector cycle: every switch's counters read."""
+        self.loop.post(self.ctl.collector.poll)
+        self.settle()
+
     def tick(self, seconds):
         self.now += seconds
         self.loop.post(self.ctl.tick)
@@ -182,6 +196,8 @@ class Harness:
                 self.loop.post(self.ctl.on_multipart_reply, msg, False)
             elif kind == 'packet_in':
                 self.loop.post(self.ctl.on_packet_in, msg)
+            elif kind == 'flow_removed':
+                self.loop.post(self.ctl.on_flow_removed, msg)
         return bool(inbox)
 
     def run_threads(self):

@@ -1,0 +1,199 @@
+"""The collector: reads every switch's flow counters on an interval, off
+the request path, into `counters.FlowCounters`; REST and /metrics answer
+from its memory and never touch a switch.
+
+Runs on the control loop like everything that owns state (`control.loop`)
+but only reads: it sends flow-stats requests and takes replies,
+flow-removed messages and the dump a reconnecting switch answers with.
+Its state is saved on an interval (and at once after flows went away,
+whose final counts exist nowhere else), so a restarted controller
+continues every wire's counters exactly: the switches' flows kept
+counting, and the saved state says how much of it was already credited.
+"""
+import collections
+import logging
+import time
+
+from virtualwire.core import ids
+from virtualwire.metrics.counters import DIRECTIONS, FlowCounters
+from virtualwire.southbound import openflow
+
+LOG = logging.getLogger(__name__)
+WINDOW = 10.0            # s of history for rates and windowed loss
+UNREAD_GRACE = 30.0      # s after start to wait for hosts not reconnecting
+
+
+class Collector:
+    def __init__(self, loop, controller, runtime, interval=2.0,
+                 persist_every=10.0, clock=time.time):
+        self.loop, self.ctl, self.runtime = loop, controller, runtime
+        self.interval, self.persist_every = interval, persist_every
+        self.clock = clock
+        self.counters = FlowCounters()
+        self.pending = {}            # host -> (session, sent at)
+        self.read_at = {}            # host -> time of its last reading
+        # cid -> deque of (t, {direction: (entered, delivered, entered
+        # bytes, delivered bytes)}), WINDOW seconds of cycles
+        self.history: dict = {}
+        self.started = None          # when the last cycle began
+        self.cycle: dict = {'took_ms': None, 'cycles': 0, 'replies': 0,
+                            'flows': 0}
+        # Until every host the saved state knows was read again, a wire's
+        # totals could show less than before the restart: not shown yet.
+        self.ready = False
+        self.unread: set = set()
+        self.removed_seen = 0        # flow-removed messages taken
+        self._dirty, self._urgent = False, False
+        self._saved_at = clock()
+        self.started_at = clock()
+
+    # -- start ---------------------------------------------------------------
+    def start(self):
+        self.loop.assert_owner()
+        snap = self.runtime.counters()
+        if snap:
+            self.counters.restore(snap)
+            self.unread = set(self.counters.seen)
+            LOG.info('counters restored: %d wires, %d hosts',
+                     len(self.counters.wires), len(self.counters.seen))
+        self._track()
+
+    def _track(self):
+        self.counters.track({cid: w.created_at
+                             for cid, w in self.ctl.tables.wires.items()})
+
+    # -- polling ---------------------------------------------------------------
+    def poll(self):
+        """One cycle: a masked flow-stats request to every synced switch
+        that answered the last one."""
+        self.loop.assert_owner()
+        if self.pending:
+            self._finish()               # late switches wait for next time
+        now = self.clock()
+        self.started = now
+        for h in self.ctl.tables.hosts.values():
+            s = self.ctl.sessions.get(h.dpid)
+            if s is None or s.installed is None:
+                continue
+            self.pending[h.name] = (s, now)
+            s.request(openflow.flow_stats_request(ids.COOKIE_MARK,
+                                                  ids.COOKIE_MARK_MASK),
+                      lambda body, n=h.name, s=s: self._replied(n, s, body))
+        if not self.pending:
+            self._finish()
+
+    def _replied(self, host, session, body):
+        if self.pending.get(host, (None,))[0] is not session:
+            return
+        del self.pending[host]
+        self._urgent |= self.counters.poll(host, _readings(body))
+        self.unread.discard(host)
+        self.read_at[host] = self.clock()
+        self.cycle['replies'] += 1
+        self.cycle['flows'] += len(body)
+        self._dirty = True
+        if not self.pending:
+            self._finish()
+
+    def _finish(self):
+        self.pending.clear()
+        self._track()
+        now = self.clock()
+        if self.started is not None:
+            self.cycle['took_ms'] = round((now - self.started) * 1e3, 3)
+        self.cycle['cycles'] += 1
+        # A host gone for good must not hide every figure for ever.
+        self.ready = not self.unread or \
+            now - self.started_at > UNREAD_GRACE
+        self._sample(now)
+        if self._urgent or (self._dirty and
+                            now - self._saved_at >= self.persist_every):
+            self.save()
+
+    def _sample(self, now):
+        live = set(self.counters.wires)
+        for cid in [c for c in self.history if c not in live]:
+            del self.history[cid]
+        for cid in live:
+            w = self.counters.wire(cid)
+            h = self.history.setdefault(cid, collections.deque())
+            h.append((now, {d: (w[d]['entered_packets'],
+                                w[d]['delivered_packets'],
+                                w[d]['entered_bytes'],
+                                w[d]['delivered_bytes'])
+                            for d, _, _ in DIRECTIONS}))
+            while len(h) > 2 and now - h[1][0] >= WINDOW:
+                h.popleft()
+
+    def save(self):
+        self.runtime.save_counters(self.counters.snapshot())
+        self._saved_at = self.clock()
+        self._dirty = self._urgent = False
+
+    # -- switch events ---------------------------------------------------------
+    def on_flow_removed(self, host, msg):
+        """A flow went away with its final counters (we set
+        OFPFF_SEND_FLOW_REM on ours)."""
+        self.loop.assert_owner()
+        f = openflow.flow_from_removed(msg)
+        if ids.connector_of_cookie(f.cookie) is None:
+            return
+        self.counters.removed(host, f.key, f.cookie, msg.packet_count,
+                              msg.byte_count)
+        self.removed_seen += 1
+        self._urgent = True
+
+    def on_dump(self, host, body):
+        """A (re)connected switch's whole table, read before we change
+        anything in it: a reading like any other. A switch that restarted
+        has counters below the ones last read, credited from zero (what
+        they counted between our last reading and the restart is lost,
+        never counted twice)."""
+        self.loop.assert_owner()
+        self._urgent |= self.counters.poll(
+            host, [r for r in _readings(body)
+                   if ids.connector_of_cookie(r[1]) is not None])
+        self.unread.discard(host)
+        self.read_at[host] = self.clock()
+        self._dirty = True
+
+    # -- figures ---------------------------------------------------------------
+    def wire(self, cid):
+        """Counters each way, rates and the loss over the last window, or
+        None while the wire is unknown or nothing was read yet."""
+        self.loop.assert_owner()
+        w = self.counters.wire(cid) if self.ready else None
+        if w is None:
+            return None
+        h = self.history.get(cid) or collections.deque()
+        if len(h) >= 2:
+            (t0, s0), (t1, s1) = h[0], h[-1]
+            span = t1 - t0
+            for d, _, _ in DIRECTIONS:
+                e = s1[d][0] - s0[d][0]
+                got = s1[d][1] - s0[d][1]
+                w[d]['window'] = {
+                    'seconds': round(span, 3), 'entered_packets': e,
+                    'delivered_packets': got, 'lost_packets': e - got,
+                    'packets_per_second': round(e / span, 3) if span else 0.0,
+                    'bits_per_second': round(
+                        (s1[d][2] - s0[d][2]) * 8 / span, 1) if span else 0.0}
+        return w
+
+    def host(self, name):
+        self.loop.assert_owner()
+        return self.counters.host(name)
+
+    def status(self):
+        return dict(self.cycle, interval=self.interval, ready=self.ready,
+                    wires=len(self.counters.wires),
+                    hosts_read=len(self.read_at),
+                    flow_removed=self.removed_seen)
+
+
+def _readings(body):
+    out = []
+    for st in body:
+        f = openflow.flow_from_stats(st)
+        out.append((f.key, st.cookie, st.packet_count, st.byte_count))
+    return out

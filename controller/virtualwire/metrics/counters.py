@@ -1,0 +1,168 @@
+"""Per-wire counters that never go backwards, from flow counters that do.
+
+A flow's packet counter restarts whenever the flow does: a migration
+removes the source's flows, a wire change replaces them, an OVS restart
+loses them all. So nothing here trusts a flow's absolute count for a
+wire's history: each flow's counter is followed per switch and only its
+increase since the last reading is credited, to what the flow's cookie
+says it counts (`core.ids` ROLE_*), at the time it counted it. A flow
+that went away credits its final count once (a flow-removed message), a
+counter that went down started again (credited from zero).
+
+Pure: readings in, totals out; `snapshot`/`restore` make the state
+durable, so a restarted controller credits exactly what the switches
+counted meanwhile (their flows kept counting).
+"""
+from typing import Dict, List, Tuple
+
+from virtualwire.core import ids
+
+DIRECTIONS = (('a_to_b', 'a', 'b'), ('b_to_a', 'b', 'a'))
+ENTERS = {'a': ids.ROLE_ENTERS_A, 'b': ids.ROLE_ENTERS_B}
+DELIVERS = {'a': ids.ROLE_DELIVERS_A, 'b': ids.ROLE_DELIVERS_B}
+HELD = {'a': ids.ROLE_HELD_A, 'b': ids.ROLE_HELD_B}
+HOST_ROLES = {'rejected': ids.ROLE_REJECTED, 'unwired': ids.ROLE_UNWIRED,
+              'held': ids.ROLE_HELD_A | ids.ROLE_HELD_B}
+_BITS = [1 << b for b in range(32, 48)]
+
+Reading = Tuple[object, int, int, int]        # key, cookie, packets, bytes
+
+
+def _zero():
+    return {bit: [0, 0] for bit in _BITS}
+
+
+class FlowCounters:
+    def __init__(self):
+        self.seen: Dict[str, Dict[object, Tuple[int, int, int]]] = {}
+        self.wires: Dict[int, Dict[int, List[int]]] = {}
+        self.identity: Dict[int, str] = {}      # cid -> wire created_at
+        self.hosts: Dict[str, Dict[int, List[int]]] = {}
+
+    # -- what exists ---------------------------------------------------------
+    def track(self, wires):
+        """wires: {cid: identity (its creation time)}. A wire deleted is
+        forgotten; one recreated under the same id starts from zero."""
+        for cid in [c for c in self.wires if c not in wires]:
+            del self.wires[cid]
+            self.identity.pop(cid, None)
+        for cid, ident in wires.items():
+            have = self.identity.get(cid)
+            if have is None and cid in self.wires:
+                self.identity[cid] = ident      # counted before it was known
+            elif have != ident:
+                self.identity[cid] = ident
+                self.wires[cid] = _zero()
+
+    # -- readings ------------------------------------------------------------
+    def poll(self, host, readings):
+        """Every flow of ours on `host` with its counters, read at once.
+        Returns True if a flow went away or started again since the last
+        reading (worth saving the state at once)."""
+        before = self.seen.get(host, {})
+        now = {}
+        changed = False
+        for key, cookie, packets, nbytes in readings:
+            old = before.get(key)
+            if old is None or packets < old[1] or nbytes < old[2]:
+                dp, db = packets, nbytes          # new, or started again
+                changed |= old is not None
+            else:
+                dp, db = packets - old[1], nbytes - old[2]
+            if dp or db:
+                self._credit(host, cookie, dp, db)
+            now[key] = (cookie, packets, nbytes)
+        self.seen[host] = now
+        return changed or bool(set(before) - set(now))
+
+    def removed(self, host, key, cookie, packets, nbytes):
+        """A flow's final counters (OpenFlow flow-removed)."""
+        old = self.seen.get(host, {}).pop(key, None)
+        if old is not None and packets >= old[1] and nbytes >= old[2]:
+            packets, nbytes = packets - old[1], nbytes - old[2]
+        if packets or nbytes:
+            self._credit(host, cookie, packets, nbytes)
+
+    def forget_host(self, host):
+        """A switch restarted or went away: its flows' counters are gone
+        (what they counted since the last reading is lost, never more)."""
+        self.seen.pop(host, None)
+
+    def _credit(self, host, cookie, dp, db):
+        cid = ids.connector_of_cookie(cookie)
+        roles = ids.roles_of_cookie(cookie)
+        if cid is None or not roles:
+            return
+        # A wire's first frames can be read before `track` hears of it.
+        into = [self.wires.setdefault(cid, _zero())] if cid else []
+        if cid == 0 or roles & HOST_ROLES['held']:
+            into.append(self.hosts.setdefault(host, _zero()))
+        for counts in into:
+            if counts is None:
+                continue
+            for bit in _BITS:
+                if roles & bit:
+                    counts[bit][0] += dp
+                    counts[bit][1] += db
+
+    # -- figures -------------------------------------------------------------
+    def wire(self, cid):
+        """{'a_to_b': {...}, 'b_to_a': {...}} or None if not tracked.
+        lost = entered - delivered: frames the network took in at one end
+        and did not hand to the other (in flight at the reading included:
+        exact once the wire is quiet for a moment)."""
+        c = self.wires.get(cid)
+        if c is None:
+            return None
+        out = {}
+        for name, src, dst in DIRECTIONS:
+            e, d, h = c[ENTERS[src]], c[DELIVERS[dst]], c[HELD[dst]]
+            out[name] = {'entered_packets': e[0], 'entered_bytes': e[1],
+                         'delivered_packets': d[0], 'delivered_bytes': d[1],
+                         'held_packets': h[0],
+                         'lost_packets': e[0] - d[0]}
+        return out
+
+    def host(self, name):
+        c = self.hosts.get(name) or _zero()
+        out = {}
+        for what, mask in HOST_ROLES.items():
+            out[what + '_packets'] = sum(c[b][0] for b in _BITS if b & mask)
+            out[what + '_bytes'] = sum(c[b][1] for b in _BITS if b & mask)
+        return out
+
+    # -- durability ----------------------------------------------------------
+    def snapshot(self):
+        """A JSON-able copy of everything (`restore` takes it back)."""
+        def counts(c):
+            return {str(b): v for b, v in c.items() if v != [0, 0]}
+        return {
+            'seen': {h: [[_key_json(k), *v] for k, v in flows.items()]
+                     for h, flows in self.seen.items()},
+            'wires': {str(cid): [self.identity.get(cid, ''), counts(c)]
+                      for cid, c in self.wires.items()},
+            'hosts': {h: counts(c) for h, c in self.hosts.items()}}
+
+    def restore(self, snap):
+        def counts(d):
+            c = _zero()
+            for b, v in d.items():
+                c[int(b)] = list(v)
+            return c
+        self.seen = {h: {_key_from_json(r[0]): tuple(r[1:]) for r in rows}
+                     for h, rows in snap.get('seen', {}).items()}
+        self.wires, self.identity = {}, {}
+        for cid, (ident, c) in snap.get('wires', {}).items():
+            self.wires[int(cid)] = counts(c)
+            if ident:
+                self.identity[int(cid)] = ident
+        self.hosts = {h: counts(c) for h, c in snap.get('hosts', {}).items()}
+
+
+def _key_json(key):
+    table, priority, match = key
+    return [table, priority, [list(m) for m in match]]
+
+
+def _key_from_json(k):
+    return (k[0], k[1], tuple(tuple(m) for m in k[2]))

@@ -1,0 +1,124 @@
+"""/metrics in the Prometheus text format (prometheus_client): the
+collector's per-wire and per-host counters, hosts, migrations and
+extender links as the loop sees them at scrape time, plus the
+controller's own timings (`instruments`).
+
+Names and units follow Prometheus conventions: `_total` counters, seconds
+and bytes. What describes a wire (its ends, state, sites) is an info
+series, `virtualwire_wire_info`, so that a wire's counters keep one
+series while its state changes (join on `wire` in PromQL)."""
+from prometheus_client import generate_latest
+from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
+                                    InfoMetricFamily)
+
+CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8'
+
+
+class LoopCollector:
+    """A prometheus_client collector reading the controller on its loop."""
+
+    def __init__(self, loop, controller):
+        self.loop, self.ctl = loop, controller
+
+    def describe(self):
+        return []               # unchecked: families depend on the state
+
+    def collect(self):
+        doc = self.loop.call(self.ctl.metrics_view)
+        yield from wire_families(doc['wires'])
+        yield from host_families(doc['hosts'])
+        yield from other_families(doc)
+
+
+def wire_families(wires):
+    info = InfoMetricFamily('virtualwire_wire', 'What a wire joins',
+                            labels=['wire'])
+    fams = {}
+    for name, help_, unit_key in (
+            ('entered_packets', 'Frames taken in at the sending end', None),
+            ('entered_bytes', 'Bytes taken in at the sending end', None),
+            ('delivered_packets', "Frames handed to the far end's port",
+             None),
+            ('delivered_bytes', "Bytes handed to the far end's port", None),
+            ('held_packets', 'Frames dropped on a destination waiting for '
+             'activation (a copy went to the source)', None)):
+        fams[name] = CounterMetricFamily(
+            'virtualwire_wire_' + name, help_, labels=['wire', 'direction'])
+    lost = GaugeMetricFamily(
+        'virtualwire_wire_lost_packets',
+        'Entered minus delivered (frames in flight at the reading '
+        'included: exact on a quiet wire)', labels=['wire', 'direction'])
+    for w in wires:
+        wid = w['connector_id']
+        info.add_metric([wid], {
+            'end_a': w['end_a'], 'end_b': w['end_b'], 'state': w['state'],
+            'site_a': w.get('site_a') or '', 'site_b': w.get('site_b') or ''})
+        for d in ('a_to_b', 'b_to_a'):
+            c = (w.get('counters') or {}).get(d)
+            if c is None:
+                continue
+            for name, fam in fams.items():
+                fam.add_metric([wid, d], c[name])
+            lost.add_metric([wid, d], c['lost_packets'])
+    yield info
+    yield from fams.values()
+    yield lost
+
+
+def host_families(hosts):
+    up = GaugeMetricFamily('virtualwire_host_connected',
+                           "1 if the host's switch is connected",
+                           labels=['host', 'site', 'role'])
+    synced = GaugeMetricFamily('virtualwire_host_synced',
+                               '1 once its flow table is known and kept',
+                               labels=['host'])
+    flows = GaugeMetricFamily('virtualwire_host_flows',
+                              'Flows the controller keeps on the host',
+                              labels=['host'])
+    drops = CounterMetricFamily(
+        'virtualwire_host_dropped_packets',
+        'Frames the switch dropped: rejected (tunnel frames no wire '
+        'accepts from that source), unwired (from ports no wire has), '
+        'held (waiting for a migration to activate)',
+        labels=['host', 'reason'])
+    for h in hosts:
+        up.add_metric([h['name'], h['site'], h['role']], int(h['connected']))
+        synced.add_metric([h['name']], int(h['synced']))
+        flows.add_metric([h['name']], h['flows'])
+        for reason in ('rejected', 'unwired', 'held'):
+            drops.add_metric([h['name'], reason],
+                             h['drops'][reason + '_packets'])
+    yield from (up, synced, flows, drops)
+
+
+def other_families(doc):
+    mig = GaugeMetricFamily('virtualwire_migrations_in_state',
+                            'Migrations the controller knows, by state',
+                            labels=['state'])
+    for state, n in sorted(doc['migrations'].items()):
+        mig.add_metric([state], n)
+    yield mig
+    links = GaugeMetricFamily('virtualwire_extender_link_up',
+                              '1 if both extenders report the link up',
+                              labels=['a', 'b'])
+    rtt = GaugeMetricFamily('virtualwire_extender_link_rtt_seconds',
+                            "The link's round trip, as its agent measured",
+                            labels=['a', 'b'])
+    for k in doc['links']:
+        links.add_metric([k['a'], k['b']], int(k['state'] == 'up'))
+        side = k['sides'].get(k['a']) or {}
+        if side.get('rtt_ms') is not None:
+            rtt.add_metric([k['a'], k['b']], side['rtt_ms'] / 1000.0)
+    yield links
+    yield rtt
+    c = doc['collector']
+    yield GaugeMetricFamily('virtualwire_collector_cycle_seconds',
+                            'How long the last flow-counter reading took',
+                            value=(c['took_ms'] or 0) / 1000.0)
+    yield GaugeMetricFamily('virtualwire_collector_flows',
+                            'Flows read in all cycles so far',
+                            value=c['flows'])
+
+
+def exposition(registry):
+    return generate_latest(registry)

@@ -1,0 +1,79 @@
+"""A real Prometheus (Debian's package) scraping the lab's controller, as
+an operator would run it: /metrics every second with the API's bearer
+token (a credentials file), queried back over its HTTP API."""
+import os
+import subprocess
+import time
+
+import requests
+
+from vwlab.shell import LabError, free_port, tail
+
+CONFIG = """global:
+  scrape_interval: {interval}s
+  evaluation_interval: {interval}s
+scrape_configs:
+  - job_name: virtualwire
+    metrics_path: /metrics
+    authorization:
+      type: Bearer
+      credentials_file: {token_file}
+    static_configs:
+      - targets: ['{target}']
+"""
+
+
+class Prometheus:
+    def __init__(self, lab, workdir, interval=1):
+        self.lab, self.dir, self.interval = lab, str(workdir), interval
+        self.port = free_port()
+        self.url = 'http://127.0.0.1:%d' % self.port
+        self.proc = None
+
+    def __enter__(self):
+        os.makedirs(self.dir, exist_ok=True)
+        cfg = os.path.join(self.dir, 'prometheus.yml')
+        with open(cfg, 'w') as f:
+            f.write(CONFIG.format(interval=self.interval,
+                                  token_file=self.lab.token_file,
+                                  target=self.lab.url.split('//', 1)[1]))
+        self.log = os.path.join(self.dir, 'prometheus.log')
+        self.proc = subprocess.Popen(
+            ['prometheus', '--config.file=' + cfg,
+             '--storage.tsdb.path=' + os.path.join(self.dir, 'data'),
+             '--web.listen-address=127.0.0.1:%d' % self.port],
+            stdout=subprocess.DEVNULL, stderr=open(self.log, 'w'))
+        end = time.time() + 30
+        while time.time() < end:
+            if self.proc.poll() is not None:
+                raise LabError('prometheus exited: %s' % tail(self.log, 10))
+            try:
+                if requests.get(self.url + '/-/ready', timeout=1).ok:
+                    return self
+            except requests.RequestException:
+                pass
+            time.sleep(0.2)
+        raise LabError('prometheus not ready in 30 s: %s' % tail(self.log, 10))
+
+    def __exit__(self, *exc):
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+    def query(self, promql):
+        """[(labels, value)] of an instant query now."""
+        r = requests.get(self.url + '/api/v1/query',
+                         params={'query': promql}, timeout=10)
+        doc = r.json()
+        if doc.get('status') != 'success':
+            raise LabError('query %s failed: %s' % (promql, doc))
+        return [(s['metric'], float(s['value'][1]))
+                for s in doc['data']['result']]
+
+    def target_health(self):
+        r = requests.get(self.url + '/api/v1/targets', timeout=10).json()
+        return [(t['health'], t.get('lastError', ''))
+                for t in r['data']['activeTargets']]

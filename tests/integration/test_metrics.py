@@ -1,0 +1,169 @@
+"""Per-wire figures on the real thing: a real Prometheus scraping the
+controller, counters that never go back through a live migration and a
+controller restart, and loss that says exactly what the underlay dropped.
+Uses the session lab (3 hosts, libvirt); the controller reads flow
+counters every second (the lab's --stats-interval)."""
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import requests
+
+from conftest import wait_until
+from vwlab.drops import UnderlayDrop
+from vwlab.prometheus import Prometheus
+from wire_traffic import udp_stream
+
+COUNTERS = ('entered_packets', 'entered_bytes', 'delivered_packets',
+            'delivered_bytes')
+
+
+def settled(api, wid, cycles=3):
+    """The wire's stats once the collector has read everything sent so
+    far: two more cycles after traffic stopped."""
+    time.sleep(cycles * 1.0 + 0.5)
+    return api.ok('GET', '/v1/wires/%d/stats' % wid)
+
+
+def test_prometheus_rate_of_a_wire_matches_what_was_sent(lab, api, pair,
+                                                         tmp_path):
+    va, vb, w = pair('h1', 'h2')
+    rate, seconds = 400, 30
+    out = {}
+    t = threading.Thread(target=lambda: out.update(r=udp_stream(
+        va, vb, '192.0.2.2', seconds=seconds, rate=rate, port=6100)))
+    with Prometheus(lab, tmp_path / 'prom') as prom:
+        t.start()
+        time.sleep(22)
+        assert prom.target_health() == [('up', '')], prom.target_health()
+        q = ('rate(virtualwire_wire_entered_packets_total{wire="%s",'
+             'direction="a_to_b"}[15s])' % w['connector_id'])
+        [(_labels, measured)] = prom.query(q)
+        info = prom.query('virtualwire_wire_info{wire="%s"}'
+                          % w['connector_id'])
+        t.join(60)
+    sent, got = out['r']
+    assert got['received'] == sent['sent']
+    # The collector reads every 1 s and Prometheus scrapes every 1 s: over
+    # 15 s, rate() can be off by one reading step (1/14) plus its
+    # extrapolation at the window's edges: 15 % is stated, not tuned.
+    assert abs(measured - rate) <= 0.15 * rate, (measured, rate)
+    assert info[0][0]['state'] == 'tunnelled'
+    assert {info[0][0]['end_a'], info[0][0]['end_b']} == {
+        w['a'], w['b']}
+
+
+def test_loss_is_zero_on_a_clean_wire_and_exact_when_frames_are_dropped(
+        lab, api, pair):
+    va, vb, w = pair('h1', 'h2')
+    before = settled(api, w['id'])
+    sent, got = udp_stream(va, vb, '192.0.2.2', seconds=3, rate=500,
+                           port=6101)
+    assert got['received'] == sent['sent']
+    clean = settled(api, w['id'])
+    ab = clean['a_to_b']
+    assert ab['lost_packets'] == 0, clean
+    entered = ab['entered_packets'] - before['a_to_b']['entered_packets']
+    # Every datagram, and the few ARP frames beside them.
+    assert sent['sent'] <= entered <= sent['sent'] + 4, (sent, entered)
+    # h1's uplink drops its GRE for a while on the underlay switch.
+    h1 = lab.host('h1')
+    out = {}
+    t = threading.Thread(target=lambda: out.update(r=udp_stream(
+        va, vb, '192.0.2.2', seconds=4, rate=500, port=6102)))
+    t.start()
+    time.sleep(1.5)
+    with UnderlayDrop(lab.ul_ns_of(1), h1.name) as drop:
+        time.sleep(1.0)
+    t.join(60)
+    sent, got = out['r']
+    assert drop.dropped > 300, drop.dropped
+    after = settled(api, w['id'])
+    lost = after['a_to_b']['lost_packets']
+    # Every datagram the receiver missed, the wire says it lost (and the
+    # odd ARP frame of the sender's lost with them) ...
+    missed = sent['sent'] - got['received']
+    assert missed <= lost <= missed + 3, (after, sent, got)
+    # ... and that is what the underlay's rule dropped (in one run 7 more
+    # went while the rule was being put in and taken out).
+    assert drop.dropped <= lost <= drop.dropped + 10, (lost, drop.dropped)
+    r = subprocess.run([sys.executable, '-m', 'virtualwire.cli', '--config',
+                        lab.vwctl_config, 'stats', str(w['id'])],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert 'lost %d' % lost in r.stdout, r.stdout
+
+
+def test_counters_never_go_back_through_a_migration_and_a_restart(
+        lab, api, wired_guest):
+    """A guest on h1 wired to a VM on h3, an echo stream running: migrated
+    to h2 (its flows on h1 go, with their counts), then the controller is
+    killed and started again. Sampled all along, no counter decreases,
+    and the totals are what the far end sent and received."""
+    g, far, wid = wired_guest('10.86.0')
+    h1, h2, _h3 = lab.hosts
+    samples, stop = [], threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            try:
+                r = api.req('GET', '/v1/wires/%d/stats' % wid)
+            except requests.ConnectionError:
+                r = None                       # the controller is down
+            if r is not None and r.status_code == 200:
+                samples.append(r.json())
+            time.sleep(0.2)
+    base = settled(api, wid)
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    stream = far.tool_bg('udp-echo', '--dst', '10.86.0.1', '--rate', 500,
+                         '--seconds', 300)
+    try:
+        time.sleep(1)
+        lab.migrate(g, h1, h2)
+        wait_until(lambda: api.wire(wid)['host_a'] == 'h2', 15,
+                   what='wire follows to h2')
+        time.sleep(2)
+        lab.stop_controller(kill=True)
+        time.sleep(1.5)
+        lab.start_controller()
+        wait_until(api.synced, 30, what='controller back')
+        time.sleep(3)
+    finally:
+        stream.send_signal(signal.SIGINT)
+        report = json.loads(stream.communicate(timeout=60)[0].splitlines()[-1])
+        time.sleep(3)
+        stop.set()
+        sampler.join(10)
+    last = settled(api, wid)
+    seen = [base] + samples + [last]
+    for a, b in zip(seen, seen[1:]):
+        for d in ('a_to_b', 'b_to_a'):
+            for k in COUNTERS:
+                assert b[d][k] >= a[d][k], (d, k, a[d], b[d])
+    # The far end is b: what it sent entered the wire, once each, and what
+    # it got back was delivered to it. OVS folds its datapath's counts into
+    # a flow's counter about twice a second, and what a flow counted since
+    # then is lost when it is modified or removed (its datapath flows
+    # report to the old version): the migration changes these flows, so
+    # each total may be short by up to half a second of the stream (250
+    # datagrams; 140-170 in our runs), never over by more than a few ARP
+    # frames (docs/benchmarks.rst, the collector).
+    rate, short = 500, 250
+    sent = len(report['sent_times'])
+    received = sent - report['lost']
+    entered = last['b_to_a']['entered_packets'] - \
+        base['b_to_a']['entered_packets']
+    delivered = last['a_to_b']['delivered_packets'] - \
+        base['a_to_b']['delivered_packets']
+    assert sent - short <= entered <= sent + 6, (sent, entered, rate)
+    assert received - short <= delivered <= received + 6, (received,
+                                                             delivered)
+    assert any(s['state'] == 'tunnelled' for s in samples)
+    # The source's flows went with the migration and said so with their
+    # final counts (OpenFlow flow-removed), which is how none was lost.
+    status = api.ok('GET', '/v1/status')['collector']
+    print('collector after the restart: %s' % status)
