@@ -269,7 +269,7 @@ PACKET_SOCKET_BUFFER = 4 << 20
 
 
 def raise_packet_socket_buffers():
-    for name in ('rmem_max', 'rmem_default'):      # default <= max
+    for name in ('rmem_max', 'rmem_default', 'wmem_max', 'wmem_default'):
         path = '/proc/sys/net/core/' + name
         with open(path) as f:
             if int(f.read()) >= PACKET_SOCKET_BUFFER:

@@ -175,7 +175,7 @@ def _pct(values, p):
     return v[max(0, -(-len(v) * p // 100) - 1)] if v else None
 
 
-def _dist(values):
+def dist(values):
     v = [x for x in values if x is not None]
     return {'n': len(v), 'p50': _pct(v, 50), 'p90': _pct(v, 90),
             'max': max(v) if v else None}
@@ -189,11 +189,11 @@ def summarise(rows):
         'migrations': len(rows), 'probed': len(probed),
         'unprobed': [{'run': r.get('run', i + 1), 'why': r['unprobed_why']}
                      for i, r in enumerate(rows) if not r['probed']],
-        'pause_ms': _dist([r['pause_ms'] for r in rows]),
-        'added_ms': _dist([r['added_ms'] for r in probed]),
-        'capture_network_ms': _dist([r['capture'].get('network_ms')
+        'pause_ms': dist([r['pause_ms'] for r in rows]),
+        'added_ms': dist([r['added_ms'] for r in probed]),
+        'capture_network_ms': dist([r['capture'].get('network_ms')
                                      for r in rows]),
-        'first_frame_to_delivery_ms': _dist([
+        'first_frame_to_delivery_ms': dist([
             r['capture'].get('first_frame_to_delivery_ms') for r in rows]),
         'duplicates': sum(r['duplicates'] for r in rows),
         'lost_outside_pause': sum(r['lost_outside_pause'] for r in rows),
