@@ -94,3 +94,58 @@ def test_rest_requests_are_timed_by_route_and_status(lab):
                       ('route', 'show_wire')))] == 1
     assert s[(count, (('code', '404'), ('method', 'GET'),
                       ('route', 'unmatched')))] == 1
+
+
+def test_the_grafana_dashboard_queries_only_metrics_we_export(lab):
+    """ops/grafana/virtualwire-dashboard.json: every metric its PromQL
+    names is one /metrics declares (a renamed metric breaks this, not an
+    operator's dashboard)."""
+    import json
+    import os
+    import re
+    h, api = lab
+    path = os.path.join(os.path.dirname(__file__), '..', '..', 'ops',
+                        'grafana', 'virtualwire-dashboard.json')
+    with open(path) as f:
+        doc = json.load(f)
+    exprs = [t['expr'] for p in doc['panels'] for t in p['targets']]
+    exprs += [v['definition'] for v in doc['templating']['list']
+              if 'definition' in v]
+    used = {re.sub(r'_(total|bucket|count|sum)$', '', m)
+            for e in exprs for m in re.findall(r'virtualwire_[a-z_]+', e)}
+    text = scrape(h, api).body.decode()
+    declared = set(re.findall(r'^# TYPE (virtualwire_[a-z_]+) ', text, re.M))
+    declared |= {re.sub(r'_total$', '', n) for n in declared}
+    assert used and used <= declared, sorted(used - declared)
+
+
+def test_all_stats_and_vwctl_top_show_the_busiest_wire_first(lab):
+    from virtualwire.cli.top import render, top_rows
+    h, api = lab
+    h.host('h2', ('b', 3), ('c', 5))
+    w = h.connect('a', 'b')
+    busy = h.connect('u', 'c')
+    for _ in range(4):
+        h.send('h1', 1)
+    h.collect()
+    for _ in range(6):
+        h.send('h1', 1)
+    for _ in range(9):
+        h.send('h1', 4)
+    h.collect()
+    stop = h.run_threads()
+    try:
+        resp = get(api, '/v1/stats')
+    finally:
+        stop()
+    assert resp.status_int == 200
+    doc = resp.json
+    [wire] = [x for x in doc['wires'] if x['id'] == w['id']]
+    assert wire['a'] == 'a'
+    assert wire['a_to_b']['entered_packets'] == 10
+    assert wire['a_to_b']['window']['entered_packets'] == 6
+    rows = top_rows(doc, 5)
+    assert [r[0] for r in rows] == [busy['connector_id'], w['connector_id']]
+    assert rows[1][7] == 0                         # nothing lost a->b
+    assert 'busiest 2' in render(doc, 5)
+    assert top_rows(doc, 1) == rows[:1]

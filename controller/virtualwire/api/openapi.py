@@ -122,6 +122,20 @@ def _document():
                         'responses': {'200': _ok(_ref('WireStats')),
                                       '401': _ERR, '404': _ERR, '422': _ERR,
                                       '503': _ERR}}},
+            '/v1/stats': {
+                'get': {'summary': "Every wire's figures as in "
+                                   '/v1/wires/{id}/stats, from memory '
+                                   '(vwctl top); 503 until the first '
+                                   'reading',
+                        'responses': {'200': _ok({'type': 'object',
+                                                  'properties': {
+                                                      'wires': {
+                                                          'type': 'array',
+                                                          'items': _ref(
+                                                              'WireStats')},
+                                                      'read_every_s': {
+                                                          'type': 'number'}}}),
+                                      '401': _ERR, '503': _ERR}}},
             '/v1/migrations': {
                 'get': {'summary': 'Live migrations: in progress, then the '
                                    'last 200 finished',

@@ -44,6 +44,7 @@ ROUTES = (
     ('/v1/wires/{wire_id}', 'GET', 'show_wire'),
     ('/v1/wires/{wire_id}', 'DELETE', 'disconnect'),
     ('/v1/wires/{wire_id}/stats', 'GET', 'wire_stats'),
+    ('/v1/stats', 'GET', 'all_stats'),
     ('/v1/migrations', 'GET', 'list_migrations'),
     ('/v1/migrations', 'POST', 'announce_migration'),
     ('/v1/migrations/{vm_uuid}/released', 'POST', 'migration_released'),
@@ -265,6 +266,9 @@ class RestApi:
 
     def rotate_key(self, req, name):
         return _json(202, self._call(self.ctl.rotate_key, name))
+
+    def all_stats(self, req):
+        return _json(200, self._call(self.ctl.all_wire_stats))
 
     def wire_stats(self, req, wire_id):
         return _json(200, self._call(self.ctl.wire_stats,

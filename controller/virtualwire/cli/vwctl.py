@@ -18,6 +18,7 @@ import time
 from tabulate import tabulate
 
 from virtualwire.cli import extenders as cli_extenders
+from virtualwire.cli import top as cli_top
 from virtualwire.cli.client import (DEFAULT_CONFIG, CliError, Client,  # noqa: F401
                                     load_config)
 
@@ -189,6 +190,7 @@ def build_parser():
     s.add_argument('--source', help='source host (default: look it up)')
     s.set_defaults(fn=cmd_migrate)
     cli_extenders.add_parser(sub)
+    cli_top.add_parser(sub)
     return p
 
 

@@ -168,3 +168,22 @@ class Views(ControllerState):
         return {'wires': wires, 'hosts': hosts, 'migrations': states,
                 'links': self.extender_link_views(),
                 'collector': self.collector.status()}
+
+    def all_wire_stats(self):
+        """Every wire's figures (as `wire_stats`), from memory: what
+        `vwctl top` and the dashboard poll."""
+        self.loop.assert_owner()
+        if not self.collector.ready:
+            raise errors.Unavailable('no flow counters read yet (the '
+                                     'collector reads every %gs)'
+                                     % self.collector.interval)
+        out = []
+        for cid, wire in sorted(self.tables.wires.items()):
+            figures = self.collector.wire(cid)
+            if figures is None:
+                continue
+            _loc, state, _moves = self._ends(wire)
+            out.append(dict(figures, id=cid, a=wire.end_a, b=wire.end_b,
+                            connector_id=ids.fmt_connector(cid),
+                            state=state))
+        return {'wires': out, 'read_every_s': self.collector.interval}
