@@ -65,7 +65,8 @@ def main():
         api.wait_hosts(args.hosts)
 
         # Expected per-host flow count, from the pure model.
-        expected = [1] * args.hosts
+        # The miss and the tunnel port's reject flow, then 2 per wire end.
+        expected = [2] * args.hosts
         for (ka, _), (kb, _) in pairs:
             expected[ka] += 2
             expected[kb] += 2

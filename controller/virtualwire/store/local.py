@@ -32,6 +32,11 @@ def ensure(state_dir):
     pidfile = os.path.join(state_dir, 'intent-ovsdb.pid')
     remote = 'unix:' + sock
     if _alive(pidfile) and os.path.exists(sock):
+        # The server outlives controller restarts (hitless): a controller
+        # that brings a newer schema converts it in place, online.
+        if _run(['ovsdb-client', 'needs-conversion', remote,
+                 SCHEMA_PATH]) == 'yes':
+            _run(['ovsdb-client', 'convert', remote, SCHEMA_PATH])
         return remote
     if not os.path.exists(db):
         _run(['ovsdb-tool', 'create', db, SCHEMA_PATH])
