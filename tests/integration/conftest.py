@@ -2,12 +2,14 @@
 ovsdb-server/ovs-vswitchd (netdev datapath), the controller as a real
 process, VMs as namespaces plugged the way libvirt plugs them."""
 import itertools
+import re
 import time
 import uuid
 
 import pytest
 import requests
 
+from virtualwire.core import ids
 from vwlab import Lab
 
 _seq = itertools.count(1)
@@ -108,10 +110,15 @@ def pair(lab, api):
 
 
 def flows_of(host, cookie_hex=None):
+    """The host's flow lines; with a wire's cookie, that wire's flows
+    (whatever their role bits, core.ids ROLE_*)."""
     out = host.dump_flows()
     lines = [l.strip() for l in out.splitlines() if 'cookie=' in l]
     if cookie_hex:
-        lines = [l for l in lines if 'cookie=%s,' % cookie_hex in l]
+        want = int(cookie_hex, 16) & ids.COOKIE_WIRE_MASK
+        lines = [l for l in lines if int(re.search(
+            r'cookie=(0x[0-9a-f]+|0)', l).group(1), 16) &
+            ids.COOKIE_WIRE_MASK == want]
     return lines
 
 

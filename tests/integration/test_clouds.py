@@ -408,6 +408,12 @@ def test_a_guest_migrates_to_another_cloud_and_back(clouds, tmp_path):
     fb = h2.add_vm('xfb', [('xfb-nic', '10.92.0.2/24')])
     wa = api.connect(e0, 'xfa-nic')['id']
     wb = api.connect(e1, 'xfb-nic')['id']
+    # The far VMs keep sending to the guest even while it does not answer
+    # (a stalled TCG guest, below): no ARP entry of theirs may expire.
+    for vm, nic, vid, ip in ((fa, 'xfa-nic', e0, '10.91.0.1'),
+                             (fb, 'xfb-nic', e1, '10.92.0.1')):
+        vm.sh(['ip', 'neigh', 'replace', ip, 'lladdr', g.nics[vid]['mac'],
+               'dev', vm.nics[nic]['ifname'], 'nud', 'permanent'])
     try:
         wait_until(lambda: _wire(api, wa) == ('tunnelled', ['h1', 'h3']) and
                    _wire(api, wb) == ('extended', ['h1', 'xa', 'xb', 'h2']),

@@ -18,6 +18,7 @@ def _app():
     h.host('h1', ('a', 1), ('b', 2), ('c', 3))
     h.host('h2', ('d', 1))
     h.connect('a', 'd')
+    h.collect()         # stats answer from the collector's first reading
     return h, RestApi(h.loop, h.ctl, h.intent, h.runtime, TOKEN)
 
 

@@ -15,7 +15,7 @@ import logging
 import time
 
 from virtualwire.core import ids
-from virtualwire.metrics.counters import DIRECTIONS, FlowCounters
+from virtualwire.metrics.counters import DIRECTIONS, FlowCounters, zero_counts
 from virtualwire.southbound import openflow
 
 LOG = logging.getLogger(__name__)
@@ -162,9 +162,11 @@ class Collector:
         """Counters each way, rates and the loss over the last window, or
         None while the wire is unknown or nothing was read yet."""
         self.loop.assert_owner()
-        w = self.counters.wire(cid) if self.ready else None
-        if w is None:
+        if not self.ready:
             return None
+        # A wire made since the last reading has counted nothing yet.
+        self.counters.wires.setdefault(cid, zero_counts())
+        w = self.counters.wire(cid)
         h = self.history.get(cid) or collections.deque()
         if len(h) >= 2:
             (t0, s0), (t1, s1) = h[0], h[-1]

@@ -32,6 +32,9 @@ def _zero():
     return {bit: [0, 0] for bit in _BITS}
 
 
+zero_counts = _zero
+
+
 class FlowCounters:
     def __init__(self):
         self.seen: Dict[str, Dict[object, Tuple[int, int, int]]] = {}
