@@ -130,6 +130,11 @@ def main():
         for i in range(args.migrations):
             if g is None:
                 g = where.define_guest('cmig%d' % i, [(nic, GUEST + '/24')])
+                # The far end keeps probing a guest that stalls (no ARP
+                # entry of its may expire meanwhile).
+                far.sh(['ip', 'neigh', 'replace', GUEST, 'lladdr',
+                        g.nics[nic]['mac'], 'dev',
+                        far.nics['cmf-nic']['ifname'], 'nud', 'permanent'])
             if not wait(lambda: far.ping(GUEST, count=1)[1] == 1, 90):
                 raise SystemExit('the guest does not answer before move %d'
                                  % (i + 1))
