@@ -63,8 +63,8 @@ class IncrementalTables:
         if host.name not in self.tables:
             self._new_table(host.name)
         if old is None or old.encaps != host.encaps:
-            self._set_defaults(host.name, host_default_flows(old),
-                               host_default_flows(host))
+            self._swap(host.name, host_default_flows(old),
+                       host_default_flows(host))
         old_ports = {v.vnic_id: v.ofport for v in old.vnics} if old else {}
         new_ports = {v.vnic_id: v.ofport for v in host.vnics}
         changed, events = self.placement.plug(host.name, old_ports, new_ports)
@@ -134,14 +134,17 @@ class IncrementalTables:
         self.tables[host] = {f.key: f for f in default_flows()}
         self.dirty.setdefault(host, set()).update(self.tables[host])
 
-    def _set_defaults(self, host, before, after):
+    def _swap(self, host, before, after):
+        """Replace flows `before` with `after` in a host's table (a flow
+        is removed only if the table still holds that very flow), marking
+        their keys dirty."""
         table = self.table_map(host)
         keys = self.dirty.setdefault(host, set())
         for f in before - after:
             if table.get(f.key) == f:
                 del table[f.key]
-                keys.add(f.key)
-        for f in after - before:
+            keys.add(f.key)
+        for f in after:
             table[f.key] = f
             keys.add(f.key)
 
@@ -168,17 +171,8 @@ class IncrementalTables:
         old = self.wire_out.get(cid, {})
         for host in set(old) | set(out):
             before, after = old.get(host, set()), out.get(host, set())
-            if before == after:
-                continue
-            table = self.table_map(host)
-            keys = self.dirty.setdefault(host, set())
-            for f in before - after:
-                if table.get(f.key) == f:
-                    del table[f.key]
-                keys.add(f.key)
-            for f in after:
-                table[f.key] = f
-                keys.add(f.key)
+            if before != after:
+                self._swap(host, before, after)
         if out:
             self.wire_out[cid] = out
         else:
