@@ -135,11 +135,10 @@ class Collector:
         """A flow went away with its final counters (we set
         OFPFF_SEND_FLOW_REM on ours)."""
         self.loop.assert_owner()
-        f = openflow.flow_from_removed(msg)
-        if ids.connector_of_cookie(f.cookie) is None:
+        if ids.connector_of_cookie(msg.cookie) is None:
             return
-        self.counters.removed(host, f.key, f.cookie, msg.packet_count,
-                              msg.byte_count)
+        self.counters.removed(host, openflow.flow_key(msg), msg.cookie,
+                              msg.packet_count, msg.byte_count)
         self.removed_seen += 1
         self._urgent = True
 
@@ -194,8 +193,5 @@ class Collector:
 
 
 def _readings(body):
-    out = []
-    for st in body:
-        f = openflow.flow_from_stats(st)
-        out.append((f.key, st.cookie, st.packet_count, st.byte_count))
-    return out
+    return [(openflow.flow_key(st), st.cookie, st.packet_count,
+             st.byte_count) for st in body]

@@ -153,11 +153,11 @@ def to_bytes(msg, xid=1):
     return bytes(msg.buf)
 
 
-def flow_from_removed(msg):
-    """The `Flow` identity (table, priority, match, cookie) of an
-    OFPFlowRemoved message; its actions are not in the message."""
-    return Flow(msg.table_id, msg.priority,
-                tuple(sorted(msg.match.items())), (), msg.cookie)
+def flow_key(msg):
+    """`Flow.key` (table, priority, match) of an OFPFlowStats entry or an
+    OFPFlowRemoved message, without decoding its actions (the collector
+    reads every flow of every switch each cycle)."""
+    return (msg.table_id, msg.priority, tuple(sorted(msg.match.items())))
 
 
 def flow_from_stats(stat):
@@ -180,6 +180,5 @@ def flow_from_stats(stat):
                 # Something we never install: keep it distinct so the diff
                 # replaces it.
                 actions.append(('other', repr(a)))
-    return Flow(stat.table_id, stat.priority,
-                tuple(sorted(stat.match.items())), tuple(actions),
-                stat.cookie)
+    table, priority, match = flow_key(stat)
+    return Flow(table, priority, match, tuple(actions), stat.cookie)
