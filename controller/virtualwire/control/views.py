@@ -66,14 +66,18 @@ class Views(ControllerState):
                 'links': [{'peer': k.peer, 'up': k.up} for k in h.links],
                 'encaps': [{'type': e.type, 'ip': e.ip, 'ofport': e.ofport}
                            for e in h.encaps],
-                'connected': s is not None,
-                'synced': bool(s and s.synced),
                 # When the switch last confirmed (barrier reply) every flow
                 # change we sent it: the moment they were all in place.
                 'flows_confirmed_at': s.confirmed_at if s else None,
                 'datapath_type': h.datapath_type,
                 'underlay_mtu': h.underlay_mtu,
                 'vnics': len(h.vnics), 'warnings': warnings,
+                **self._health(h)}
+
+    def _health(self, h):
+        """A host's switch as operators watch it (views and /metrics)."""
+        s = self.sessions.get(h.dpid)
+        return {'connected': s is not None, 'synced': bool(s and s.synced),
                 'flows': len(self.tables.table_map(h.name)),
                 # Frames the switch dropped, by why (collector's counters).
                 'drops': self.collector.host(h.name)}
@@ -130,12 +134,7 @@ class Views(ControllerState):
         self.loop.assert_owner()
         wire = self.wire(cid)
         _loc, state, _moves = self._ends(wire)
-        figures = self.collector.wire(cid)
-        if figures is None:
-            raise errors.Unavailable('no flow counters read yet (the '
-                                     'collector reads every %gs)'
-                                     % self.collector.interval)
-        return dict(figures, id=cid, connector_id=ids.fmt_connector(cid),
+        return dict(self.collector.wire(cid), id=cid, connector_id=ids.fmt_connector(cid),
                     state=state, read_every_s=self.collector.interval)
 
     def metrics_view(self):
@@ -152,16 +151,9 @@ class Views(ControllerState):
                           'end_a': wire.end_a, 'end_b': wire.end_b,
                           'state': state, 'site_a': sites[0],
                           'site_b': sites[1],
-                          'counters': self.collector.counters.wire(cid)
-                          if self.collector.ready else None})
-        hosts = []
-        for h in self.tables.hosts.values():
-            s = self.sessions.get(h.dpid)
-            hosts.append({'name': h.name, 'site': h.site, 'role': h.role,
-                          'connected': s is not None,
-                          'synced': bool(s and s.synced),
-                          'flows': len(self.tables.table_map(h.name)),
-                          'drops': self.collector.host(h.name)})
+                          'counters': self.collector.totals(cid)})
+        hosts = [dict(self._health(h), name=h.name, site=h.site, role=h.role)
+                 for h in self.tables.hosts.values()]
         states: dict = {}
         for m in self.migrations.all():
             states[m.state] = states.get(m.state, 0) + 1
@@ -173,15 +165,10 @@ class Views(ControllerState):
         """Every wire's figures (as `wire_stats`), from memory: what
         `vwctl top` and the dashboard poll."""
         self.loop.assert_owner()
-        if not self.collector.ready:
-            raise errors.Unavailable('no flow counters read yet (the '
-                                     'collector reads every %gs)'
-                                     % self.collector.interval)
+        self.collector.check_ready()
         out = []
         for cid, wire in sorted(self.tables.wires.items()):
             figures = self.collector.wire(cid)
-            if figures is None:
-                continue
             _loc, state, _moves = self._ends(wire)
             out.append(dict(figures, id=cid, a=wire.end_a, b=wire.end_b,
                             connector_id=ids.fmt_connector(cid),

@@ -14,8 +14,8 @@ import collections
 import logging
 import time
 
-from virtualwire.core import ids
-from virtualwire.metrics.counters import DIRECTIONS, FlowCounters, zero_counts
+from virtualwire.core import errors, ids
+from virtualwire.metrics.counters import DIRECTIONS, FlowCounters
 from virtualwire.southbound import openflow
 
 LOG = logging.getLogger(__name__)
@@ -157,15 +157,25 @@ class Collector:
         self._dirty = True
 
     # -- figures ---------------------------------------------------------------
-    def wire(self, cid):
-        """Counters each way, rates and the loss over the last window, or
-        None while the wire is unknown or nothing was read yet."""
-        self.loop.assert_owner()
+    def check_ready(self):
+        """Raise Unavailable until the figures can be shown."""
         if not self.ready:
-            return None
-        # A wire made since the last reading has counted nothing yet.
-        self.counters.wires.setdefault(cid, zero_counts())
-        w = self.counters.wire(cid)
+            raise errors.Unavailable('no flow counters read yet (the '
+                                     'collector reads every %gs)'
+                                     % self.interval)
+
+    def totals(self, cid):
+        """A wire's counters each way (a wire made since the last reading
+        has counted nothing yet), or None before the first reading."""
+        return self.counters.wire(cid, zero_if_unknown=True) \
+            if self.ready else None
+
+    def wire(self, cid):
+        """Counters each way, rates and the loss over the last window
+        (Unavailable before the first reading)."""
+        self.loop.assert_owner()
+        self.check_ready()
+        w = self.counters.wire(cid, zero_if_unknown=True)
         h = self.history.get(cid) or collections.deque()
         if len(h) >= 2:
             (t0, s0), (t1, s1) = h[0], h[-1]

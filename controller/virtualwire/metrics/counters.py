@@ -32,9 +32,6 @@ def _zero():
     return {bit: [0, 0] for bit in _BITS}
 
 
-zero_counts = _zero
-
-
 class FlowCounters:
     def __init__(self):
         self.seen: Dict[str, Dict[object, Tuple[int, int, int]]] = {}
@@ -86,11 +83,6 @@ class FlowCounters:
         if packets or nbytes:
             self._credit(host, cookie, packets, nbytes)
 
-    def forget_host(self, host):
-        """A switch restarted or went away: its flows' counters are gone
-        (what they counted since the last reading is lost, never more)."""
-        self.seen.pop(host, None)
-
     def _credit(self, host, cookie, dp, db):
         cid = ids.connector_of_cookie(cookie)
         roles = ids.roles_of_cookie(cookie)
@@ -109,14 +101,17 @@ class FlowCounters:
                     counts[bit][1] += db
 
     # -- figures -------------------------------------------------------------
-    def wire(self, cid):
-        """{'a_to_b': {...}, 'b_to_a': {...}} or None if not tracked.
+    def wire(self, cid, zero_if_unknown=False):
+        """{'a_to_b': {...}, 'b_to_a': {...}}; for a wire not tracked,
+        None (or zeros: a wire made since the last reading).
         lost = entered - delivered: frames the network took in at one end
         and did not hand to the other (in flight at the reading included:
         exact once the wire is quiet for a moment)."""
         c = self.wires.get(cid)
         if c is None:
-            return None
+            if not zero_if_unknown:
+                return None
+            c = _zero()
         out = {}
         for name, src, dst in DIRECTIONS:
             e, d, h = c[ENTERS[src]], c[DELIVERS[dst]], c[HELD[dst]]
