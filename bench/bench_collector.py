@@ -13,7 +13,9 @@ reading every switch's flow counters each --stats-interval:
   stats before side by side, what that call cost before the collector: a
                flow-stats request for the wire's cookie to each of its two
                hosts' switches (ovs-ofctl dump-flows with the cookie mask,
-               the same request the old REST path sent), timed the same way
+               the same request the old REST path sent), timed the same way;
+               this includes starting ovs-ofctl twice, which the old path
+               did not pay, so it overstates "before" (read the ratio so)
 
     python bench/bench_collector.py [--hosts 50] [--wires 10000]
 """
