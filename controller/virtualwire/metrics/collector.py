@@ -15,7 +15,8 @@ import logging
 import time
 
 from virtualwire.core import errors, ids
-from virtualwire.metrics.counters import DIRECTIONS, FlowCounters
+from virtualwire.metrics.counters import (DELIVERS, DIRECTIONS, ENTERS,
+                                          FlowCounters)
 from virtualwire.southbound import openflow
 
 LOG = logging.getLogger(__name__)
@@ -114,14 +115,12 @@ class Collector:
         live = set(self.counters.wires)
         for cid in [c for c in self.history if c not in live]:
             del self.history[cid]
-        for cid in live:
-            w = self.counters.wire(cid)
+        for cid, c in self.counters.wires.items():
+            # Every wire, every cycle: read the raw counts, build no views.
             h = self.history.setdefault(cid, collections.deque())
-            h.append((now, {d: (w[d]['entered_packets'],
-                                w[d]['delivered_packets'],
-                                w[d]['entered_bytes'],
-                                w[d]['delivered_bytes'])
-                            for d, _, _ in DIRECTIONS}))
+            h.append((now, {d: (c[ENTERS[src]][0], c[DELIVERS[dst]][0],
+                                c[ENTERS[src]][1], c[DELIVERS[dst]][1])
+                            for d, src, dst in DIRECTIONS}))
             while len(h) > 2 and now - h[1][0] >= WINDOW:
                 h.popleft()
 
