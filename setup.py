@@ -31,7 +31,8 @@ setup(
         # libvirt-python builds against libvirt-dev (scripts/install-deps).
         'libvirt': ['libvirt-python>=9'],
         'test': ['pytest>=7', 'scapy>=2.5', 'libvirt-python>=9',
-                 'ruff>=0.6', 'mypy>=1.10', 'schemathesis>=4,<5'],
+                 'ruff>=0.6', 'mypy>=1.10', 'schemathesis>=4,<5',
+                 'selenium>=4.20'],
     },
     entry_points={'console_scripts': [
         'virtualwire-controller = virtualwire.main:main',

@@ -154,6 +154,44 @@ def test_migration_activates_in_the_switch_on_the_first_frame(first):
     assert h.runtime.migration_rows[m['id']]['activated_by'] == {'g': trigger}
 
 
+def test_a_migration_records_each_step_of_its_timeline_in_order():
+    """What the dashboard draws: announced, the destination tap appeared,
+    the guest's first frame activated it, the other switches confirmed
+    their new flows (h1 stops receiving, h3 sends to h2 only), the source
+    port left."""
+    h, w, vm = _migrating()
+    [m] = h.call(h.ctl.migration_views)
+    assert m['steps'] == {}
+    h.host('h2', ('g', 2))
+    h.settle()
+    [m] = h.call(h.ctl.migration_views)
+    assert list(m['steps']['g']) == ['tap_appeared']
+    h.send('h2', 2, payload=b'x' * 46, eth_type=0x8035)
+    h.settle()
+    [m] = h.call(h.ctl.migration_views)
+    assert list(m['steps']['g']) == ['tap_appeared', 'sisters_moved']
+    assert m['sisters'] == {'g': ['h1', 'h3']}
+    h.host('h1')
+    h.call(h.ctl.migration_released, vm, 'h1')
+    [m] = h.call(h.ctl.migration_views)
+    steps = m['steps']['g']
+    assert list(steps) == ['tap_appeared', 'sisters_moved', 'source_left']
+    order = [m['started_at'], steps['tap_appeared'], m['activated']['g'],
+             steps['sisters_moved'], steps['source_left']]
+    assert order == sorted(order), order
+    assert h.runtime.migration_rows[m['id']]['steps'] == m['steps']
+
+
+def test_an_aborted_move_says_its_destination_left():
+    h, w, vm = _migrating()
+    h.host('h2', ('g', 2))
+    h.host('h2')
+    h.call(h.ctl.migration_released, vm, 'h2')
+    [m] = h.call(h.ctl.migration_views)
+    assert list(m['steps']['g']) == ['tap_appeared', 'destination_left']
+    assert 'sisters_moved' not in m['steps']['g']
+
+
 def test_a_silent_guest_is_activated_by_its_sources_release_hook():
     """The last resort when the guest sends nothing on its destination (a
     QEMU whose announce sends nothing, a guest that disabled it): the

@@ -216,7 +216,18 @@ def _document():
                               'vNIC -> how its move ended in the data plane'},
                     'found_by': {'type': 'string', 'enum': ['hook', 'ovsdb'],
                                  'description': 'announced by the hook, or '
-                                 'seen in OVSDB (hook unreachable)'}}},
+                                 'seen in OVSDB (hook unreachable)'},
+                    'steps': {'type': 'object', 'description':
+                              'vNIC -> {step: when (Unix time)}: '
+                              'tap_appeared (its tap on the destination, '
+                              'in OVSDB), sisters_moved (every other '
+                              'switch confirmed its flows after '
+                              'activation), and how the move ended: '
+                              'source_left, destination_left (aborted) '
+                              'or timed_out'},
+                    'sisters': {'type': 'object', 'description':
+                                'vNIC -> the hosts whose flows changed at '
+                                'its activation'}}},
                 'ConnectRequest': {
                     'type': 'object', 'required': ['a', 'b'],
                     'additionalProperties': False,

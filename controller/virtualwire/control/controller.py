@@ -45,6 +45,8 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
         self.remembered = {}            # name -> Host, as last persisted
         self.move_seen = {}             # vnic -> clock() when first seen
         self.changed_records = {}       # id -> Migration to persist
+        self.sisters_pending = {}       # vnic -> activation's other switches
+        self.sister_hosts = {}
         self.reports = {}               # extender -> its agent's last report
         self.rotations = {}             # extender -> fingerprint to replace
         self.stats = {'syncs': 0, 'bundles': 0, 'flow_mods': 0,
@@ -115,6 +117,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
                             'second', h.name, owner, remote)
                 continue
             self._placement_events(self.tables.set_host(h))
+            self.taps_seen(h)
             if self.remembered.get(h.name) != h:
                 self.remembered[h.name] = h
                 self.runtime.save_host(h)       # queued, off the loop
@@ -159,6 +162,9 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
         s = self._session(msg.datapath)
         if s is not None:
             s.barrier_reply(msg)
+            host = self.host_of_dpid(msg.datapath.id)
+            if host is not None:
+                self.sisters_confirmed(host, msg.xid)
 
     def _dumped(self, s: SwitchSession, body):
         """What the switch holds, so a reconnect (controller or switch
@@ -216,6 +222,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
         self.loop.assert_owner()
         self.stats['syncs'] += 1
         dirty = self.tables.pop_dirty()
+        sent = {}
         for h in self.tables.hosts.values():
             s = self.sessions.get(h.dpid)
             if s is None or s.installed is None:
@@ -231,8 +238,10 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
             if diff:
                 self.stats['flow_mods'] += s.send_diff(diff)
                 self.stats['bundles'] += 1
+                sent[h.name] = s.barrier_xid
                 LOG.info('host %s: +%d ~%d -%d flows', h.name,
                          len(diff.add), len(diff.modify), len(diff.delete))
+        self.sisters_sent(sent)
         records, self.changed_records = self.changed_records, {}
         for m in records.values():
             self.runtime.save_migration(m.view(), self.migrations.keep_ids())

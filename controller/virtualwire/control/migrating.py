@@ -6,7 +6,8 @@ source's release hook, the source port leaving), moves inferred from OVSDB,
 and moves that never activated."""
 import logging
 
-from virtualwire.control.migrations import ABORTED, TIMED_OUT, parse_vm_uuid
+from virtualwire.control.migrations import (ABORTED, SISTERS, TAP, TIMED_OUT,
+                                           parse_vm_uuid)
 from virtualwire.control.state import ControllerState
 from virtualwire.core import errors, frames
 from virtualwire.core.placement import COMPLETED, MoveEnded, MoveSeen
@@ -124,6 +125,8 @@ class MigrationHandlers(ControllerState):
         if self.tables.activate(vnic, host):
             LOG.info('vNIC %s activated on %s (%s)', vnic, host, trigger)
             self._record(self.migrations.activated(vnic, host, trigger))
+            # The other switches move at the next sync: see sisters_sent.
+            self.sisters_pending[vnic] = (host, None, self.clock())
 
     def activations_in(self, dpid, installed):
         """A destination that learned its flow while we were not listening
@@ -139,11 +142,52 @@ class MigrationHandlers(ControllerState):
                 if vnic:
                     self._activate(vnic, host, frames.FOUND_IN_TABLE)
 
+    # ---- the timeline's steps ------------------------------------------------
+    def taps_seen(self, host):
+        """A host's OVSDB changed: a moving vNIC's tap on its destination
+        is the guest's QEMU starting there."""
+        for m in list(self.migrations.active.values()):
+            if m.destination == host.name:
+                here = host.vnic_map()
+                for v in m.vnics:
+                    if v in here and TAP not in m.steps.get(v, {}):
+                        self._record(self.migrations.step(v, TAP))
+
+    def sisters_sent(self, sent):
+        """sent: {host: barrier xid} of the bundles this sync sent. Those
+        right after an activation move the other switches to the
+        destination; their barrier replies say when they all had."""
+        for v, (dest, waiting, since) in list(self.sisters_pending.items()):
+            if waiting is None:
+                waiting = {h: x for h, x in sent.items() if h != dest}
+                self.sisters_pending[v] = (dest, waiting, since)
+                self.sister_hosts[v] = sorted(waiting)
+                self._sisters_done(v)
+
+    def sisters_confirmed(self, host, xid):
+        for v, (_dest, waiting, _since) in list(
+                self.sisters_pending.items()):
+            if waiting and waiting.get(host) == xid:
+                del waiting[host]
+                self._sisters_done(v)
+
+    def _sisters_done(self, vnic):
+        dest, waiting, _since = self.sisters_pending[vnic]
+        if not waiting:
+            del self.sisters_pending[vnic]
+            self._record(self.migrations.step(
+                vnic, SISTERS, destination=dest,
+                hosts=self.sister_hosts.pop(vnic, [])))
+
     def expire_moves(self):
         """A move never activated within move_timeout (a migration stuck or
         aborted without its destination port going away) is cancelled:
         the wire goes back to exactly its pre-migration flows."""
         now = self.clock()
+        for v, (_d, _w, since) in list(self.sisters_pending.items()):
+            if now - since > 60:             # a switch that never answered
+                del self.sisters_pending[v]
+                self.sister_hosts.pop(v, None)
         moves = self.tables.placement.moves
         for v in [v for v in self.move_seen if v not in moves]:
             del self.move_seen[v]

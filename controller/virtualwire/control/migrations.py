@@ -11,12 +11,21 @@ import time
 import uuid as uuidlib
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from virtualwire.core import errors, ids
 from virtualwire.core.placement import ABORTED, COMPLETED, TIMED_OUT
 
 HISTORY = 200          # finished migrations kept for `GET /v1/migrations`
+
+# A vNIC's move, step by step (besides the migration's `started_at`, when
+# it was announced, and `activated`): its tap appeared on the destination
+# (OVSDB), every other switch whose flows changed at activation confirmed
+# them (barrier replies), and how the move ended: the source port went
+# (completed), the destination's went (aborted), or it was cancelled.
+TAP, SISTERS = 'tap_appeared', 'sisters_moved'
+ENDED = {COMPLETED: 'source_left', ABORTED: 'destination_left',
+         TIMED_OUT: 'timed_out'}
 
 # States: PREPARED (announced; the guest is being copied), COMPLETED (the
 # guest left its source), ABORTED (it left, or never reached, the
@@ -24,8 +33,8 @@ HISTORY = 200          # finished migrations kept for `GET /v1/migrations`
 # went back to the source alone; should the migration finish later, it is
 # followed from OVSDB when the source port goes, as if never announced).
 PREPARED = 'prepared'
-__all__ = ['PREPARED', 'COMPLETED', 'ABORTED', 'TIMED_OUT', 'Migration',
-           'MigrationBook', 'parse_announce', 'parse_vm_uuid']
+__all__ = ['PREPARED', 'COMPLETED', 'ABORTED', 'TIMED_OUT', 'TAP', 'SISTERS',
+           'Migration', 'MigrationBook', 'parse_announce', 'parse_vm_uuid']
 
 
 @dataclass
@@ -51,6 +60,10 @@ class Migration:
     # 'hook' (announced) or 'ovsdb' (a vNIC seen on a second host without
     # an announcement: the hook could not reach the controller)
     found_by: str = 'hook'
+    # vNIC -> {step: when} for the timeline (STEPS), and vNIC -> the hosts
+    # whose flows changed at its activation ('sisters').
+    steps: Dict[str, Dict[str, float]] = field(default_factory=dict)
+    sisters: Dict[str, List[str]] = field(default_factory=dict)
 
     def view(self):
         d = asdict(self)
@@ -186,6 +199,22 @@ class MigrationBook:
                 return m
         return None
 
+    def step(self, vnic, name, when=None, destination=None, hosts=None):
+        """A vNIC's move reached step `name` (once). The record may have
+        ended already: switches confirm after the source left when the
+        release hook was the trigger. Returns the record, or None."""
+        for m in list(self.active.values()) + list(reversed(
+                self.history.values()))[:8]:
+            if vnic in m.vnics and destination in (None, m.destination):
+                steps = m.steps.setdefault(vnic, {})
+                if name in steps:
+                    return None
+                steps[name] = when or time.time()
+                if hosts is not None:
+                    m.sisters[vnic] = sorted(hosts)
+                return m
+        return None
+
     def move_finished(self, vnic, outcome):
         """A vNIC's move ended (its source or destination port went away).
         When every vNIC's has, the migration is over even if the hook never
@@ -193,6 +222,8 @@ class MigrationBook:
         for m in list(self.active.values()):
             if vnic in m.vnics:
                 m.moves[vnic] = outcome
+                m.steps.setdefault(vnic, {}).setdefault(
+                    ENDED.get(outcome, outcome), time.time())
                 if len(m.moves) == len(m.vnics):
                     ends = set(m.moves.values())
                     self._end(m, COMPLETED if ends == {COMPLETED} else

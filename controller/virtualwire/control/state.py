@@ -1,7 +1,7 @@
 """What the controller holds, declared once: the parts of `Controller`
 (`migrating`, `views`) are written against this, so each knows the
 state it may read and write, and the type checker does too."""
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from virtualwire.control.loop import Loop
 from virtualwire.control.migrations import Migration, MigrationBook
@@ -23,6 +23,10 @@ class ControllerState:
     remembered: Dict[str, Host]       # name -> Host, as last persisted
     move_seen: Dict[str, float]       # vnic -> clock() when first seen
     changed_records: Dict[str, Migration]   # to persist after the sync
+    # vNIC -> (destination, {host: barrier xid} or None before the sync
+    # that moves the other switches, clock() at activation)
+    sisters_pending: Dict[str, Tuple[str, Optional[Dict[str, int]], float]]
+    sister_hosts: Dict[str, List[str]]      # vNIC -> hosts moved for it
     stats: Dict[str, int]
     collector: Any                    # metrics.collector.Collector
     instruments: Any                  # metrics.instruments.Instruments
