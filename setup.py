@@ -13,7 +13,8 @@ setup(
     # (lab/), installed beside it but not part of it.
     package_dir={'': 'controller', 'vwlab': 'lab/vwlab'},
     packages=find_packages('controller') + ['vwlab'],
-    package_data={'virtualwire': ['store/schema/*.ovsschema'],
+    package_data={'virtualwire': ['store/schema/*.ovsschema',
+                                  'api/dashboard/*'],
                   'vwlab': ['guest/*']},
     python_requires='>=3.11',
     install_requires=[

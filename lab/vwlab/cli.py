@@ -170,7 +170,9 @@ def cmd_demo(args):
         if args.keep:
             say(6, total, 'lab %s left running. Try:\n'
                 '      VWCTL_CONFIG=%s vwctl wires\n'
+                '      the dashboard: %s/ui/ (token: the contents of %s)\n'
                 '      vwlab down %s' % (lab.prefix, lab.vwctl_config,
+                                         lab.url, lab.token_file,
                                          lab.prefix))
             lab.controller = None      # keep it running after we exit
             return 0

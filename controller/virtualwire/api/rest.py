@@ -11,6 +11,7 @@ import routes
 import webob
 import webob.dec
 
+from virtualwire.api import dashboard
 from virtualwire.api.errors import LengthRequired, status_of
 from virtualwire.api.openapi import openapi_document
 from virtualwire.core import errors, ids
@@ -32,6 +33,10 @@ def error(status, message):
 
 
 ROUTES = (
+    ('/', 'GET', 'home'),
+    ('/ui', 'GET', 'home'),
+    ('/ui/', 'GET', 'ui'),
+    ('/ui/{name}', 'GET', 'ui'),
     ('/v1/openapi.json', 'GET', 'openapi'),
     ('/metrics', 'GET', 'metrics'),
     ('/v1/status', 'GET', 'status'),
@@ -54,6 +59,10 @@ ROUTES = (
     ('/v1/extenders/{name}/report', 'POST', 'extender_report'),
     ('/v1/extenders/{name}/rotate-key', 'POST', 'rotate_key'),
 )
+
+# Served without the token: the API's description, and the dashboard's
+# static files (they hold no data; the page asks for the token).
+PUBLIC = frozenset({'openapi', 'home', 'ui'})
 
 
 def read_json_object(req):
@@ -123,7 +132,7 @@ class RestApi:
                 return error(404, 'no such resource: %s' % req.path_info)
             action = route[0] = match.pop('action')
             match.pop('controller', None)
-            if action != 'openapi' and not self._authorized(req):
+            if action not in PUBLIC and not self._authorized(req):
                 resp = error(401, 'missing or wrong bearer token')
                 resp.headers['WWW-Authenticate'] = 'Bearer'
                 return resp
@@ -155,6 +164,16 @@ class RestApi:
     # ---- handlers ------------------------------------------------------------
     def openapi(self, req):
         return _json(200, openapi_document())
+
+    def home(self, req):
+        resp = webob.Response(status=302)
+        resp.headers['Location'] = '/ui/'
+        return resp
+
+    def ui(self, req, name=''):
+        resp = dashboard.serve(name)
+        return resp if resp is not None else error(
+            404, 'no such file of the dashboard: %s' % name)
 
     def metrics(self, req):
         """Prometheus text format; bearer token as for the rest."""

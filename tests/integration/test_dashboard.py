@@ -1,0 +1,103 @@
+"""The web dashboard in a real browser (Debian's chromium, headless, driven
+by selenium) against the lab's controller: a wrong token is refused, the
+right one signs in; the lab's hosts and wires are shown; a wire's rate
+rises when traffic starts and a live migration appears on the timeline
+with every step, without the page reloading."""
+import os
+import shutil
+import threading
+
+from vwlab.browser import Browser
+from wire_traffic import udp_stream
+
+RATE = 300
+STEPS = ['announced', 'tap_appeared', 'activated', 'sisters_moved',
+         'source_left']
+
+
+def number(text):
+    try:
+        return float((text or '').replace(',', ''))
+    except ValueError:
+        return None
+
+
+def test_the_dashboard_shows_the_lab_live(lab, api, pair, wired_guest,
+                                          tmp_path):
+    va, vb, w = pair('h1', 'h2')
+    g, _far, _wid = wired_guest('10.87.0')
+    h1, h2, _h3 = lab.hosts
+    cid = w['connector_id']
+    row = '#wires tr[data-wire="%s"] ' % cid
+    with Browser() as b:
+        b.open(lab.url + '/')                        # redirected to /ui/
+        b.sign_in('not-the-token')
+        b.wait(lambda: 'Wrong token' in (b.text('#login-error') or ''), 10,
+               what='the wrong token refused')
+        assert not b.find('#app').is_displayed()
+        b.sign_in(api.token)
+        b.wait(lambda: b.find('#app').is_displayed(), 10, what='signed in')
+        assert all(' 401 ' in e for e in b.errors())  # the wrong token's
+
+        # The lab as it is: every host connected, in the table and the
+        # picture; the wire tunnelled, drawn as such.
+        b.wait(lambda: all(
+            b.text('#hosts tr[data-host="%s"] td:nth-child(4)' % h.name)
+            == 'connected' for h in lab.hosts), 15, what='hosts connected')
+        assert {e.get_attribute('data-host') for e in b.all(
+            '#topology g.host')} == {h.name for h in lab.hosts}
+        b.wait(lambda: b.text(row + 'td.state') == 'tunnelled', 10,
+               what='the wire in the table')
+        assert b.all('#topology path.wire.tunnelled[data-wire="%s"]' % cid)
+        assert b.text(row + 'td:nth-child(3)') == w['a']
+
+        # Traffic starts: the rate shown rises to what is sent (the
+        # collector's window is about 10 s: within 20 % once it is full).
+        b.d.execute_script('window.vwNotReloaded = true')
+        before = number(b.text(row + 'td.rate-ab'))
+        assert before is not None and before < 0.2 * RATE, before
+        out = {}
+        stream = threading.Thread(target=lambda: out.update(r=udp_stream(
+            va, vb, '192.0.2.2', seconds=45, rate=RATE, port=6200)))
+        stream.start()
+        risen = b.wait(lambda: (number(b.text(row + 'td.rate-ab')) or 0)
+                       >= 0.8 * RATE and number(b.text(row + 'td.rate-ab')),
+                       25, what='the rate to rise')
+        assert risen <= 1.2 * RATE, risen
+        assert b.text(row + 'td.lost') == '0'
+
+        # A live migration appears while it runs and ends with each step.
+        m_css = '.migration[data-vm="%s"]' % g.name
+        states = set()
+        moved = threading.Thread(target=lambda: out.update(
+            took=lab.migrate(g, h1, h2)))
+        moved.start()
+        while moved.is_alive():
+            s = b.attr(m_css, 'data-state')
+            if s:
+                states.add(s)
+            moved.join(0.2)
+        assert 'took' in out, 'the migration failed'
+        b.wait(lambda: b.attr(m_css, 'data-state') == 'completed', 15,
+               what='the migration completed on the page')
+        assert 'prepared' in states, states      # seen live, while copying
+        done = b.wait(lambda: [e.get_attribute('data-step') for e in b.all(
+            m_css + ' g.step.done')], 10, what='steps')
+        assert sorted(done) == sorted(STEPS) and done[0] == 'announced', done
+        [rec] = [m for m in api.ok('GET', '/v1/migrations')['migrations']
+                 if m['vm'] == g.name]
+        [nic] = rec['vnics']
+        assert 'activated (%s)' % rec['activated_by'][nic] in b.text(
+            m_css + ' g.step[data-step="activated"]')
+        b.wait(lambda: b.all('#topology g.host[data-host="%s"] '
+                             'g.vnic[data-end="%s"]' % (h2.name, nic)), 10,
+               what="the guest's vNIC drawn on h2")
+        assert b.d.execute_script('return window.vwNotReloaded') is True
+        assert b.errors() == []
+        shot = tmp_path / 'dashboard.png'
+        b.screenshot(shot)
+        if os.environ.get('VW_DASHBOARD_SCREENSHOT'):
+            shutil.copy(shot, os.environ['VW_DASHBOARD_SCREENSHOT'])
+        stream.join(90)
+    sent, got = out['r']
+    assert got['received'] == sent['sent']
