@@ -1,6 +1,7 @@
 """Per-wire counters from flow counters: never backwards, each frame once,
 through flow replacement, removal, migration and controller restart
 (pure `metrics.counters`, and the controller driving the fake switch)."""
+import json
 import uuid
 
 import pytest
@@ -80,6 +81,28 @@ def test_a_snapshot_continues_exactly():
     d.restore(c.snapshot())
     d.poll('h1', [(K1, A_IN, 25, 250)])            # counted meanwhile
     assert ab(d)['entered_packets'] == 25
+
+
+def test_an_idle_fleet_saves_next_to_nothing_and_continues_exactly():
+    """Flows that counted nothing are left out of the snapshot: restored,
+    they read as new and are credited from zero, which is the same."""
+    c = FlowCounters()
+    c.track({cid: 't%d' % cid for cid in range(1, 2001)})
+    idle = [((0, 100, (('in_port', cid),)), ids.wire_cookie(cid) |
+             ids.ROLE_ENTERS_A, 0, 0) for cid in range(1, 2001)]
+    c.poll('h1', idle)
+    c.poll('h1', idle[:-1] + [(idle[-1][0], idle[-1][1], 5, 500)])
+    snap = c.snapshot()
+    assert len(json.dumps(snap)) < 300
+    d = FlowCounters()
+    d.restore(json.loads(json.dumps(snap)))
+    d.track({cid: 't%d' % cid for cid in range(1, 2001)})
+    later = [(k, ck, 3, 300) if k[2][0][1] == 7 else (k, ck, p, b)
+             for k, ck, p, b in idle[:-1]] + [(idle[-1][0], idle[-1][1], 8, 800)]
+    d.poll('h1', later)
+    assert d.wire(7)['a_to_b']['entered_packets'] == 3
+    assert d.wire(2000)['a_to_b']['entered_packets'] == 8
+    assert d.wire(5)['a_to_b']['entered_packets'] == 0
 
 
 def test_held_and_infrastructure_drops_count_per_host():

@@ -131,14 +131,18 @@ class FlowCounters:
 
     # -- durability ----------------------------------------------------------
     def snapshot(self):
-        """A JSON-able copy of everything (`restore` takes it back)."""
+        """A JSON-able copy of everything (`restore` takes it back).
+        Flows that counted nothing and wires with no counts are left out:
+        restored, they read as new, which credits the same (their whole
+        count, from zero), so an idle fleet saves next to nothing."""
         def counts(c):
             return {str(b): v for b, v in c.items() if v != [0, 0]}
         return {
-            'seen': {h: [[_key_json(k), *v] for k, v in flows.items()]
+            'seen': {h: [[_key_json(k), *v] for k, v in flows.items()
+                         if v[1] or v[2]]
                      for h, flows in self.seen.items()},
             'wires': {str(cid): [self.identity.get(cid, ''), counts(c)]
-                      for cid, c in self.wires.items()},
+                      for cid, c in self.wires.items() if counts(c)},
             'hosts': {h: counts(c) for h, c in self.hosts.items()}}
 
     def restore(self, snap):

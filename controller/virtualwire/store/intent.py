@@ -32,6 +32,7 @@ LOG = logging.getLogger(__name__)
 SCHEMA_PATH = os.path.join(os.path.dirname(__file__), 'schema',
                            'virtualwire.ovsschema')
 DB_NAME = 'VirtualWire'
+UNMONITORED = ('Counters',)
 
 
 class _WireEvents(ovs.db.idl.Idl):
@@ -56,9 +57,13 @@ class IntentStore:
     (('upsert', cid, Wire) / ('delete', cid, None)) and the table's size."""
 
     def __init__(self, remote, on_change=None):
-        helper = ovs.db.idl.SchemaHelper(
-            schema_json=fetch_schema(remote, DB_NAME))
-        helper.register_all()
+        schema = fetch_schema(remote, DB_NAME)
+        helper = ovs.db.idl.SchemaHelper(schema_json=schema)
+        # Every table but the collector's saved counters: one long string
+        # the IDL's JSON parser would take seconds to read (store.rawrpc).
+        for table in schema['tables']:
+            if table not in UNMONITORED:
+                helper.register_table(table)
         self.client = IdlClient(remote, helper, name='intent-db',
                                 idl_class=_WireEvents)
         self.client.on_change = self._changed
