@@ -57,8 +57,12 @@ def main():
         api = Api(lab)
         api.wait_hosts(args.hosts)
         print('connecting %d wires' % args.wires, flush=True)
-        wires = []
+        wires, t_connect = [], time.time()
         for (ka, ma), (kb, mb) in pairs:
+            if len(wires) % 1000 == 0 and wires:
+                print('  %d wires, %.1f s' % (len(wires),
+                                              time.time() - t_connect),
+                      flush=True)
             wires.append(api.call('POST', '/v1/wires', {
                 'a': sim.vnic_id(ka, ma), 'b': sim.vnic_id(kb, mb)})['id'])
         expected = [2] * args.hosts     # the miss and the carrier's reject
@@ -75,8 +79,9 @@ def main():
         s1 = api.call('GET', '/v1/status')['collector']
         cycles = s1['cycles'] - s0['cycles']
         idle_cpu = (c1 - c0) / (t1 - t0)
-        print('collector: %d cycles in %.0f s, last took %s ms; controller '
-              'CPU %.3f s/s' % (cycles, t1 - t0, s1['took_ms'], idle_cpu),
+        print('collector: %d cycles in %.0f s, last took %s ms, pace %s s; '
+              'controller CPU %.3f s/s' % (cycles, t1 - t0, s1['took_ms'],
+                                           s1.get('pace_s'), idle_cpu),
               flush=True)
 
         scrape, size = [], 0
@@ -115,6 +120,7 @@ def main():
             'flows': sum(expected), 'stats_interval_s': s1['interval'],
             'collector_cycles': cycles,
             'collector_cycle_ms_last': s1['took_ms'],
+            'collector_pace_s': s1.get('pace_s'),
             'controller_cpu_s_per_s': round(idle_cpu, 4),
             'controller_cpu_s_per_cycle': round(
                 (c1 - c0) / cycles, 4) if cycles else None,

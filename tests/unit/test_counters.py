@@ -229,3 +229,50 @@ def test_rejected_and_unwired_frames_are_counted_per_host():
     d2 = h.call(h.ctl.host_view, 'h2')['drops']
     assert (d1['unwired_packets'], d1['rejected_packets']) == (1, 0)
     assert (d2['unwired_packets'], d2['rejected_packets']) == (0, 1)
+
+
+def test_the_collector_paces_itself_and_never_overlaps_cycles():
+    """Cycles start no sooner than the interval, nor sooner than four times
+    what the last one took (the collector's budget); a switch that never
+    answers holds a cycle for STUCK seconds at most."""
+    from virtualwire.metrics import collector as col
+    h = Harness()
+    h.host('h1', ('a', 1))
+    h.host('h2', ('b', 3))
+    h.connect('a', 'b')
+    c, t = h.ctl.collector, [1000.0]
+    c.clock = lambda: t[0]
+
+    def due():
+        h.loop.post(c.due)
+        h.settle()
+        return c.cycle['cycles']
+    assert due() == 1
+    t[0] += 1.0
+    assert due() == 1                               # within the interval
+    t[0] += 1.0
+    assert due() == 2
+    # A slow cycle: the replies come 3 s after the requests.
+    t[0] += 2.0
+    h.loop.post(c.due)
+    h.loop.run_pending()
+    assert c.pending
+    t[0] += 3.0
+    h.settle()
+    assert c.cycle['cycles'] == 3 and c.cycle['pace_s'] == 3.0 / col.BUDGET
+    t[0] += 8.0                                     # 11 s after its start
+    assert due() == 3
+    t[0] += 1.0
+    assert due() == 4
+    # A cycle nobody answers is given up after STUCK, then one more starts.
+    t[0] += 12.0
+    h.loop.post(c.due)
+    h.loop.run_pending()                            # sent, not answered
+    t[0] += col.STUCK - 1
+    h.loop.post(c.due)
+    h.loop.run_pending()
+    assert c.cycle['cycles'] == 4 and c.pending
+    t[0] += 2
+    h.loop.post(c.due)
+    h.loop.run_pending()
+    assert c.cycle['cycles'] == 5 and c.pending     # the next one is out

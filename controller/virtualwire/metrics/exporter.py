@@ -115,6 +115,11 @@ def other_families(doc):
     yield GaugeMetricFamily('virtualwire_collector_cycle_seconds',
                             'How long the last flow-counter reading took',
                             value=(c['took_ms'] or 0) / 1000.0)
+    yield GaugeMetricFamily('virtualwire_collector_pace_seconds',
+                            'Seconds between readings now: the interval '
+                            'set, or more when a reading costs more than '
+                            'a quarter of that',
+                            value=c['pace_s'] or 0)
     yield GaugeMetricFamily('virtualwire_collector_flows',
                             'Flows read in all cycles so far',
                             value=c['flows'])
