@@ -265,7 +265,13 @@ def _document():
                               'delivered (in flight at the reading '
                               'included), held: dropped on a migration\'s '
                               'destination until activation; window: the '
-                              "collector's last ~10 s",
+                              "collector's last ~10 s, where lost_packets "
+                              'is the raw difference, uncertain_packets '
+                              'what of it may be in flight or not yet '
+                              'counted (the rate times twice OVS\'s '
+                              '0.5 s counter refresh plus the spread of '
+                              'the readings) and surely_lost_packets the '
+                              'rest',
                               'properties': dict({
                                   k: {'type': 'integer'} for k in (
                                       'entered_packets', 'entered_bytes',

@@ -18,7 +18,8 @@ def top_rows(doc, n):
         pps = [win[d].get('packets_per_second', 0.0) for d in win]
         bps = sum(win[d].get('bits_per_second', 0.0) for d in win)
         entered = sum(win[d].get('entered_packets', 0) for d in win)
-        lost = [max(0, win[d].get('lost_packets', 0)) for d in win]
+        # Beyond doubt: not what may still be in flight (metrics.collector).
+        lost = [win[d].get('surely_lost_packets', 0) for d in win]
         rows.append((sum(pps), [
             w['connector_id'], w['state'], w['a'], w['b'],
             round(pps[0], 1), round(pps[1], 1), round(bps / 1e6, 3),

@@ -118,7 +118,10 @@ def cmd_stats(c, a):
         rows.append([label, d['entered_packets'], d['delivered_packets'],
                      'lost %d' % d['lost_packets'], d['held_packets'],
                      win.get('packets_per_second', ''),
-                     win.get('lost_packets', ''),
+                     '%d (of %d, +-%d)' % (win['surely_lost_packets'],
+                                           win['lost_packets'],
+                                           win['uncertain_packets'])
+                     if win else '',
                      d['entered_bytes'], d['delivered_bytes']])
     span = next((doc[k]['window']['seconds'] for k in ('a_to_b', 'b_to_a')
                  if doc[k].get('window')), None)
@@ -129,7 +132,9 @@ def cmd_stats(c, a):
             'entered bytes', 'delivered bytes'])) +
         'entered: frames taken in at the sending end; delivered: handed to '
         'the far end\'s port; lost: entered and not delivered (frames in '
-        'flight at the\nreading count until they arrive); held: dropped on '
+        'flight at the\nreading count until they arrive; in the window, lost '
+        'beyond doubt, of the raw difference, +- what may be in flight or\n'
+        'not yet counted while frames flow); held: dropped on '
         'a migration\'s destination until the guest ran there (a copy went '
         'to its source).\nRead every %ss by the controller.'
         % doc.get('read_every_s', '?'))

@@ -12,6 +12,7 @@ counting, and the saved state says how much of it was already credited.
 """
 import collections
 import logging
+import math
 import time
 
 from virtualwire.core import errors, ids
@@ -28,6 +29,11 @@ UNREAD_GRACE = 30.0      # s after start to wait for hosts not reconnecting
 # the collector uses at most about a quarter of the controller, and reads
 # less often than --stats-interval when the tables are that large.
 BUDGET = 0.25
+# OVS's userspace switch folds its datapath's counts into a flow's counter
+# about twice a second: each end's figure may lag by this much, so while
+# frames flow, entered minus delivered over a window is uncertain by up to
+# the rate times (2 x this + the spread of the two switches' readings).
+STALE = 0.5
 STUCK = 10.0             # s before a cycle stops waiting for a late switch
 
 
@@ -45,6 +51,7 @@ class Collector:
         self.history: dict = {}
         self.started = None          # when the last cycle began
         self.next_at = 0.0           # when the next may begin (`due`)
+        self._reads: list = []       # when each switch answered this cycle
         self.cycle: dict = {'took_ms': None, 'pace_s': None, 'cycles': 0,
                             'replies': 0, 'flows': 0}
         # Until every host the saved state knows was read again, a wire's
@@ -90,7 +97,7 @@ class Collector:
         if self.pending:
             self._finish()               # late switches wait for next time
         now = self.clock()
-        self.started = now
+        self.started, self._reads = now, []
         for h in self.ctl.tables.hosts.values():
             s = self.ctl.sessions.get(h.dpid)
             if s is None or s.installed is None:
@@ -109,6 +116,7 @@ class Collector:
         self._urgent |= self.counters.poll(host, _readings(body))
         self.unread.discard(host)
         self.read_at[host] = self.clock()
+        self._reads.append(self.read_at[host])
         self.cycle['replies'] += 1
         self.cycle['flows'] += len(body)
         self._dirty = True
@@ -124,6 +132,9 @@ class Collector:
             self.cycle['took_ms'] = round(took * 1e3, 3)
             self.next_at = self.started + max(self.interval, took / BUDGET)
             self.cycle['pace_s'] = round(self.next_at - self.started, 3)
+        if self._reads:
+            self.cycle['spread_s'] = round(max(self._reads) -
+                                           min(self._reads), 3)
         self.cycle['cycles'] += 1
         # A host gone for good must not hide every figure for ever.
         self.ready = not self.unread or \
@@ -201,12 +212,18 @@ class Collector:
         if len(h) >= 2:
             (t0, s0), (t1, s1) = h[0], h[-1]
             span = t1 - t0
+            lag = 2 * STALE + (self.cycle.get('spread_s') or 0.0)
             for d, _, _ in DIRECTIONS:
                 e = s1[d][0] - s0[d][0]
                 got = s1[d][1] - s0[d][1]
+                unsure = math.ceil(e / span * lag) if span else 0
                 w[d]['window'] = {
                     'seconds': round(span, 3), 'entered_packets': e,
                     'delivered_packets': got, 'lost_packets': e - got,
+                    # Of those, how many may be in flight or not counted
+                    # yet, and what is lost beyond doubt.
+                    'uncertain_packets': unsure,
+                    'surely_lost_packets': max(0, e - got - unsure),
                     'packets_per_second': round(e / span, 3) if span else 0.0,
                     'bits_per_second': round(
                         (s1[d][2] - s0[d][2]) * 8 / span, 1) if span else 0.0}

@@ -132,7 +132,7 @@ export function drawTopology(root, d) {
     const s = d.stats[w.connector_id];
     const win = (k) => (s && s[k] && s[k].window) || {};
     const pps = (win('a_to_b').packets_per_second || 0) + (win('b_to_a').packets_per_second || 0);
-    const lost = Math.max(0, win('a_to_b').lost_packets || 0) + Math.max(0, win('b_to_a').lost_packets || 0);
+    const lost = (win('a_to_b').surely_lost_packets || 0) + (win('b_to_a').surely_lost_packets || 0);
     const xs = pts.map((p) => p[0]);
     const mid = (Math.min(...xs) + Math.max(...xs)) / 2;
     const y = 0.25 * pts[0][1] + 0.75 * low + 13;
