@@ -152,6 +152,15 @@ def cmd_demo(args):
             '1 s, 16 MiB TCP)')
         rows = []
         for i, (w, va, ia, vb, ib) in enumerate(wired):
+            if not ia or not ib:
+                # e.g. a firewall's or a switch's vNIC: it has no address
+                # to ping; the wire is shown, not probed.
+                now = client.call('GET', '/v1/wires/%d' % w['id'])
+                rows.append([w['connector_id'], '%s -> %s' % (va.name,
+                                                             vb.name),
+                             now['state'], ' > '.join(now.get('path', ())),
+                             'no IP address: not probed', '', ''])
+                continue
             ip_b = ib.split('/')[0]
             _wait(lambda: va.ping(ip_b, count=1)[1] == 1, 15, 'first ping')
             r = _traffic(va, vb, ip_b, 7000 + 10 * i)
