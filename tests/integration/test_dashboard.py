@@ -5,6 +5,8 @@ rises when traffic starts and a live migration appears on the timeline
 with every step, without the page reloading."""
 import os
 import shutil
+import subprocess
+import sys
 import threading
 
 from vwlab.browser import Browser
@@ -94,6 +96,18 @@ def test_the_dashboard_shows_the_lab_live(lab, api, pair, wired_guest,
         b.wait(lambda: b.all('#topology g.host[data-host="%s"] '
                              'g.vnic[data-end="%s"]' % (h2.name, nic)), 10,
                what="the guest's vNIC drawn on h2")
+        # The same steps for people at a terminal, in the same order.
+        r = subprocess.run([sys.executable, '-m', 'virtualwire.cli',
+                            '--config', lab.vwctl_config, 'migrations',
+                            '--steps', '1'], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+        drawn = [line.strip().split('  ')[0] for line in
+                 r.stdout.split('vNIC %s' % nic, 1)[1].splitlines()[1:6]]
+        assert drawn[0] == 'announced' and sorted(drawn) == sorted([
+            'announced', 'tap appeared', 'activated (%s)'
+            % rec['activated_by'][nic], 'sisters moved', 'source left']), \
+            r.stdout
         assert b.d.execute_script('return window.vwNotReloaded') is True
         assert b.errors() == []
         shot = tmp_path / 'dashboard.png'

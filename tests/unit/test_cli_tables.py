@@ -34,3 +34,23 @@ def test_a_wire_says_which_ends_are_moving():
         'b': {'source': 'h1', 'destination': 'h2', 'activated': True},
         'a': {'source': 'h3', 'destination': 'h1', 'activated': False}}}) \
         == 'h3->h1 h1->h2*'
+
+
+def test_steps_are_drawn_in_the_order_they_happened_with_their_durations():
+    from virtualwire.cli import timeline
+    m = _mig(vnics=['a'], activated={'a': 1003.2}, activated_by={'a': 'rarp'},
+             steps={'a': {'tap_appeared': 1000.2, 'sisters_moved': 1003.211,
+                          'source_left': 1003.6}},
+             sisters={'a': ['h1', 'h3']}, started_at=1000.0, ended_at=1003.6)
+    lines = timeline.render(m).splitlines()
+    assert lines[0] == 'g1: h1 -> h2, completed'
+    steps = [line.strip().split('  ')[0] for line in lines[2:]]
+    assert steps == ['announced', 'tap appeared', 'activated (rarp)',
+                     'sisters moved', 'source left']
+    assert '+200 ms' in lines[3] and '+3.0 s' in lines[4]
+    assert '+11 ms' in lines[5] and lines[5].endswith('h1, h3')
+    # In progress: what is still to come is drawn as waiting.
+    going = _mig(vnics=['a'], state='prepared', ended_at=None, activated={},
+                 steps={'a': {'tap_appeared': 1000.2}})
+    tail = timeline.render(going).splitlines()[-3:]
+    assert all('waiting' in line for line in tail)

@@ -18,6 +18,7 @@ import time
 from tabulate import tabulate
 
 from virtualwire.cli import extenders as cli_extenders
+from virtualwire.cli import timeline
 from virtualwire.cli import top as cli_top
 from virtualwire.cli.client import (DEFAULT_CONFIG, CliError, Client,  # noqa: F401
                                     load_config)
@@ -88,9 +89,14 @@ def migration_rows(migrations):
 
 def cmd_migrations(c, a):
     doc = c.call('GET', '/v1/migrations')
-    return doc, _table(migration_rows(doc['migrations']), [
+    text = _table(migration_rows(doc['migrations']), [
         'vm', 'state', 'move', 'activated', 'activated_by', 'found_by',
         'started', 'took_s', 'id'])
+    if a.steps:
+        newest = sorted(doc['migrations'], key=lambda m: -m['started_at'])
+        text += '\n\n' + '\n\n'.join(timeline.render(m)
+                                       for m in newest[:a.steps])
+    return doc, text
 
 
 def cmd_show(c, a):
@@ -173,8 +179,12 @@ def build_parser():
     sub.add_parser('hosts', help='list hosts').set_defaults(fn=cmd_hosts)
     sub.add_parser('vnics', help='list vNICs').set_defaults(fn=cmd_vnics)
     sub.add_parser('wires', help='list wires').set_defaults(fn=cmd_wires)
-    sub.add_parser('migrations', help='live migrations: in progress, then '
-                   'the last 200').set_defaults(fn=cmd_migrations)
+    s = sub.add_parser('migrations', help='live migrations: in progress, '
+                       'then the last 200')
+    s.add_argument('--steps', type=int, nargs='?', const=3, default=0,
+                   metavar='N', help='also each vNIC\'s steps, timed, for '
+                   'the newest N (default 3)')
+    s.set_defaults(fn=cmd_migrations)
     s = sub.add_parser('show', help='show a wire')
     s.add_argument('wire', help='connector id')
     s.set_defaults(fn=cmd_show)
