@@ -17,6 +17,8 @@ import sys
 import time
 from typing import List, Optional
 
+import requests
+
 from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, LAB_ROOT, MGMT_NET, REPO,
                          UL_NET, UNDERLAY_MTU, LabError, free_port,
                          kill_pidfile, tail, sh)
@@ -242,6 +244,24 @@ class Lab:
         self.url = 'http://127.0.0.1:%d' % self.rest_port
         self._write_vwctl_config()
         return self.controller
+
+    def credential(self, role, name):
+        """Issue a scoped credential (`POST /v1/credentials`) with the
+        operator's token; returns the file (0600) holding its token."""
+        with open(self.token_file) as f:
+            admin = f.read().strip()
+        r = requests.post(self.url + '/v1/credentials',
+                          json={'role': role, 'name': name}, timeout=15,
+                          headers={'Authorization': 'Bearer ' + admin})
+        if r.status_code != 201:
+            raise LabError('issuing a %s credential for %s: %d %s'
+                           % (role, name, r.status_code, r.text))
+        path = os.path.join(self.dir, 'controller', 'token-%s-%s'
+                            % (role, name))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, 'w') as f:
+            f.write(r.json()['token'] + '\n')
+        return path
 
     def _write_vwctl_config(self):
         self.vwctl_config = os.path.join(self.dir, 'vwctl.conf')

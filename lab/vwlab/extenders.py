@@ -18,7 +18,12 @@ SOUTHBOUND_PORT = 8781          # lab.start_controller's --southbound-rest
 
 
 def start_agent(x):
-    """Run virtualwire-extender in the extender's namespace."""
+    """Run virtualwire-extender in the extender's namespace, with a token
+    of its own: an extender credential, good only for its own reports and
+    key rotation (the controller must be up)."""
+    token_file = getattr(x, 'token_file', None) or \
+        x.lab.credential('extender', x.name)
+    x.token_file = token_file
     state = os.path.join(x.dir, 'extender')
     os.makedirs(state, exist_ok=True)
     log = open(os.path.join(state, 'agent.log'), 'a')
@@ -26,7 +31,7 @@ def start_agent(x):
         ['ip', 'netns', 'exec', x.ns, sys.executable, '-m',
          'virtualwire.extender.agent', '--name', x.name, '--state-dir', state,
          '--controller', 'http://%s:%d' % (CONTROLLER_IP, SOUTHBOUND_PORT),
-         '--token-file', x.lab.token_file,
+         '--token-file', token_file,
          '--rendezvous', '%s:%d' % (CONTROLLER_PUBLIC_IP, RENDEZVOUS_PORT),
          '--db', x.db, '--vswitchd-ctl', '%s/vswitchd.ctl' % x.dir,
          '--interval', '0.5'],

@@ -143,9 +143,12 @@ class LibvirtHost:
                               else self.host.mgmt_ip))
         self.install_hook()
 
-    def install_hook(self, on_unreachable='allow', timeout=3):
+    def install_hook(self, on_unreachable='allow', timeout=3,
+                     token_file=None):
         """Our libvirt hook, configured for this lab's controller. libvirtd
-        looks for hooks when it starts; the config is read on each call."""
+        looks for hooks when it starts; the config is read on each call.
+        token_file: the hook's token (default: the operator's; a
+        hypervisor credential scopes it to this host's migrations)."""
         from vwlab import CONTROLLER_IP
         shutil.copy(HOOK, os.path.join(self.hook_dir(), 'qemu'))
         with open(os.path.join(self.hook_dir(), 'virtualwire.conf'),
@@ -153,8 +156,8 @@ class LibvirtHost:
             f.write('[controller]\nurl = http://%s:%d\ntoken_file = %s\n'
                     'host = %s\ntimeout = %s\non_unreachable = %s\n' % (
                         CONTROLLER_IP, HOOK_PORT,
-                        os.path.join(self.host.lab.dir, 'controller',
-                                     'api-token'),
+                        token_file or os.path.join(
+                            self.host.lab.dir, 'controller', 'api-token'),
                         self.host.name, timeout, on_unreachable))
 
     def set_incoming_qemu_args(self, args):

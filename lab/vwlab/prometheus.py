@@ -24,8 +24,11 @@ scrape_configs:
 
 
 class Prometheus:
-    def __init__(self, lab, workdir, interval=1):
+    def __init__(self, lab, workdir, interval=1, token_file=None):
+        """token_file: what it scrapes with (default: the operator's; a
+        reader credential is all it needs)."""
         self.lab, self.dir, self.interval = lab, str(workdir), interval
+        self.token_file = token_file or lab.token_file
         self.port = free_port()
         self.url = 'http://127.0.0.1:%d' % self.port
         self.proc = None
@@ -35,7 +38,7 @@ class Prometheus:
         cfg = os.path.join(self.dir, 'prometheus.yml')
         with open(cfg, 'w') as f:
             f.write(CONFIG.format(interval=self.interval,
-                                  token_file=self.lab.token_file,
+                                  token_file=self.token_file,
                                   target=self.lab.url.split('//', 1)[1]))
         self.log = os.path.join(self.dir, 'prometheus.log')
         self.proc = subprocess.Popen(

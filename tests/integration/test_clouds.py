@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+import requests
 from scapy.all import Dot1Q, Ether, Raw
 
 from conftest import Api, wait_until
@@ -97,6 +98,19 @@ def test_extenders_show_their_links_through_the_nats(clouds):
     assert xr['sides']['xr']['public'] == '203.0.113.13:%d' % \
         xr['sides']['xr']['port']
     assert k['sides']['xa']['rx_bytes'] > 0 and k['sides']['xb']['tx_bytes'] > 0
+    # Each agent reports with a token of its own (vwlab.extenders): good
+    # for its own reports (the links above are up on them), nothing else.
+    x = next(x for x in clouds.extenders if x.name == 'xa')
+    with open(x.token_file) as f:
+        own = {'Authorization': 'Bearer ' + f.read().strip()}
+    r = requests.post(clouds.url + '/v1/extenders/xb/report', headers=own,
+                      json={'fingerprint': 'AA:' * 31 + 'AA'}, timeout=15)
+    assert r.status_code == 403 and "extender xa's" in r.text, r.text
+    assert requests.get(clouds.url + '/v1/wires', headers=own,
+                        timeout=15).status_code == 403
+    assert {(c['role'], c['name']) for c in json.loads(vwctl(
+        clouds, '--json', 'credentials').stdout)['credentials']} >= {
+            ('extender', 'xa'), ('extender', 'xb'), ('extender', 'xr')}
     # Bad requests say what is wrong and change nothing.
     p = vwctl(clouds, 'extenders', 'connect', 'xa', 'h1')
     assert p.returncode == 1 and 'h1 is not an extender' in p.stderr

@@ -8,6 +8,9 @@ import shutil
 import subprocess
 import sys
 import threading
+import uuid
+
+import requests
 
 from vwlab.browser import Browser
 from wire_traffic import udp_stream
@@ -37,7 +40,9 @@ def test_the_dashboard_shows_the_lab_live(lab, api, pair, wired_guest,
         b.wait(lambda: 'Wrong token' in (b.text('#login-error') or ''), 10,
                what='the wrong token refused')
         assert not b.find('#app').is_displayed()
-        b.sign_in(api.token)
+        # The page only reads: a reader credential is all a NOC needs.
+        with open(lab.credential('reader', 'noc')) as f:
+            b.sign_in(f.read().strip())
         b.wait(lambda: b.find('#app').is_displayed(), 10, what='signed in')
         assert all(' 401 ' in e for e in b.errors())  # the wrong token's
 
@@ -71,6 +76,17 @@ def test_the_dashboard_shows_the_lab_live(lab, api, pair, wired_guest,
             row + 'td.lost')
 
         # A live migration appears while it runs and ends with each step.
+        # The destination's libvirt hook announces it with a hypervisor
+        # credential of h2's: good for migrations to h2 only.
+        hook = lab.credential('hypervisor', h2.name)
+        h2.libvirt.install_hook(token_file=hook)
+        with open(hook) as f:
+            scoped = {'Authorization': 'Bearer ' + f.read().strip()}
+        r = requests.post(lab.url + '/v1/migrations', headers=scoped, json={
+            'vm': g.name, 'vm_uuid': str(uuid.uuid4()), 'vnics': ['x'],
+            'destination': h1.name}, timeout=15)
+        assert r.status_code == 403 and 'only announce migrations to h2' \
+            in r.text, r.text
         m_css = '.migration[data-vm="%s"]' % g.name
         states = set()
         moved = threading.Thread(target=lambda: out.update(
@@ -91,6 +107,7 @@ def test_the_dashboard_shows_the_lab_live(lab, api, pair, wired_guest,
         [rec] = [m for m in api.ok('GET', '/v1/migrations')['migrations']
                  if m['vm'] == g.name]
         [nic] = rec['vnics']
+        assert rec['found_by'] == 'hook'     # the scoped hook was heard
         assert 'activated (%s)' % rec['activated_by'][nic] in b.text(
             m_css + ' g.step[data-step="activated"]')
         b.wait(lambda: b.all('#topology g.host[data-host="%s"] '
@@ -115,5 +132,6 @@ def test_the_dashboard_shows_the_lab_live(lab, api, pair, wired_guest,
         if os.environ.get('VW_DASHBOARD_SCREENSHOT'):
             shutil.copy(shot, os.environ['VW_DASHBOARD_SCREENSHOT'])
         stream.join(90)
+    h2.libvirt.install_hook()
     sent, got = out['r']
     assert got['received'] == sent['sent']

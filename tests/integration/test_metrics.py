@@ -35,7 +35,10 @@ def test_prometheus_rate_of_a_wire_matches_what_was_sent(lab, api, pair,
     out = {}
     t = threading.Thread(target=lambda: out.update(r=udp_stream(
         va, vb, '192.0.2.2', seconds=seconds, rate=rate, port=6100)))
-    with Prometheus(lab, tmp_path / 'prom') as prom:
+    # Prometheus needs only to read: a reader credential, not the
+    # operator's token.
+    reader = lab.credential('reader', 'prometheus')
+    with Prometheus(lab, tmp_path / 'prom', token_file=reader) as prom:
         t.start()
         time.sleep(22)
         assert prom.target_health() == [('up', '')], prom.target_health()

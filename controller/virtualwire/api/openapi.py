@@ -1,4 +1,5 @@
 """The OpenAPI 3 description of /v1 (served at /v1/openapi.json)."""
+from virtualwire.api.openapi_access import credential_paths
 
 
 def _ref(name):
@@ -29,14 +30,17 @@ _WIRE_ID = {'name': 'wire_id', 'in': 'path', 'required': True,
 
 def openapi_document():
     doc = _document()
+    doc['paths'].update(credential_paths())
     # Any request can be malformed (400: e.g. control characters in its
-    # path) or lack the token (401).
+    # path), lack the token (401), or carry a scoped credential that does
+    # not allow it (403).
     for ops in doc['paths'].values():
         for name, op in ops.items():
             if name != 'parameters' and 'responses' in op:
                 op['responses'].setdefault('400', _ERR)
                 if 'security' not in op:
                     op['responses'].setdefault('401', _ERR)
+                    op['responses'].setdefault('403', _ERR)
     return doc
 
 
@@ -171,8 +175,11 @@ def _document():
             **_extender_paths(),
         },
         'components': {
-            'securitySchemes': {'bearer': {'type': 'http',
-                                           'scheme': 'bearer'}},
+            'securitySchemes': {'bearer': {
+                'type': 'http', 'scheme': 'bearer',
+                'description': "the operator's token (everything), or a "
+                               'scoped credential from POST '
+                               '/v1/credentials (403 beyond its scope)'}},
             'responses': {'Error': _ok(_ref('Error'), 'Error')},
             'schemas': {
                 'Error': {'type': 'object', 'required': ['error'],

@@ -14,7 +14,7 @@ import webob.dec
 from virtualwire.api import dashboard
 from virtualwire.api.errors import LengthRequired, status_of
 from virtualwire.api.openapi import openapi_document
-from virtualwire.core import errors, ids
+from virtualwire.core import credentials, errors, ids
 from virtualwire.metrics.exporter import CONTENT_TYPE, LoopCollector, exposition
 
 LOG = logging.getLogger(__name__)
@@ -58,11 +58,26 @@ ROUTES = (
     ('/v1/extender-links/{a}/{b}', 'DELETE', 'disconnect_extenders'),
     ('/v1/extenders/{name}/report', 'POST', 'extender_report'),
     ('/v1/extenders/{name}/rotate-key', 'POST', 'rotate_key'),
+    ('/v1/credentials', 'GET', 'list_credentials'),
+    ('/v1/credentials', 'POST', 'issue_credential'),
+    ('/v1/credentials/{role}/{name}', 'DELETE', 'revoke_credential'),
 )
+ADMIN = 'admin'
 
 # Served without the token: the API's description, and the dashboard's
 # static files (they hold no data; the page asks for the token).
 PUBLIC = frozenset({'openapi', 'home', 'ui'})
+
+
+def _peek_json(req):
+    """The body as JSON for an access check (the handler reads it again
+    and says what is wrong with it), or None."""
+    try:
+        if req.content_length and req.content_length <= MAX_BODY:
+            return json.loads(req.body)
+    except ValueError:
+        pass
+    return None
 
 
 def read_json_object(req):
@@ -132,10 +147,17 @@ class RestApi:
                 return error(404, 'no such resource: %s' % req.path_info)
             action = route[0] = match.pop('action')
             match.pop('controller', None)
-            if action not in PUBLIC and not self._authorized(req):
-                resp = error(401, 'missing or wrong bearer token')
-                resp.headers['WWW-Authenticate'] = 'Bearer'
-                return resp
+            if action not in PUBLIC:
+                who = self._principal(req)
+                if who is None:
+                    resp = error(401, 'missing or wrong bearer token')
+                    resp.headers['WWW-Authenticate'] = 'Bearer'
+                    return resp
+                why = None if who == ADMIN else credentials.refusal(
+                    who[0], who[1], req.method, action, match,
+                    _peek_json(req) if who[0] == 'hypervisor' else None)
+                if why is not None:
+                    return error(403, why)
             return getattr(self, action)(req, **match)
         except errors.VwError as e:
             return error(status_of(e), e.message)
@@ -151,12 +173,16 @@ class RestApi:
                 if self.mapper.match(environ={'PATH_INFO': path,
                                               'REQUEST_METHOD': m})]
 
-    def _authorized(self, req):
+    def _principal(self, req):
+        """ADMIN (the operator's token), (role, name) of a scoped
+        credential (`core.credentials`), or None."""
         auth = req.headers.get('Authorization', '')
-        if not auth.startswith('Bearer '):
-            return False
-        return hmac.compare_digest(auth[7:].strip().encode(),
-                                   self.token.encode())
+        if not auth.startswith('Bearer ') or not auth[7:].strip():
+            return None
+        token = auth[7:].strip()
+        if hmac.compare_digest(token.encode(), self.token.encode()):
+            return ADMIN
+        return self.intent.credentials.holder(token)
 
     def _call(self, fn, *args):
         return self.loop.call(fn, *args, timeout=CALL_TIMEOUT)
@@ -285,6 +311,21 @@ class RestApi:
 
     def rotate_key(self, req, name):
         return _json(202, self._call(self.ctl.rotate_key, name))
+
+    def list_credentials(self, req):
+        return _json(200, {'credentials': self.intent.credentials.list()})
+
+    def issue_credential(self, req):
+        role, name = credentials.parse_request(read_json_object(req))
+        token, created = self.intent.credentials.issue(role, name)
+        return _json(201, {'role': role, 'name': name, 'token': token,
+                           'created_at': created})
+
+    def revoke_credential(self, req, role, name):
+        role, name = credentials.check(role, name)
+        if not self.intent.credentials.revoke(role, name):
+            raise errors.NotFound('no %s credential for %s' % (role, name))
+        return webob.Response(status=204)
 
     def all_stats(self, req):
         return _json(200, self._call(self.ctl.all_wire_stats))

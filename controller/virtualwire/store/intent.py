@@ -23,6 +23,7 @@ import ovs.db.idl
 from virtualwire.core import ids, links
 from virtualwire.core.model import ExtenderLink, Wire
 from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
+from virtualwire.store.credentials import CredentialStore
 from virtualwire.store.errors import LinkExists, StoreError, VnicTaken
 
 __all__ = ['IntentStore', 'LinkExists', 'StoreError', 'VnicTaken',
@@ -68,6 +69,7 @@ class IntentStore:
                                 idl_class=_WireEvents)
         self.client.on_change = self._changed
         self.on_change = on_change
+        self.credentials = CredentialStore(self.client)
         self._rng = random.SystemRandom()
 
     def _changed(self, client):

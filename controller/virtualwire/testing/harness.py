@@ -13,7 +13,7 @@ from typing import Callable, Dict, List
 from virtualwire.control.controller import Controller
 from virtualwire.control.loop import Loop
 from virtualwire.future import Future
-from virtualwire.core import ids, links
+from virtualwire.core import credentials, ids, links
 from virtualwire.core.model import Encap, ExtenderLink, Host, VnicPort, Wire
 from virtualwire.store.errors import LinkExists, VnicTaken
 from virtualwire.testing.fakeswitch import FakeFabric
@@ -28,6 +28,7 @@ class MemoryIntent:
     def __init__(self):
         self.rows: Dict[int, Wire] = {}
         self.link_rows: Dict[tuple, ExtenderLink] = {}
+        self.credentials = MemoryCredentials()
         self.on_change: Callable = lambda events, n: None
         self._next = 0x1000
         # Commits are serialized and their changes handed on in commit
@@ -75,6 +76,31 @@ class MemoryIntent:
     def delete_link(self, a, b):
         with self._lock:
             return self.link_rows.pop(tuple(sorted((a, b))), None) is not None
+
+
+class MemoryCredentials:
+    """store.credentials.CredentialStore's interface, in memory."""
+
+    def __init__(self):
+        self.rows: Dict[tuple, tuple] = {}      # (role, name) -> (digest, at)
+
+    def issue(self, role, name):
+        role, name = credentials.check(role, name)
+        token = credentials.new_token()
+        self.rows[(role, name)] = (credentials.digest(token), 'now')
+        return token, 'now'
+
+    def revoke(self, role, name):
+        return self.rows.pop((role, name), None) is not None
+
+    def holder(self, token):
+        d = credentials.digest(token)
+        return next((k for k, (dig, _) in self.rows.items() if dig == d),
+                    None)
+
+    def list(self):
+        return [{'role': r, 'name': n, 'created_at': at}
+                for (r, n), (_d, at) in sorted(self.rows.items())]
 
 
 class MemoryRuntime:

@@ -1,0 +1,49 @@
+"""The OpenAPI paths of scoped credentials (`core.credentials`): issued,
+listed and revoked with the operator's token."""
+from virtualwire.core.credentials import ROLES
+
+_ERR = {'$ref': '#/components/responses/Error'}
+_ROLE = {'type': 'string', 'enum': list(ROLES)}
+_HOST = {'type': 'string', 'pattern': '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$'}
+_LISTED = {'type': 'object', 'properties': {
+    'role': _ROLE, 'name': _HOST, 'created_at': {'type': 'string'}}}
+_ISSUED = {'type': 'object', 'properties': {
+    'role': _ROLE, 'name': _HOST, 'created_at': {'type': 'string'},
+    'token': {'type': 'string'}}}
+
+
+def credential_paths():
+    return {
+        '/v1/credentials': {
+            'get': {'summary': 'Scoped credentials issued (never their '
+                               'tokens)',
+                    'responses': {'200': {'description': 'OK', 'content': {
+                        'application/json': {'schema': {
+                            'type': 'object', 'properties': {
+                                'credentials': {'type': 'array',
+                                                'items': _LISTED}}}}}}}},
+            'post': {'summary': 'Issue a token for an extender (its reports '
+                                'and key rotation only), a hypervisor (its '
+                                "libvirt hook's migration calls only) or a "
+                                'reader (GETs only); replaces the one it '
+                                'had. The token is shown once.',
+                     'requestBody': {'required': True, 'content': {
+                         'application/json': {'schema': {
+                             'type': 'object', 'required': ['role', 'name'],
+                             'additionalProperties': False,
+                             'properties': {'role': _ROLE, 'name': _HOST}}}}},
+                     'responses': {
+                         '201': {'description': 'Issued', 'content': {
+                             'application/json': {'schema': _ISSUED}}},
+                         '411': _ERR, '413': _ERR, '422': _ERR}}},
+        '/v1/credentials/{role}/{name}': {
+            'parameters': [
+                {'name': 'role', 'in': 'path', 'required': True,
+                 'schema': _ROLE},
+                {'name': 'name', 'in': 'path', 'required': True,
+                 'schema': _HOST}],
+            'delete': {'summary': 'Revoke a credential: its token is '
+                                  'refused from the next request on',
+                       'responses': {'204': {'description': 'Revoked'},
+                                     '404': _ERR, '422': _ERR}}},
+    }

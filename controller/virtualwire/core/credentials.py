@@ -1,0 +1,84 @@
+"""Credentials for callers that are not operators, each scoped to what
+its role needs (pure: the REST edge asks `refusal`).
+
+  extender NAME    POST /v1/extenders/NAME/report and .../rotate-key
+  hypervisor NAME  POST /v1/migrations with destination NAME, and
+                   POST /v1/migrations/UUID/released with host NAME (the
+                   libvirt hook on NAME)
+  reader NAME      every GET (Prometheus, dashboards, vwctl to look)
+
+What this protects against: a compromised extender or hypervisor (or its
+token file read by someone) can no longer create or delete wires, read
+the tenants' topology, speak for another extender (its key fingerprint
+and endpoints steer other extenders' links) or announce migrations to
+another host; a monitoring system cannot change anything. Revoking one
+credential leaves every other caller working. What it does not: the host
+can still do what its role allows (a hypervisor may announce bogus
+migrations to itself: they are refused unless its vNICs are known, and
+expire), and the operator's token can do everything. Only a SHA-256 of
+each token is stored: a copy of the database does not hand out tokens.
+"""
+import hashlib
+import re
+import secrets
+
+from virtualwire.core import errors
+
+ROLES = ('extender', 'hypervisor', 'reader')
+_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
+
+
+def new_token():
+    return secrets.token_urlsafe(32)
+
+
+def digest(token):
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def parse_request(doc):
+    """(role, name) of a `POST /v1/credentials` body, or Malformed /
+    Invalid saying what is wrong."""
+    unknown = sorted(set(doc) - {'role', 'name'})
+    if unknown:
+        raise errors.Malformed('unknown field(s): %s' % ', '.join(unknown))
+    for k in ('role', 'name'):
+        if k not in doc:
+            raise errors.Malformed('missing field: %s' % k)
+    return check(doc['role'], doc['name'])
+
+
+def check(role, name):
+    if role not in ROLES:
+        raise errors.Invalid('role must be one of %s, got %r'
+                             % (', '.join(ROLES), role))
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise errors.Invalid('name must be a host name (letters, digits, '
+                             '".", "_", "-"; up to 64), got %r' % (name,))
+    return role, name
+
+
+def refusal(role, name, method, action, match, body):
+    """None if a credential (role, name) may make this call, else why not.
+    `body` is the parsed JSON body (or None)."""
+    if role == 'reader':
+        if method == 'GET' and action != 'list_credentials':
+            return None
+        return 'reader %s may only read (GET), not the credentials' % name
+    if role == 'extender':
+        if action in ('extender_report', 'rotate_key') and \
+                match.get('name') == name:
+            return None
+        return ('this token is extender %s\'s: it may only report for %s '
+                'and rotate its key' % (name, name))
+    if role == 'hypervisor':
+        body = body if isinstance(body, dict) else {}
+        if action == 'announce_migration' and \
+                body.get('destination') == name:
+            return None
+        if action == 'migration_released' and body.get('host') == name:
+            return None
+        return ('this token is hypervisor %s\'s: it may only announce '
+                'migrations to %s and say that a guest left %s'
+                % (name, name, name))
+    return 'unknown role %s' % role

@@ -1,0 +1,121 @@
+"""Scoped credentials at the REST edge: the operator issues them; an
+extender's token reports only for itself, a hypervisor's announces only
+migrations to itself, a reader's only reads; revoked tokens are refused;
+refusals say why and change nothing."""
+import json
+import uuid
+
+import pytest
+import webob
+
+from virtualwire.api.rest import RestApi
+from virtualwire.core import credentials
+from virtualwire.testing.harness import Harness
+
+ADMIN = 'operator-token'
+
+
+@pytest.fixture
+def api():
+    h = Harness()
+    h.host('h1', ('a', 1))
+    h.host('h2', ('b', 2))
+    rest = RestApi(h.loop, h.ctl, h.intent, h.runtime, ADMIN)
+
+    def call(method, path, body=None, token=ADMIN):
+        req = webob.Request.blank(path, method=method)
+        if token:
+            req.headers['Authorization'] = 'Bearer ' + token
+        if body is not None:
+            req.body = json.dumps(body).encode()
+        resp = req.get_response(rest)
+        return resp.status_int, (resp.json if resp.content_type ==
+                                 'application/json' else resp.body)
+    call.h = h
+    stop = h.run_threads()          # REST asks the loop, as live
+    yield call
+    stop()
+
+
+def issue(api, role, name):
+    status, doc = api('POST', '/v1/credentials', {'role': role, 'name': name})
+    assert status == 201 and doc['role'] == role and doc['name'] == name
+    return doc['token']
+
+
+def test_an_extenders_token_reports_only_for_itself(api):
+    tok = issue(api, 'extender', 'xa')
+    status, doc = api('POST', '/v1/extenders/xb/report',
+                      {'fingerprint': 'AA:' * 31 + 'AA'}, token=tok)
+    assert status == 403 and "extender xa's" in doc['error']['message']
+    for method, path, body in (('GET', '/v1/wires', None),
+                               ('POST', '/v1/wires', {'a': 'a', 'b': 'b'}),
+                               ('GET', '/metrics', None),
+                               ('POST', '/v1/credentials',
+                                {'role': 'reader', 'name': 'x'})):
+        assert api(method, path, body, token=tok)[0] == 403, path
+    assert api('GET', '/v1/wires')[1] == {'wires': []}    # nothing made
+    assert len(api('GET', '/v1/credentials')[1]['credentials']) == 1
+    # Its own report passes the access check (and is then judged as any).
+    status, _ = api('POST', '/v1/extenders/xa/report',
+                    {'fingerprint': 'AA:' * 31 + 'AA'}, token=tok)
+    assert status != 403
+
+
+def test_a_hypervisors_token_announces_only_migrations_to_itself(api):
+    tok = issue(api, 'hypervisor', 'h2')
+    vm = str(uuid.uuid4())
+    to_h1 = {'vm': 'g', 'vm_uuid': vm, 'vnics': ['a'], 'destination': 'h1'}
+    status, doc = api('POST', '/v1/migrations', to_h1, token=tok)
+    assert status == 403 and 'only announce migrations to h2' in \
+        doc['error']['message']
+    status, doc = api('POST', '/v1/migrations', dict(to_h1, destination='h2'),
+                      token=tok)
+    assert status == 201 and doc['destination'] == 'h2'
+    assert api('POST', '/v1/migrations/%s/released' % vm, {'host': 'h1'},
+               token=tok)[0] == 403
+    assert api('POST', '/v1/migrations/%s/released' % vm, {'host': 'h2'},
+               token=tok)[0] == 200
+    assert api('DELETE', '/v1/wires/1', token=tok)[0] == 403
+
+
+def test_a_readers_token_reads_and_changes_nothing(api):
+    tok = issue(api, 'reader', 'prometheus')
+    assert api('GET', '/v1/hosts', token=tok)[0] == 200
+    assert api('GET', '/metrics', token=tok)[0] == 200
+    assert api('GET', '/v1/credentials', token=tok)[0] == 403
+    status, doc = api('POST', '/v1/wires', {'a': 'a', 'b': 'b'}, token=tok)
+    assert status == 403 and 'may only read' in doc['error']['message']
+    assert api('GET', '/v1/wires')[1] == {'wires': []}
+
+
+def test_revoked_or_reissued_tokens_are_refused_and_only_digests_kept(api):
+    old = issue(api, 'reader', 'grafana')
+    new = issue(api, 'reader', 'grafana')                  # replaces it
+    assert api('GET', '/v1/hosts', token=old)[0] == 401
+    assert api('GET', '/v1/hosts', token=new)[0] == 200
+    [(key, (dig, _at))] = api.h.intent.credentials.rows.items()
+    assert key == ('reader', 'grafana') and dig == credentials.digest(new)
+    assert new not in json.dumps(api('GET', '/v1/credentials')[1])
+    assert api('DELETE', '/v1/credentials/reader/grafana')[0] == 204
+    assert api('GET', '/v1/hosts', token=new)[0] == 401
+    assert api('DELETE', '/v1/credentials/reader/grafana')[0] == 404
+
+
+@pytest.mark.parametrize('body, words', [
+    ({'role': 'root', 'name': 'x'}, 'role must be one of'),
+    ({'role': 'reader', 'name': '../x'}, 'name must be a host name'),
+    ({'role': 'reader'}, 'missing field: name'),
+    ({'role': 'reader', 'name': 'x', 'scope': '*'}, 'unknown field'),
+])
+def test_bad_credential_requests_say_why_and_issue_nothing(api, body, words):
+    status, doc = api('POST', '/v1/credentials', body)
+    assert 400 <= status < 500 and words in doc['error']['message']
+    assert api('GET', '/v1/credentials')[1] == {'credentials': []}
+
+
+def test_only_the_operator_issues_credentials(api):
+    tok = issue(api, 'hypervisor', 'h1')
+    assert api('POST', '/v1/credentials', {'role': 'reader', 'name': 'x'},
+               token=tok)[0] == 403
+    assert api('DELETE', '/v1/credentials/hypervisor/h1', token=tok)[0] == 403
