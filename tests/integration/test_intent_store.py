@@ -1,5 +1,7 @@
 """The intent database on a real ovsdb-server: durable, and "a vNIC holds
 one wire" enforced by the database even between two writers."""
+import time
+
 import pytest
 
 from virtualwire.store import local as local_ovsdb
@@ -46,3 +48,31 @@ def test_wires_outlive_the_client_and_the_server(db, tmp_path, stores):
     again = stores(local_ovsdb.ensure(str(tmp_path)))
     assert again.wires()[0xFFFFFFFF].ends() == ('x', 'y')
     assert w.connector_id == 0xFFFFFFFF
+
+
+def test_a_credential_issued_by_one_controller_holds_on_another(
+        db, tmp_path, stores):
+    """Two controllers of one database: a credential one issues is honoured
+    by the other, re-issuing replaces it, revoking ends it for both; the
+    database file never holds a token, only its SHA-256."""
+    one, two = stores(db), stores(db)
+    first, _ = one.credentials.issue('extender', 'xa')
+
+    def holder(store, token, want):
+        end = time.time() + 5
+        while time.time() < end:
+            if store.credentials.holder(token) == want:
+                return True
+            time.sleep(0.05)
+        return False
+    assert holder(two, first, ('extender', 'xa'))
+    assert [c['name'] for c in two.credentials.list()] == ['xa']
+    second, _ = two.credentials.issue('extender', 'xa')
+    assert holder(one, first, None)
+    assert holder(one, second, ('extender', 'xa'))
+    assert one.credentials.revoke('extender', 'xa')
+    assert holder(two, second, None)
+    assert not two.credentials.revoke('extender', 'xa')
+    with open(tmp_path / 'intent.db', 'rb') as f:
+        text = f.read()
+    assert first.encode() not in text and second.encode() not in text

@@ -3,10 +3,8 @@
 (every controller of a cluster sees a credential issued by another)."""
 import datetime
 
-import ovs.db.idl
-
 from virtualwire.core import credentials
-from virtualwire.store.errors import StoreError
+from virtualwire.store import txn as store_txn
 
 
 class CredentialStore:
@@ -29,21 +27,15 @@ class CredentialStore:
             row.role, row.name = role, name
             row.digest, row.created_at = credentials.digest(token), created
 
-        self._commit(build, 'issuing a credential')
+        store_txn.commit(self.client, build, 'issuing a credential')
         return token, created
 
     def revoke(self, role, name):
         """True if (role, name) had a credential."""
-        found = []
-
-        def build(txn, idl):
-            for r in list(idl.tables['Credential'].rows.values()):
-                if (r.role, r.name) == (role, name):
-                    found.append(r)
-                    r.delete()
-
-        self._commit(build, 'revoking a credential')
-        return bool(found)
+        return store_txn.delete_rows(
+            self.client, 'Credential',
+            lambda r: (r.role, r.name) == (role, name),
+            'revoking a credential')
 
     def holder(self, token):
         """(role, name) the token was issued to, or None."""
@@ -60,10 +52,3 @@ class CredentialStore:
             out = [{'role': r.role, 'name': r.name,
                     'created_at': r.created_at} for r in rows]
         return sorted(out, key=lambda c: (c['role'], c['name']))
-
-    def _commit(self, build, what):
-        status, txn = self.client.transact(build)
-        if status not in (ovs.db.idl.Transaction.SUCCESS,
-                          ovs.db.idl.Transaction.UNCHANGED):
-            raise StoreError('%s failed: %s (%s)' % (what, status,
-                                                     txn.get_error()))

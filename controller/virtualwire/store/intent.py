@@ -23,6 +23,7 @@ import ovs.db.idl
 from virtualwire.core import ids, links
 from virtualwire.core.model import ExtenderLink, Wire
 from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
+from virtualwire.store import txn as store_txn
 from virtualwire.store.credentials import CredentialStore
 from virtualwire.store.errors import LinkExists, StoreError, VnicTaken
 
@@ -191,20 +192,9 @@ class IntentStore:
     def delete_link(self, a, b):
         """True if there was such a link."""
         a, b = sorted((a, b))
-        found = []
-
-        def build(txn, idl):
-            for r in list(idl.tables['ExtenderLink'].rows.values()):
-                if (r.a, r.b) == (a, b):
-                    found.append(r)
-                    r.delete()
-
-        status, txn = self.client.transact(build)
-        if status not in (ovs.db.idl.Transaction.SUCCESS,
-                          ovs.db.idl.Transaction.UNCHANGED):
-            raise StoreError('deleting the link failed: %s (%s)'
-                             % (status, txn.get_error()))
-        return bool(found)
+        return store_txn.delete_rows(self.client, 'ExtenderLink',
+                                     lambda r: (r.a, r.b) == (a, b),
+                                     'deleting the link')
 
     def _bound(self, *vnics):
         """(vNIC, connector) of the first of `vnics` that has a Binding."""
