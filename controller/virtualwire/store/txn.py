@@ -16,7 +16,7 @@ def commit(client, build, what):
 
 def delete_rows(client, table, match, what):
     """Delete the rows of `table` for which match(row); True if any."""
-    found = []
+    found: list = []
 
     def build(txn, idl):
         found.clear()                # a retry (TRY_AGAIN) starts afresh
