@@ -16,6 +16,7 @@ def tcp_transfer(src, dst, dst_ip, nbytes, port=5001):
     ready = tempfile.mktemp(prefix='vwready')
     rx = dst.tool_bg('tcp-recv', '--port', port, '--ready-file', ready)
     wait_until(lambda: os.path.exists(ready), 10, what='tcp receiver')
+    os.unlink(ready)
     sent = src.tool('tcp-send', '--dst', dst_ip, '--port', port,
                     '--bytes', nbytes)
     out, err = rx.communicate(timeout=60)
@@ -28,6 +29,7 @@ def udp_stream(src, dst, dst_ip, seconds=1.0, rate=1000, port=6001, size=64):
     rx = dst.tool_bg('udp-recv', '--port', port, '--seconds', seconds + 1.5,
                      '--ready-file', ready)
     wait_until(lambda: os.path.exists(ready), 10, what='udp receiver')
+    os.unlink(ready)
     sent = src.tool('udp-send', '--dst', dst_ip, '--port', port, '--rate',
                     rate, '--seconds', seconds, '--size', size)
     out, _ = rx.communicate(timeout=seconds + 30)
@@ -44,6 +46,8 @@ def sniff_while(vms, action, seconds=2.0):
         readies.append(ready)
     wait_until(lambda: all(os.path.exists(r) for r in readies), 10,
                what='sniffers')
+    for r in readies:
+        os.unlink(r)
     action()
     seen = {}
     for name, p in procs.items():
