@@ -143,6 +143,10 @@ def test_wires_survive_a_controller_restart(api, lab):
         lab.start_controller()
         wait_until(api.synced, 20, what='controller back')
         assert api.wire(w['id'])['a'] == 'keep-a'
+        # Its figures come back once every host was read again (a few
+        # seconds; 503 "no flow counters read yet" until then).
+        wait_until(lambda: api.req('GET', '/v1/stats').status_code == 200,
+                   15, what='flow counters read again')
     finally:
         api.req('DELETE', '/v1/wires/%d' % w['id'])
 

@@ -306,3 +306,24 @@ def test_window_loss_separates_what_may_be_in_flight_from_what_is_lost():
     c.history[w['id']][-1] = (t1, dict(s1, a_to_b=(e, d - 150, eb, db)))
     win = h.call(h.ctl.wire_stats, w['id'])['a_to_b']['window']
     assert (win['lost_packets'], win['surely_lost_packets']) == (150, 50)
+
+
+def test_a_switch_gone_mid_cycle_holds_neither_the_cycle_nor_the_pace():
+    from virtualwire.metrics import collector as col
+    h = Harness()
+    h.host('h1', ('a', 1))
+    h.host('h2', ('b', 3))
+    h.connect('a', 'b')
+    c, t = h.ctl.collector, [1000.0]
+    c.clock = lambda: t[0]
+    h.loop.post(c.due)
+    h.loop.run_pending()                        # asked, not answered yet
+    assert len(c.pending) == 2
+    t[0] += 3.0
+    h.loop.post(lambda: h.ctl.sessions.clear())  # both switches went
+    h.loop.post(c.due)
+    h.loop.run_pending()
+    # The wait was not the cycle's cost (it would have paced the next one
+    # 3 s / BUDGET later): the next cycle started at once (nothing to ask).
+    assert c.cycle['cycles'] == 2 and not c.pending
+    assert c.next_at == t[0] + c.interval < 1000.0 + 3.0 / col.BUDGET

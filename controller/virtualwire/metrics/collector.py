@@ -81,13 +81,18 @@ class Collector:
     # -- polling ---------------------------------------------------------------
     def due(self):
         """Called often (a timer): start a cycle when the last one is over
-        and its pace allows; give up waiting for a switch after STUCK."""
+        and its pace allows. A cycle stops waiting after STUCK, or at once
+        when every switch it waits for has gone (disconnected)."""
         self.loop.assert_owner()
         now = self.clock()
-        if self.pending and now - self.started < max(STUCK,
-                                                      5 * self.interval):
-            return
-        if now >= self.next_at or self.pending:
+        self._check_ready(now)
+        if self.pending:
+            live = any(self.ctl.sessions.get(s.dp.id) is s
+                       for s, _ in self.pending.values())
+            if live and now - self.started < max(STUCK, 5 * self.interval):
+                return
+            self._finish(gave_up=True)
+        if now >= self.next_at:
             self.poll()
 
     def poll(self):
@@ -95,7 +100,7 @@ class Collector:
         that answered the last one."""
         self.loop.assert_owner()
         if self.pending:
-            self._finish()               # late switches wait for next time
+            self._finish(gave_up=True)   # late switches wait for next time
         now = self.clock()
         self.started, self._reads = now, []
         for h in self.ctl.tables.hosts.values():
@@ -123,12 +128,17 @@ class Collector:
         if not self.pending:
             self._finish()
 
-    def _finish(self):
+    def _finish(self, gave_up=False):
         self.pending.clear()
         self._track()
         now = self.clock()
         if self.started is not None:
-            took = now - self.started
+            # What the cycle cost: until its last reply; waiting for a
+            # switch that never answered is not work (nor a reason to
+            # read less often).
+            end = now if not gave_up else \
+                max(self._reads) if self._reads else self.started
+            took = end - self.started
             self.cycle['took_ms'] = round(took * 1e3, 3)
             self.next_at = self.started + max(self.interval, took / BUDGET)
             self.cycle['pace_s'] = round(self.next_at - self.started, 3)
@@ -136,13 +146,17 @@ class Collector:
             self.cycle['spread_s'] = round(max(self._reads) -
                                            min(self._reads), 3)
         self.cycle['cycles'] += 1
-        # A host gone for good must not hide every figure for ever.
-        self.ready = not self.unread or \
-            now - self.started_at > UNREAD_GRACE
+        self._check_ready(now)
         self._sample(now)
         if self._urgent or (self._dirty and
                             now - self._saved_at >= self.persist_every):
             self.save()
+
+    def _check_ready(self, now):
+        # Every host the saved state knows read again; or, a host gone for
+        # good must not hide every figure for ever, UNREAD_GRACE.
+        self.ready = self.ready or not self.unread or \
+            now - self.started_at > UNREAD_GRACE
 
     def _sample(self, now):
         live = set(self.counters.wires)
