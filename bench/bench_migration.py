@@ -41,6 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Api, write_result                          # noqa: E402
 
 from vwlab import Lab, outage                                  # noqa: E402
+from vwlab.shell import OVS_NICE                               # noqa: E402
 from vwlab.capture import HostCaptures, guest_taps, ifindexes_of  # noqa: E402
 from vwlab.ovn import Ovn                                      # noqa: E402
 from vwlab.qemu_events import EventWatch, stop_resume_windows  # noqa: E402
@@ -302,9 +303,15 @@ def main():
     ap.add_argument('--downtime-ms', type=int, default=50,
                     help="QEMU's downtime limit for every migration "
                          '(default: %(default)s)')
+    ap.add_argument('--ovs-nice', type=int, default=OVS_NICE,
+                    help="niceness of the hosts' OVS and OVN daemons "
+                         '(default: %(default)s, as ovs-ctl and ovn-ctl '
+                         'start them; 0: equal to the guests)')
+    ap.add_argument('--result', default='migration',
+                    help='bench/results/NAME.json (default: %(default)s)')
     ap.add_argument('--keep-captures', action='store_true')
     args = ap.parse_args()
-    with Lab(3, libvirt=True) as lab:
+    with Lab(3, libvirt=True, ovs_nice=args.ovs_nice) as lab:
         lab.start_controller()
         api = Api(lab)
         api.wait_hosts(3)
@@ -336,8 +343,9 @@ def main():
         doc.update({'migrations_per_system': args.migrations,
                     'rate_hz': RATE, 'downtime_limit_ms': args.downtime_ms,
                     'probe': 'udp-echo 1 kHz, SCHED_FIFO, clock-paced',
+                    'ovs_nice': args.ovs_nice,
                     'captures': capdir if args.keep_captures else None})
-        write_result('migration', doc)
+        write_result(args.result, doc)
 
 
 if __name__ == '__main__':

@@ -19,8 +19,8 @@ from typing import List, Optional
 
 import requests
 
-from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, LAB_ROOT, MGMT_NET, REPO,
-                         UL_NET, UNDERLAY_MTU, LabError, free_port,
+from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, LAB_ROOT, MGMT_NET,
+                         OVS_NICE, REPO, UL_NET, UNDERLAY_MTU, LabError, free_port,
                          kill_pidfile, tail, sh)
 from vwlab.guests import Guest, LibvirtGuest, Vm
 from vwlab.host import LabHost
@@ -45,7 +45,12 @@ class Lab:
     and a whole port onto a physical network (vwlab.gateways)."""
 
     def __init__(self, n_hosts=3, prefix=None, sites=None, of_port=6653,
-                 libvirt=False, extenders=None, gateways=None):
+                 libvirt=False, extenders=None, gateways=None,
+                 ovs_nice=OVS_NICE):
+        # Niceness of each host's ovsdb-server and ovs-vswitchd: -10 as
+        # ovs-ctl (Debian's services) starts them; 0 reproduces a switch
+        # that competes with QEMU as an equal (bench_migration --ovs-nice).
+        self.ovs_nice = ovs_nice
         self.prefix = prefix or 'vw' + secrets.token_hex(3)
         self.libvirt = libvirt
         self.n_hosts = n_hosts

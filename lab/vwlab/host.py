@@ -90,7 +90,8 @@ class LabHost:
         if not os.path.exists(db):
             sh(['ovsdb-tool', 'create', db,
                 '/usr/share/openvswitch/vswitch.ovsschema'])
-        sh(['ovsdb-server', db, '--remote=punix:%s/db.sock' % self.dir,
+        sh(self.niced('ovsdb-server') + [
+            db, '--remote=punix:%s/db.sock' % self.dir,
             '--remote=db:Open_vSwitch,Open_vSwitch,manager_options',
             '--pidfile=%s/ovsdb-server.pid' % self.dir,
             '--unixctl=%s/ovsdb-server.ctl' % self.dir,
@@ -99,12 +100,16 @@ class LabHost:
         self.vsctl('--no-wait', 'init')
         self.start_vswitchd()
 
+    def niced(self, program):
+        """`program` at the lab's OVS niceness, as ovs-ctl starts it."""
+        return ['nice', '-n', str(self.lab.ovs_nice), program]
+
     def stop_vswitchd(self):
         kill_pidfile(os.path.join(self.dir, 'vswitchd.pid'))
 
     def start_vswitchd(self):
         raise_packet_socket_buffers()
-        sh(['ovs-vswitchd', self.db, '--pidfile=%s/vswitchd.pid' % self.dir,
+        sh(self.niced('ovs-vswitchd') + [self.db, '--pidfile=%s/vswitchd.pid' % self.dir,
             '--unixctl=%s/vswitchd.ctl' % self.dir,
             '--log-file=%s/vswitchd.log' % self.dir,
             '--detach', '--no-chdir', '--disable-system'],

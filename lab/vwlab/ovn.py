@@ -34,10 +34,16 @@ class Ovn:
     def _env(self, rundir):
         return dict(os.environ, OVN_RUNDIR=rundir, OVS_RUNDIR=rundir)
 
+    def _niced(self, program):
+        # ovn-ctl starts OVN's daemons at nice -10, as ovs-ctl does OVS's:
+        # the same niceness as the lab's switches.
+        return ['nice', '-n', str(self.lab.ovs_nice), program]
+
     def _db(self, name, schema):
         db = os.path.join(self.dir, '%s.db' % name)
         sh(['ovsdb-tool', 'create', db, schema])
-        sh(['ovsdb-server', db, '--remote=punix:%s/%s.sock' % (self.dir, name),
+        sh(self._niced('ovsdb-server') + [
+            db, '--remote=punix:%s/%s.sock' % (self.dir, name),
             '--pidfile=%s/%s.pid' % (self.dir, name),
             '--unixctl=%s/%s.ctl' % (self.dir, name),
             '--log-file=%s/%s.log' % (self.dir, name),
@@ -55,7 +61,7 @@ class Ovn:
         self._db('sb', SB_SCHEMA)
         self.nbctl('init')
         sh(['ovn-sbctl', '--db=' + self.sb, 'init'])
-        sh(['ovn-northd', '--ovnnb-db=' + self.nb, '--ovnsb-db=' + self.sb,
+        sh(self._niced('ovn-northd') + ['--ovnnb-db=' + self.nb, '--ovnsb-db=' + self.sb,
             '--pidfile=%s/northd.pid' % self.dir,
             '--unixctl=%s/northd.ctl' % self.dir,
             '--log-file=%s/northd.log' % self.dir, '--detach', '--no-chdir'],
@@ -86,7 +92,7 @@ class Ovn:
                 'external_ids:ovn-bridge-datapath-type=netdev')
         env = self._env(run)
         env['OVS_RUNDIR'] = h.dir
-        sh(['ovn-controller', 'unix:%s/db.sock' % h.dir,
+        sh(self._niced('ovn-controller') + ['unix:%s/db.sock' % h.dir,
             '--pidfile=%s/ovn-controller.pid' % run,
             '--log-file=%s/ovn-controller.log' % run, '--detach',
             '--no-chdir'], ns=h.ns, env=env)

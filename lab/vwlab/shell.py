@@ -11,6 +11,10 @@ LAB_ROOT = os.environ.get('VW_LAB_ROOT', '/tmp/virtualwire-labs')
 MGMT_NET, UL_NET = '198.18.0', '198.19.0'
 CONTROLLER_IP = MGMT_NET + '.1'
 UNDERLAY_MTU = 1600
+# ovs-ctl, which Debian's openvswitch-switch service runs, starts
+# ovsdb-server and ovs-vswitchd at nice -10 so that forwarding on the
+# userspace datapath is not queued behind guests; lab hosts do the same.
+OVS_NICE = -10
 
 
 class LabError(Exception):
