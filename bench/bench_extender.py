@@ -15,6 +15,9 @@ guests):
   wireguard-go + VXLAN the L2 link an extender would need from it: a kernel
                        VXLAN device over the WireGuard tun (an OVS port
                        cannot be an L3 tun)
+  wg-go + VXLAN 1600   the same at the OpenVPN link's MTU (1600, what the
+                       link must carry), fragmented inside the tunnel as
+                       OpenVPN's --fragment does: the like-for-like case
 
 Latency: --pings ICMP echoes, 10 ms apart, over each wire; the extender
 path's added RTT is the difference of medians.
@@ -41,6 +44,8 @@ from bench_throughput import iperf                        # noqa: E402
 from common import Api, pct, summary, write_result        # noqa: E402
 
 from vwlab import Lab, extenders                          # noqa: E402
+from virtualwire.extender.openvpn import TAP_MTU as OPENVPN_TAP_MTU  # noqa
+
 
 
 def wait(fn, timeout=60, what='condition', every=0.02):
@@ -106,12 +111,25 @@ def wireguard(lab):
         sh(['ip', 'addr', 'add', '10.97.0.%d/24' % (i + 1), 'dev', 'vxwg'],
            ns=x.ns)
         sh(['ip', 'link', 'set', 'vxwg', 'up'], ns=x.ns)
+        # Like for like with the OpenVPN link: the frames it must carry
+        # (1600 bytes), cut inside the encryption (here the kernel
+        # fragments the VXLAN datagrams before the WireGuard tun; OpenVPN
+        # does it with --fragment).
+        sh(['ip', 'link', 'add', 'vxwg16', 'type', 'vxlan', 'id', '43',
+            'local', '10.98.0.%d' % (i + 1), 'remote', '10.98.0.%d' % (2 - i),
+            'dstport', '4790'], ns=x.ns)
+        sh(['ip', 'link', 'set', 'vxwg16', 'mtu', str(OPENVPN_TAP_MTU)],
+           ns=x.ns)
+        sh(['ip', 'addr', 'add', '10.96.0.%d/24' % (i + 1), 'dev', 'vxwg16'],
+           ns=x.ns)
+        sh(['ip', 'link', 'set', 'vxwg16', 'up'], ns=x.ns)
     wait(lambda: subprocess.run(['ip', 'netns', 'exec', xs[0].ns, 'ping',
                                  '-c', '1', '-W', '0.5', '10.98.0.2'],
                                 capture_output=True).returncode == 0, 30,
          'wireguard-go handshake')
     return [('wireguard-go (L3)', Bare(xs[0]), Bare(xs[1]), '10.98.0.2'),
-            ('wireguard-go+VXLAN', Bare(xs[0]), Bare(xs[1]), '10.97.0.2')]
+            ('wireguard-go+VXLAN', Bare(xs[0]), Bare(xs[1]), '10.97.0.2'),
+            ('wg-go+VXLAN 1600', Bare(xs[0]), Bare(xs[1]), '10.96.0.2')]
 
 
 def link_up(api, a, b):
@@ -143,13 +161,17 @@ def main():
     ap.add_argument('--seconds', type=int, default=5)
     ap.add_argument('--pings', type=int, default=200)
     ap.add_argument('--relinks', type=int, default=20)
+    ap.add_argument('--link-rate', default='',
+                    help="the agents' --link-rate (default: unshaped, to "
+                         "measure the daemon; the agent's own default "
+                         'shapes each link to 80mbit)')
     args = ap.parse_args()
     with Lab(3, sites=['cloud-a', 'cloud-a', 'cloud-b'],
              extenders='xa:cloud-a:nat,xb:cloud-b:nat') as lab:
         lab.start_controller()
         api = Api(lab)
         api.wait_hosts(5)
-        extenders.connect(lab, [('xa', 'xb')])
+        extenders.connect(lab, [('xa', 'xb')], link_rate=args.link_rate)
         wait(lambda: link_up(api, 'xa', 'xb'), 60, 'xa-xb up')
         h1, h2, h3 = lab.hosts[:3]
         a = h1.add_vm('ba', [('ba', '10.66.0.1/24'), ('bc', '10.67.0.1/24')])
@@ -188,6 +210,7 @@ def main():
     base = statistics.median(tput['in-site GRE wire'])
     doc = {
         'runs': args.runs, 'seconds': args.seconds,
+        'link_rate': args.link_rate or 'unshaped',
         'throughput_mbit_s': {k: {'runs': [round(x, 1) for x in v],
                                   'median': round(statistics.median(v), 1),
                                   'retransmits': retr[k]}

@@ -17,10 +17,11 @@ from vwlab.sites import CONTROLLER_PUBLIC_IP, RENDEZVOUS_PORT
 SOUTHBOUND_PORT = 8781          # lab.start_controller's --southbound-rest
 
 
-def start_agent(x):
+def start_agent(x, link_rate=None):
     """Run virtualwire-extender in the extender's namespace, with a token
     of its own: an extender credential, good only for its own reports and
-    key rotation (the controller must be up)."""
+    key rotation (the controller must be up). `link_rate`: the agent's
+    --link-rate (None: its default; '': links unshaped)."""
     token_file = getattr(x, 'token_file', None) or \
         x.lab.credential('extender', x.name)
     x.token_file = token_file
@@ -34,7 +35,8 @@ def start_agent(x):
          '--token-file', token_file,
          '--rendezvous', '%s:%d' % (CONTROLLER_PUBLIC_IP, RENDEZVOUS_PORT),
          '--db', x.db, '--vswitchd-ctl', '%s/vswitchd.ctl' % x.dir,
-         '--interval', '0.5'],
+         '--interval', '0.5'] +
+        ([] if link_rate is None else ['--link-rate', link_rate]),
         stdout=log, stderr=subprocess.STDOUT, env=x.env())
     with open(os.path.join(state, 'agent.pid'), 'w') as f:
         f.write('%d\n' % p.pid)
@@ -42,10 +44,10 @@ def start_agent(x):
     return p
 
 
-def start_agents(lab):
+def start_agents(lab, link_rate=None):
     for x in lab.extenders:
         if getattr(x, 'agent', None) is None or x.agent.poll() is not None:
-            start_agent(x)
+            start_agent(x, link_rate)
 
 
 def api(lab, method, path, body=None):
@@ -60,9 +62,9 @@ def api(lab, method, path, body=None):
     return r.json() if r.content else None
 
 
-def connect(lab, pairs):
+def connect(lab, pairs, link_rate=None):
     """Start every extender's agent (once) and link the pairs."""
-    start_agents(lab)
+    start_agents(lab, link_rate)
     have = {(k['a'], k['b']) for k in
             api(lab, 'GET', '/v1/extender-links')['links']}
     for a, b in pairs:
