@@ -60,7 +60,8 @@ def test_linked_extenders_learn_each_others_key_and_endpoint(rest):
         {'xa': 1194, 'xb': 1194}
     # xa reports before xb: nothing to connect to yet.
     assert report(rest, 'xa', 1194, '203.0.113.11') == \
-        (200, {'links': [], 'ports': [1194], 'rotate_key': False})
+        (200, {'links': [], 'ports': [1194], 'rotate_key': False,
+               'hurry': False})
     status, got = report(rest, 'xb', 1194, '203.0.113.12')
     assert got['links'] == [{
         'peer': 'xa', 'peer_fingerprint': FP['xa'], 'remote': '203.0.113.11',
@@ -149,9 +150,16 @@ def test_a_key_rotation_is_asked_until_a_new_fingerprint_is_reported(rest):
     rest('POST', '/v1/extender-links', {'a': 'xa', 'b': 'xb'})
     assert rest('POST', '/v1/extenders/xb/rotate-key')[0] == 404  # no report
     report(rest, 'xb', 1194, '203.0.113.12')
+    report(rest, 'xz', 1195, '203.0.113.13')
+    assert not report(rest, 'xa', 1194, '203.0.113.11')[1]['hurry']
     status, doc = rest('POST', '/v1/extenders/xb/rotate-key')
     assert status == 202 and doc['replacing'] == FP['xb']
-    assert report(rest, 'xb', 1194, '203.0.113.12')[1]['rotate_key']
+    got = report(rest, 'xb', 1194, '203.0.113.12')[1]
+    assert got['rotate_key'] and got['hurry']
+    # xb's peer reports often too (each step waits for a report); an
+    # extender not linked with xb does not.
+    assert report(rest, 'xa', 1194, '203.0.113.11')[1]['hurry']
+    assert not report(rest, 'xz', 1195, '203.0.113.13')[1]['hurry']
     FP['xb'], old = 'AB:' * 31 + 'AB', FP['xb']
     try:
         rest.h.now += 1
@@ -167,5 +175,9 @@ def test_a_key_rotation_is_asked_until_a_new_fingerprint_is_reported(rest):
         rest.h.now += 1
         [k] = report(rest, 'xb', 1194, '203.0.113.12')[1]['links']
         assert k['pinned'] and k['tls'] == 'client'
+        # The hurry ends by itself.
+        rest.h.now += 10
+        assert not report(rest, 'xb', 1194, '203.0.113.12')[1]['hurry']
+        assert not report(rest, 'xa', 1194, '203.0.113.11')[1]['hurry']
     finally:
         FP['xb'] = old

@@ -49,6 +49,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
         self.sister_hosts = {}
         self.reports = {}               # extender -> its agent's last report
         self.rotations = {}             # extender -> fingerprint to replace
+        self.hurry_until = {}           # extender -> its rotation's hurry
         self.stats = {'syncs': 0, 'bundles': 0, 'flow_mods': 0,
                       'switch_errors': 0}
         self.instruments = instruments or Instruments()

@@ -16,11 +16,18 @@ from virtualwire.pipeline import paths
 
 # An agent that has not reported for this long is shown as silent.
 SILENT_AFTER = 10.0
+# For this long after a key rotation is asked, the extender and its peers
+# are told to report at once and often (`hurry`): each step of the
+# rotation (new key reported, peers pinning it, the TLS client restarting)
+# waits for a report, and the link is down between the first restart and
+# the last.
+HURRY_FOR = 10.0
 
 
 class ExtenderHandlers(ControllerState):
     reports: Dict[str, links.ExtenderReport]
     rotations: Dict[str, str]       # extender -> fingerprint being replaced
+    hurry_until: Dict[str, float]   # extender -> end of its rotation's hurry
 
     def check_extender_link(self, a, b):
         self.loop.assert_owner()
@@ -44,11 +51,15 @@ class ExtenderHandlers(ControllerState):
         if self.rotations.get(name) not in (None, rep.fingerprint):
             del self.rotations[name]            # done: a new key reported
         mine = self.intent.links()
+        peers = {k.peer_of(name) for k in mine if name in (k.a, k.b)}
+        now = self.clock()
         return {'links': links.link_specs(name, mine, self.tables.hosts,
                                           self.reports),
                 'ports': sorted(k.port_of(name) for k in mine
                                 if name in (k.a, k.b)),
-                'rotate_key': name in self.rotations}
+                'rotate_key': name in self.rotations,
+                'hurry': any(self.hurry_until.get(x, 0.0) > now
+                             for x in peers | {name})}
 
     def rotate_key(self, name) -> dict:
         """Ask an extender's agent for a new key (made there: the private
@@ -59,6 +70,7 @@ class ExtenderHandlers(ControllerState):
         if rep is None:
             raise errors.NotFound('no report from extender %s yet' % name)
         self.rotations[name] = rep.fingerprint
+        self.hurry_until[name] = self.clock() + HURRY_FOR
         return {'extender': name, 'replacing': rep.fingerprint}
 
     def extender_link_views(self) -> List[dict]:

@@ -36,6 +36,7 @@ RTT_EVERY = 5.0
 
 
 REPROBE_AFTER = 15.0        # s a link stays down before its port is re-probed
+HURRY_FACTOR = 10            # cycles this much faster during a key rotation
 
 
 def specs(doc) -> Dict[str, LinkSpec]:
@@ -141,6 +142,7 @@ class Agent:
         self.gen: Dict[str, int] = {}     # peer -> cert_gen its process uses
         self.last_rtt = 0.0
         self.flow_ports: Optional[Dict[int, str]] = None
+        self.hurry = False                # a key rotation is in flight
 
     def mgmt(self, peer):
         return os.path.join(self.dir, 'xl-%s.mgmt' % peer)
@@ -211,6 +213,7 @@ class Agent:
         # Whether a peer pins our key is only known from a reply to a
         # report that carried it.
         self.reply_gen = sent_gen
+        self.hurry = bool(reply.get('hurry'))
         if reply.get('rotate_key'):
             self.rotate()
         want = specs(reply)
@@ -329,7 +332,9 @@ class Agent:
             except (subprocess.CalledProcessError, OSError, ValueError) as e:
                 LOG.warning('cycle failed, retrying: %s', getattr(
                     e, 'stderr', None) or e)
-            time.sleep(interval)
+            # While a key rotation is in flight every step of it waits for
+            # a report: report ten times as often.
+            time.sleep(interval / HURRY_FACTOR if self.hurry else interval)
 
     def shutdown(self):
         for peer in list(self.procs):
