@@ -243,6 +243,9 @@ class Lab:
             (['--rendezvous-listen', '%s:%d' % (CONTROLLER_PUBLIC_IP,
                                                 RENDEZVOUS_PORT)]
              if self.clouds else []) + list(extra)
+        # At the hosts' OVS niceness, as OVN's daemons: the activation's
+        # datapath update waits for the controller's bundle (sync_order).
+        cmd = ['nice', '-n', str(self.ovs_nice)] + cmd
         self.controller = subprocess.Popen(cmd, stdout=log,
                                            stderr=subprocess.STDOUT,
                                            env=dict(os.environ, **(env or {})))

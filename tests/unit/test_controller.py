@@ -182,6 +182,19 @@ def test_a_migration_records_each_step_of_its_timeline_in_order():
     assert h.runtime.migration_rows[m['id']]['steps'] == m['steps']
 
 
+def test_an_activated_destination_gets_its_bundle_before_the_sisters():
+    """Its switch learned the delivering flow, but OVS's datapath goes on
+    dropping with the held flow's cached actions until a flow change makes
+    it revalidate: our bundle is that change, so it goes first."""
+    h, w, vm = _migrating()
+    h.host('h2', ('g', 2))
+    h.settle()
+    log = h.fabric.commit_log
+    log.clear()
+    h.send('h2', 2, payload=b'x' * 46, eth_type=0x8035)
+    assert log[0] == 'h2' and set(log) == {'h1', 'h2', 'h3'}, log
+
+
 def test_an_aborted_move_says_its_destination_left():
     h, w, vm = _migrating()
     h.host('h2', ('g', 2))

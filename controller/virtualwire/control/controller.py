@@ -215,6 +215,18 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
                 s.dp.close()
 
     # ---- sync ----------------------------------------------------------------
+    def sync_order(self):
+        """Hosts in the order their bundles go out: destinations that just
+        activated a move first. Their switch has learned the delivering
+        flow, but its datapath goes on dropping with the held flow's cached
+        actions until something makes ovs-vswitchd revalidate: our bundle
+        is that (a learn alone waited for the periodic revalidation, ~0.5 s,
+        in OVS 3.1's userspace datapath)."""
+        first = {dest for dest, waiting, _ in self.sisters_pending.values()
+                 if waiting is None}
+        return sorted(self.tables.hosts.values(),
+                      key=lambda h: h.name not in first)
+
     def sync(self):
         """Bring switches whose desired table changed (or that just
         connected) to it: one atomic bundle each, only the difference.
@@ -224,7 +236,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
         self.stats['syncs'] += 1
         dirty = self.tables.pop_dirty()
         sent = {}
-        for h in self.tables.hosts.values():
+        for h in self.sync_order():
             s = self.sessions.get(h.dpid)
             if s is None or s.installed is None:
                 continue

@@ -153,6 +153,7 @@ class FakeDatapath:
             if msg.type == ofp.OFPBCT_OPEN_REQUEST:
                 self.bundles[msg.bundle_id] = []
             elif msg.type == ofp.OFPBCT_COMMIT_REQUEST:
+                self.fabric.commit_log.append(self.name)
                 for m in self.bundles.pop(msg.bundle_id):
                     self.flow_mod(m)
         elif msg_type == ofp.OFPT_FLOW_MOD:
@@ -279,6 +280,7 @@ class FakeFabric:
         self.switches: Dict[str, FakeDatapath] = {}
         self.inbox: List[Tuple[str, FakeDatapath, object]] = []
         self.packet_in_log: List[Tuple[FakeDatapath, object]] = []
+        self.commit_log: List[str] = []      # switch names, bundles in order
         self._lock = threading.Lock()   # the loop posts, a harness drains
 
     def post(self, kind, dp, msg):
