@@ -65,8 +65,9 @@ BPF = 'udp port 7000 or ip proto 47 or ether proto 0x8035 or arp'
 class System:
     """One system's guest, far and near ends, and how it migrates."""
 
-    def __init__(self, name, guest, ends, ports=None, ovn=None):
+    def __init__(self, name, guest, ends, ports=None, ovn=None, api=None):
         self.crashes = 0
+        self.api = api          # ours: when the controller saw activation
         self.name, self.guest, self.ends = name, guest, ends
         self.ports, self.ovn = ports or [], ovn
         self.where, self.rows = None, {k: [] for k in ends}
@@ -132,7 +133,7 @@ def setup(lab, api, ovn):
         if name == 'virtualwire':
             for vm, _ip, nic in ends.values():
                 api.call('POST', '/v1/wires', {'a': nic, 'b': vm.name})
-            systems.append(System(name, g, ends))
+            systems.append(System(name, g, ends, api=api))
         else:
             for k, (vm, ip, nic) in ends.items():
                 ls = 'ls-%s' % k
@@ -189,6 +190,7 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
             for q, t in enumerate(r['sent_times'])
             if stop - 0.1 <= t <= resume + 0.1}
     grams_all = caps.datagrams(near)
+    seen_by_controller = _activated_at(sysm)
     for k, r in reports.items():
         vm, ip, nic = sysm.ends[k]
         grams = [x for x in grams_all if ip in (x.src, x.dst)]
@@ -211,18 +213,40 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
         row['first_frame'] = (None if first is None else
                               {'kind': first[1], 'ms_after_resume':
                                round((first[0] - resume) * 1000, 2)})
+        # Ours: the controller's packet-in handling after the guest's first
+        # frame. The datapath delivers once our bundle makes ovs-vswitchd
+        # revalidate, so frame -> delivery splits into this and the rest.
+        at = seen_by_controller.get(nic)
+        row['controller_ms_after_frame'] = (
+            round((at - first[0]) * 1000, 2) if at and first else None)
         sysm.rows[k].append(row)
         row['lost_on_the_way_in'] = r['lost_on_the_way_in']
         row['lost_on_the_way_back'] = r['lost_on_the_way_back']
         line.append('%s: lost %d (in %d) added %s net %s frame %s->dlv %s%s%s%s' % (
             k, r['lost'], r['lost_on_the_way_in'], _f(row['added_ms']), _f(edges['network_ms']),
             _f(row['first_frame'] and row['first_frame']['ms_after_resume']),
-            _f(edges['first_frame_to_delivery_ms']),
+            _f(edges['first_frame_to_delivery_ms']) + (
+                ' (ctl %s)' % _f(row['controller_ms_after_frame'])
+                if row['controller_ms_after_frame'] is not None else ''),
             ' dup %d' % row['duplicates'] if row['duplicates'] else '',
             ' 2nd-hole %s' % row['other_holes'] if row['second_hole'] else '',
             ' UNPROBED (%s)' % row['unprobed_why'] if not row['probed']
             else ''))
     print('  '.join(line), flush=True)
+
+
+def _activated_at(sysm):
+    """{vNIC: when the controller handled its activation} of the guest's
+    last migration (ours only)."""
+    if sysm.api is None:
+        return {}
+    recs = [m for m in sysm.api.call('GET', '/v1/migrations')['migrations']
+            if set(m.get('vnics', ())) & {n for _v, _i, n in
+                                          sysm.ends.values()}]
+    if not recs:
+        return {}
+    last = max(recs, key=lambda m: m.get('started_at') or 0)
+    return dict(last.get('activated') or {})
 
 
 def _crashed_late(sysm, wait):
@@ -263,6 +287,11 @@ def report(systems):
             sm['guest_crashed'] = [i + 1 for i, r in enumerate(rows)
                                    if r['guest_crashed']]
             sm['rows'] = rows
+            ctl = [r['controller_ms_after_frame'] for r in rows
+                   if not r['guest_crashed'] and
+                   r.get('controller_ms_after_frame') is not None]
+            if ctl:
+                sm['controller_ms_after_frame'] = outage.dist(ctl)
             doc[s.name][k] = sm
             a, n = sm['added_ms'], sm['capture_network_ms']
             print('%-11s %-4s %7s %16s %16s %14s %4d %5d %d/%d %s' % (
@@ -287,6 +316,13 @@ def report(systems):
               'network p50 %s' % (k, ratios[k]['p50'], ratios[k]['p90'],
                                   ratios[k]['max'], ratios[k]['network_p50']))
     doc['ratio_ovn_to_virtualwire'] = ratios
+    for k, sm in doc['virtualwire'].items():
+        c = sm.get('controller_ms_after_frame')
+        if c:
+            print('VirtualWire, %s end: the controller handled the '
+                  "activation p50 %s / p90 %s / max %s ms after the guest's "
+                  'first frame (its bundle is what makes the destination '
+                  'revalidate)' % (k, c['p50'], c['p90'], c['max']))
     return doc
 
 
