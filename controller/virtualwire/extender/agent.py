@@ -208,6 +208,7 @@ class Agent:
         except (OSError, ValueError, urllib.error.URLError) as e:
             LOG.warning('controller unreachable (%s); keeping %d link(s)',
                         e, len(self.want))
+            self.hurry = False      # no faster reports to a controller away
             return
         self.ports = list(reply.get('ports', ()))
         # Whether a peer pins our key is only known from a reply to a
