@@ -395,7 +395,7 @@ def test_a_key_rotated_while_traffic_runs_costs_a_moment(cross, clouds):
                         ('xb', 'xr'): True, ('xr', 'xb'): True})
     # "A moment": while the rotation is in flight xb and its peers report
     # ten times a second (`hurry`); measured in docs/benchmarks.rst.
-    assert hole < 3, r['lost_runs']
+    assert hole < 5, r['lost_runs']
     assert va.ping('192.0.2.2', count=3) == (3, 3)
 
 
