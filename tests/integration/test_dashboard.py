@@ -134,4 +134,10 @@ def test_the_dashboard_shows_the_lab_live(lab, api, pair, wired_guest,
         stream.join(90)
     h2.libvirt.install_hook()
     sent, got = out['r']
-    assert got['received'] == sent['sent']
+    # The stream's wire crosses h2, where libvirt plugged the guest's tap:
+    # OVS 3.1's userspace tunnel race (docs/benchmarks.rst) can drop what
+    # crosses that host's tunnels for a few ms then, bystanders included
+    # (1 of 13,500 in one CI run). At most that one short hole, no more.
+    assert got['received'] + got['missing'] == sent['sent'], (sent, got)
+    assert got['longest_gap_packets'] == got['missing'] <= 0.02 * RATE, got
+    assert got['duplicates'] == 0, got
