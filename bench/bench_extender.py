@@ -47,7 +47,6 @@ from vwlab import Lab, extenders                          # noqa: E402
 from virtualwire.extender.openvpn import TAP_MTU as OPENVPN_TAP_MTU  # noqa
 
 
-
 def wait(fn, timeout=60, what='condition', every=0.02):
     end = time.time() + timeout
     while time.time() < end:

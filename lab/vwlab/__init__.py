@@ -20,8 +20,8 @@ from typing import List, Optional
 import requests
 
 from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, LAB_ROOT, MGMT_NET,
-                         OVS_NICE, REPO, UL_NET, UNDERLAY_MTU, LabError, free_port,
-                         kill_pidfile, tail, sh)
+                         OVS_NICE, REPO, UL_NET, UNDERLAY_MTU, LabError,
+                         free_port, kill_pidfile, niced, tail, sh)
 from vwlab.guests import Guest, LibvirtGuest, Vm
 from vwlab.host import LabHost
 from vwlab import antispoof, gateways
@@ -243,9 +243,9 @@ class Lab:
             (['--rendezvous-listen', '%s:%d' % (CONTROLLER_PUBLIC_IP,
                                                 RENDEZVOUS_PORT)]
              if self.clouds else []) + list(extra)
-        # At the hosts' OVS niceness, as OVN's daemons: the activation's
-        # datapath update waits for the controller's bundle (sync_order).
-        cmd = ['nice', '-n', str(self.ovs_nice)] + cmd
+        # At the hosts' OVS niceness, as OVN's daemons: the controller's
+        # bundle is on a migration's activation path (sync_order).
+        cmd = niced(self.ovs_nice, cmd)
         self.controller = subprocess.Popen(cmd, stdout=log,
                                            stderr=subprocess.STDOUT,
                                            env=dict(os.environ, **(env or {})))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, Optional
 
 from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, MGMT_NET,
-                         UNDERLAY_MTU, LabError, kill_pidfile, sh)
+                         UNDERLAY_MTU, LabError, kill_pidfile, niced, sh)
 from vwlab.sites import LINK_NET
 from vwlab.guests import Guest, LibvirtGuest, Vm, wait_booted
 
@@ -90,29 +90,26 @@ class LabHost:
         if not os.path.exists(db):
             sh(['ovsdb-tool', 'create', db,
                 '/usr/share/openvswitch/vswitch.ovsschema'])
-        sh(self.niced('ovsdb-server') + [
-            db, '--remote=punix:%s/db.sock' % self.dir,
+        sh(niced(self.lab.ovs_nice, [
+            'ovsdb-server', db, '--remote=punix:%s/db.sock' % self.dir,
             '--remote=db:Open_vSwitch,Open_vSwitch,manager_options',
             '--pidfile=%s/ovsdb-server.pid' % self.dir,
             '--unixctl=%s/ovsdb-server.ctl' % self.dir,
             '--log-file=%s/ovsdb-server.log' % self.dir,
-            '--detach', '--no-chdir'], ns=self.ns, env=self.env())
+            '--detach', '--no-chdir']), ns=self.ns, env=self.env())
         self.vsctl('--no-wait', 'init')
         self.start_vswitchd()
-
-    def niced(self, program):
-        """`program` at the lab's OVS niceness, as ovs-ctl starts it."""
-        return ['nice', '-n', str(self.lab.ovs_nice), program]
 
     def stop_vswitchd(self):
         kill_pidfile(os.path.join(self.dir, 'vswitchd.pid'))
 
     def start_vswitchd(self):
         raise_packet_socket_buffers()
-        sh(self.niced('ovs-vswitchd') + [self.db, '--pidfile=%s/vswitchd.pid' % self.dir,
+        sh(niced(self.lab.ovs_nice, [
+            'ovs-vswitchd', self.db, '--pidfile=%s/vswitchd.pid' % self.dir,
             '--unixctl=%s/vswitchd.ctl' % self.dir,
             '--log-file=%s/vswitchd.log' % self.dir,
-            '--detach', '--no-chdir', '--disable-system'],
+            '--detach', '--no-chdir', '--disable-system']),
            ns=self.ns, env=self.env())
 
     def bootstrap(self, extra=()):

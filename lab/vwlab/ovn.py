@@ -16,7 +16,7 @@ requested-chassis=DST. `--wait=hv` returns once every chassis applied it.
 import os
 import time
 
-from vwlab.shell import LabError, sh
+from vwlab.shell import LabError, niced, sh
 
 NB_SCHEMA = '/usr/share/ovn/ovn-nb.ovsschema'
 SB_SCHEMA = '/usr/share/ovn/ovn-sb.ovsschema'
@@ -34,20 +34,20 @@ class Ovn:
     def _env(self, rundir):
         return dict(os.environ, OVN_RUNDIR=rundir, OVS_RUNDIR=rundir)
 
-    def _niced(self, program):
+    def _niced(self, cmd):
         # ovn-ctl starts OVN's daemons at nice -10, as ovs-ctl does OVS's:
         # the same niceness as the lab's switches.
-        return ['nice', '-n', str(self.lab.ovs_nice), program]
+        return niced(self.lab.ovs_nice, cmd)
 
     def _db(self, name, schema):
         db = os.path.join(self.dir, '%s.db' % name)
         sh(['ovsdb-tool', 'create', db, schema])
-        sh(self._niced('ovsdb-server') + [
-            db, '--remote=punix:%s/%s.sock' % (self.dir, name),
+        sh(self._niced([
+            'ovsdb-server', db, '--remote=punix:%s/%s.sock' % (self.dir, name),
             '--pidfile=%s/%s.pid' % (self.dir, name),
             '--unixctl=%s/%s.ctl' % (self.dir, name),
             '--log-file=%s/%s.log' % (self.dir, name),
-            '--detach', '--no-chdir'], env=self._env(self.dir))
+            '--detach', '--no-chdir']), env=self._env(self.dir))
 
     def start(self, timeout=60):
         """Central, then a chassis on every lab host; returns once all
@@ -61,10 +61,11 @@ class Ovn:
         self._db('sb', SB_SCHEMA)
         self.nbctl('init')
         sh(['ovn-sbctl', '--db=' + self.sb, 'init'])
-        sh(self._niced('ovn-northd') + ['--ovnnb-db=' + self.nb, '--ovnsb-db=' + self.sb,
+        sh(self._niced([
+            'ovn-northd', '--ovnnb-db=' + self.nb, '--ovnsb-db=' + self.sb,
             '--pidfile=%s/northd.pid' % self.dir,
             '--unixctl=%s/northd.ctl' % self.dir,
-            '--log-file=%s/northd.log' % self.dir, '--detach', '--no-chdir'],
+            '--log-file=%s/northd.log' % self.dir, '--detach', '--no-chdir']),
            env=self._env(self.dir))
         for h in self.lab.hosts:
             self._chassis(h)
@@ -92,10 +93,11 @@ class Ovn:
                 'external_ids:ovn-bridge-datapath-type=netdev')
         env = self._env(run)
         env['OVS_RUNDIR'] = h.dir
-        sh(self._niced('ovn-controller') + ['unix:%s/db.sock' % h.dir,
+        sh(self._niced([
+            'ovn-controller', 'unix:%s/db.sock' % h.dir,
             '--pidfile=%s/ovn-controller.pid' % run,
             '--log-file=%s/ovn-controller.log' % run, '--detach',
-            '--no-chdir'], ns=h.ns, env=env)
+            '--no-chdir']), ns=h.ns, env=env)
 
     def nbctl(self, *args):
         return sh(['ovn-nbctl', '--db=' + self.nb, '--timeout=30']

@@ -17,6 +17,11 @@ UNDERLAY_MTU = 1600
 OVS_NICE = -10
 
 
+def niced(nice, cmd):
+    """`cmd` (a list) run at niceness `nice`."""
+    return ['nice', '-n', str(nice)] + list(cmd)
+
+
 class LabError(Exception):
     pass
 

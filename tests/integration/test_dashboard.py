@@ -65,7 +65,7 @@ def test_the_dashboard_shows_the_lab_live(lab, api, pair, wired_guest,
         assert before is not None and before < 0.2 * RATE, before
         out = {}
         stream = threading.Thread(target=lambda: out.update(r=udp_stream(
-            va, vb, '192.0.2.2', seconds=45, rate=RATE, port=6200)))
+            va, vb, '192.0.2.2', seconds=30, rate=RATE, port=6200)))
         stream.start()
         risen = b.wait(lambda: (number(b.text(row + 'td.rate-ab')) or 0)
                        >= 0.8 * RATE and number(b.text(row + 'td.rate-ab')),
@@ -74,6 +74,13 @@ def test_the_dashboard_shows_the_lab_live(lab, api, pair, wired_guest,
         # Nothing lost beyond what may be in flight (shown as +-N).
         assert b.text(row + 'td.lost').split()[0] == '0', b.text(
             row + 'td.lost')
+        # The stream ends before the migration: plugging the guest's tap on
+        # h2 can drop a bystander's tunnelled frames for a few ms there
+        # (OVS 3.1's userspace tunnel race, docs/benchmarks.rst), which is
+        # not what this wire's count is about.
+        stream.join(90)
+        sent, got = out['r']
+        assert got['received'] == sent['sent'], (sent, got)
 
         # A live migration appears while it runs and ends with each step.
         # The destination's libvirt hook announces it with a hypervisor
@@ -131,13 +138,4 @@ def test_the_dashboard_shows_the_lab_live(lab, api, pair, wired_guest,
         b.screenshot(shot)
         if os.environ.get('VW_DASHBOARD_SCREENSHOT'):
             shutil.copy(shot, os.environ['VW_DASHBOARD_SCREENSHOT'])
-        stream.join(90)
     h2.libvirt.install_hook()
-    sent, got = out['r']
-    # The stream's wire crosses h2, where libvirt plugged the guest's tap:
-    # OVS 3.1's userspace tunnel race (docs/benchmarks.rst) can drop what
-    # crosses that host's tunnels for a few ms then, bystanders included
-    # (1 of 13,500 in one CI run). At most that one short hole, no more.
-    assert got['received'] + got['missing'] == sent['sent'], (sent, got)
-    assert got['longest_gap_packets'] == got['missing'] <= 0.02 * RATE, got
-    assert got['duplicates'] == 0, got

@@ -183,9 +183,9 @@ def test_a_migration_records_each_step_of_its_timeline_in_order():
 
 
 def test_an_activated_destination_gets_its_bundle_before_the_sisters():
-    """Its switch learned the delivering flow, but OVS's datapath goes on
-    dropping with the held flow's cached actions until a flow change makes
-    it revalidate: our bundle is that change, so it goes first."""
+    """Its switch learned the delivering flow, but OVS's datapath drops
+    with the held flow's cached actions until it revalidates, which a flow
+    change such as our bundle makes it do: that bundle goes first."""
     h, w, vm = _migrating()
     h.host('h2', ('g', 2))
     h.settle()

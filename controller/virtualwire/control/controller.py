@@ -218,12 +218,13 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
     def sync_order(self):
         """Hosts in the order their bundles go out: destinations that just
         activated a move first. Their switch has learned the delivering
-        flow, but its datapath goes on dropping with the held flow's cached
-        actions until something makes ovs-vswitchd revalidate: our bundle
-        is that (a learn alone waited for the periodic revalidation, ~0.5 s,
-        in OVS 3.1's userspace datapath)."""
+        flow, but its datapath drops with the held flow's cached actions
+        until ovs-vswitchd revalidates, and a flow change such as our
+        bundle makes it revalidate."""
         first = {dest for dest, waiting, _ in self.sisters_pending.values()
                  if waiting is None}
+        if not first:
+            return list(self.tables.hosts.values())
         return sorted(self.tables.hosts.values(),
                       key=lambda h: h.name not in first)
 
