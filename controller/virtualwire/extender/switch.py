@@ -60,7 +60,11 @@ class Switch:
         """The tunnel's two addresses (a route to the peer's, via it)."""
         self._run(['ip', 'addr', 'replace', inner, 'peer', peer_inner,
                    'dev', dev])
-        self._run(['ip', 'link', 'set', dev, 'mtu', str(WG_MTU), 'up'])
+        # A long queue: wireguard-go drains the tun in bursts, and at the
+        # default 500 the tun dropped a cross-cloud wire's frames (TCP
+        # retransmits, hand-run 2026-11-24).
+        self._run(['ip', 'link', 'set', dev, 'mtu', str(WG_MTU),
+                   'txqueuelen', '10000', 'up'])
 
     def ensure_vxlan(self, dev, peer, vni, inner, peer_inner):
         """The link's Ethernet: VXLAN between the tunnel addresses, on
