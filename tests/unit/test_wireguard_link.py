@@ -23,30 +23,43 @@ def spec(**kw):
 
 
 def test_dump_and_judge_follow_the_peer():
-    peer = wireguard.parse_dump(DUMP % (KEY['xa'], KEY['xb'], 1000, 92, 148))
+    T = 1795540000.0
+    peer = wireguard.parse_dump(DUMP % (KEY['xa'], KEY['xb'], T, 92, 148))
     assert peer == {KEY['xb']: {'endpoint': '203.0.113.12:51820',
-                                'handshake': 1000.0, 'rx_bytes': 92,
+                                'handshake': T, 'rx_bytes': 92,
                                 'tx_bytes': 148}}
-    s = wireguard.judge(LinkState(), peer[KEY['xb']], KEY['xb'], 1001.0)
-    assert s.up and s.since == 1001.0 and s.peer_key == KEY['xb']
+    s = wireguard.judge(LinkState(), peer[KEY['xb']], KEY['xb'], T + 1)
+    assert s.up and s.since == T + 1 and s.peer_key == KEY['xb']
     # Keepalives keep it up; silence for DEAD_AFTER takes it down.
     s = wireguard.judge(s, dict(peer[KEY['xb']], rx_bytes=124), KEY['xb'],
-                        1003.0)
-    assert s.up and s.since == 1001.0 and s.heard == 1003.0
+                        T + 3)
+    assert s.up and s.since == T + 1 and s.heard == T + 3
     s = wireguard.judge(s, dict(peer[KEY['xb']], rx_bytes=124), KEY['xb'],
-                        1003.0 + wireguard.DEAD_AFTER)
-    assert s.state == 'down' and s.since == 1003.0 + wireguard.DEAD_AFTER
+                        T + 3 + wireguard.DEAD_AFTER)
+    assert s.state == 'down' and s.since == T + 3 + wireguard.DEAD_AFTER
+    # A session older than WireGuard lets one live: down.
+    assert wireguard.judge(LinkState(), peer[KEY['xb']], KEY['xb'],
+                           T + wireguard.SESSION_LIFE).state == 'down'
+    # boringtun says how many whole seconds ago instead of when: 0 with
+    # data received is a handshake under a second ago, not none.
+    s = wireguard.judge(LinkState(), dict(peer[KEY['xb']], handshake=4),
+                        KEY['xb'], T, ages=True)
+    assert s.up and s.handshake == T - 4
+    s = wireguard.judge(LinkState(), dict(peer[KEY['xb']], handshake=0),
+                        KEY['xb'], T, ages=True)
+    assert s.up and s.handshake == T
+    assert wireguard.judge(LinkState(), dict(peer[KEY['xb']], handshake=0,
+                                             rx_bytes=0), KEY['xb'], T,
+                           ages=True).state == 'connecting'
     # Never a handshake: connecting; no such peer: down.
     assert wireguard.judge(LinkState(), dict(peer[KEY['xb']], handshake=0),
-                           KEY['xb'], 5.0).state == 'connecting'
-    assert wireguard.judge(s, None, KEY['xb'], 2000.0).state == 'down'
+                           KEY['xb'], T).state == 'connecting'
+    assert wireguard.judge(s, None, KEY['xb'], T + 1000).state == 'down'
 
 
-def test_a_new_peer_key_replaces_the_old_in_one_call():
-    args = wireguard.peer_args(spec(peer_key=KEY['new']), KEY['xb'])
-    assert args[:2] == ['peer', KEY['new']] and \
-        args[-3:] == ['peer', KEY['xb'], 'remove']
-    assert 'remove' not in wireguard.peer_args(spec(), KEY['xb'])
+def test_a_peer_is_added_with_its_endpoint_and_tunnel_address():
+    assert wireguard.peer_args(spec(remote='203.0.113.99'))[:4] == [
+        'peer', KEY['xb'], 'endpoint', '203.0.113.99:51820']
     # Device names: unique per (extender, peer) across namespaces.
     assert spec().wg_dev('xa') != spec().wg_dev('xr')
     assert len(spec().wg_dev('xa')) <= 15 and spec().dev == 'xl-xb'
@@ -92,9 +105,19 @@ def test_our_new_key_waits_for_the_peer_to_use_it(tmp_path):
     agent.want = {'xb': spec(pinned=True)}
     agent.reconcile()
     agent.reconcile()
-    assert sw.calls == [('private-key', agent.key_file)]
+    assert sw.calls[0] == ('private-key', agent.key_file)
+    # ... with the peer entry made again (no old session lingers).
+    assert sw.calls[1] == ('peer', KEY['xb'], 'remove')
+    assert sw.calls[2][:2] == ('peer', KEY['xb']) and len(sw.calls) == 3
     # The peer's own new key is taken in place, its old one removed.
+    # The peer's own new key: its old entry removed, then the new one
+    # added, in two calls (boringtun cannot do both in one).
     agent.want = {'xb': spec(peer_key=KEY['new'])}
     agent.reconcile()
-    assert sw.calls[-1][:2] == ('peer', KEY['new']) and \
-        sw.calls[-1][-3:] == ('peer', KEY['xb'], 'remove')
+    assert sw.calls[-2] == ('peer', KEY['xb'], 'remove')
+    assert sw.calls[-1][:2] == ('peer', KEY['new'])
+    # A new endpoint alone: the same.
+    agent.want = {'xb': spec(peer_key=KEY['new'], remote='203.0.113.99')}
+    agent.reconcile()
+    assert sw.calls[-2] == ('peer', KEY['new'], 'remove')
+    assert '203.0.113.99:51820' in sw.calls[-1]

@@ -4,7 +4,7 @@ Each second it reports to the controller (its WireGuard public key, the
 public endpoint of each of its link ports as the controller's rendezvous
 saw it, its NAT's kind, each link's state and counters) and gets back the
 links it should keep. It starts, reconfigures, restarts or stops one
-wireguard-go device per link (a killed daemon comes back by itself; a
+userspace WireGuard daemon (boringtun) per link (a killed daemon comes back by itself; a
 link down for long is re-probed at the rendezvous, in case the NAT's
 public address changed), keeps each link's VXLAN device on br-xl with
 br-xl's flows and pinned neighbours, and writes each link up or down to the host's OVSDB
@@ -98,6 +98,18 @@ def local_addresses():
             for f in line.split()[3:4]}
 
 
+def nudge(ip):
+    """One datagram into the tunnel: the daemon starts its handshake now,
+    not at its first keepalive (boringtun waits that long)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.sendto(b'\0', (ip, 9))            # discard
+    except OSError:
+        pass
+    finally:
+        s.close()
+
+
 def rtt_ms(ip) -> Optional[float]:
     p = subprocess.run(['ping', '-n', '-c', '1', '-W', '1', ip],
                        capture_output=True, text=True)
@@ -109,7 +121,7 @@ def rtt_ms(ip) -> Optional[float]:
 
 class Agent:
     def __init__(self, name, state_dir, controller, rendezvous, switch,
-                 wireguard_bin='wireguard-go', link_rate='80mbit'):
+                 wireguard_bin='boringtun-cli', link_rate='80mbit'):
         self.link_rate = link_rate
         self.name, self.dir = name, state_dir
         self.controller, self.rendezvous = controller, rendezvous
@@ -144,20 +156,16 @@ class Agent:
             os.unlink(sock)             # a killed daemon's, or we'd wait on it
         log = open(os.path.join(self.dir, 'xl-%s.log' % spec.peer), 'ab')
         p = subprocess.Popen(
-            [self.wireguard_bin, wg], stdout=log, stderr=subprocess.STDOUT,
-            # One OS thread: on 2 cores shared with userspace switches the
-            # Go scheduler's handoffs cost more than they win (a
-            # cross-cloud wire 190 Mbit/s against 133, hand-run).
-            env=dict(os.environ, WG_PROCESS_FOREGROUND='1',
-                     LOG_LEVEL='error', GOMAXPROCS='1'))
+            wireguard.daemon_argv(self.wireguard_bin, wg), stdout=log,
+            stderr=subprocess.STDOUT, env=wireguard.daemon_env(os.environ))
         log.close()
         self.procs[spec.peer] = (spec, p)
         try:
             deadline = time.time() + 5
             while not os.path.exists(sock):
                 if p.poll() is not None or time.time() > deadline:
-                    raise OSError('wireguard-go %s did not start (%s)'
-                                  % (wg, p.poll()))
+                    raise OSError('%s %s did not start (%s)' % (
+                        self.wireguard_bin, wg, p.poll()))
                 time.sleep(0.01)
             self.sw.wg(wg, *wireguard.device_args(spec, self.key_file))
             self.sw.wg_address(wg, spec.inner, spec.peer_inner)
@@ -174,8 +182,10 @@ class Agent:
                 LOG.error('link to %s: cannot shape %s: %s', spec.peer,
                           spec.dev, (e.stderr or '').strip())
         self.sw.pin_neighbour(spec.peer_link_ip, link_mac(spec.peer_link_ip))
-        LOG.info('link to %s: wireguard-go %s pid %d (%s:%d)', spec.peer, wg,
-                 p.pid, spec.remote, spec.remote_port)
+        nudge(spec.peer_inner)
+        LOG.info('link to %s: %s %s pid %d (%s:%d)', spec.peer,
+                 os.path.basename(self.wireguard_bin), wg, p.pid,
+                 spec.remote, spec.remote_port)
 
     def stop(self, peer, remove=True):
         spec, p = self.procs.pop(peer)
@@ -277,8 +287,9 @@ class Agent:
             have = self.procs.get(peer)
             if have and have[1].poll() is not None:
                 self.restarts[peer] = self.restarts.get(peer, 0) + 1
-                LOG.warning('link to %s: wireguard-go exited (%s); '
-                            'restarting', peer, have[1].returncode)
+                LOG.warning('link to %s: %s exited (%s); restarting', peer,
+                            os.path.basename(self.wireguard_bin),
+                            have[1].returncode)
                 self.procs.pop(peer)
                 have = None
             if have and _device_changed(have[0], spec):
@@ -290,20 +301,40 @@ class Agent:
                     self.gen[peer] = self.key_gen
                 continue
             wg = spec.wg_dev(self.name)
-            if (have[0].peer_key, have[0].remote, have[0].remote_port) != \
-                    (spec.peer_key, spec.remote, spec.remote_port):
-                # The peer's new key (its rotation) or endpoint: in place,
-                # the old key removed in the same call.
-                self.sw.wg(wg, *wireguard.peer_args(spec, have[0].peer_key))
-                LOG.info('link to %s: peer key %s, endpoint %s:%d', peer,
-                         spec.peer_key, spec.remote, spec.remote_port)
-            self.procs[peer] = (spec, have[1])
-            # Our own new key, once the peer uses it for this link.
-            if self.gen.get(peer) != self.key_gen and spec.pinned and \
-                    self.reply_gen == self.key_gen:
-                self.sw.wg(wg, 'private-key', self.key_file)
-                self.gen[peer] = self.key_gen
-                LOG.info('link to %s: now on key %s', peer, self.public_key)
+            try:
+                if (have[0].peer_key, have[0].remote,
+                        have[0].remote_port) != (spec.peer_key, spec.remote,
+                                                 spec.remote_port):
+                    # The peer's new key (its rotation) or endpoint: its
+                    # entry made again (see wireguard.peer_args).
+                    self.sw.wg(wg, *wireguard.remove_args(have[0].peer_key))
+                    self.sw.wg(wg, *wireguard.peer_args(spec))
+                    nudge(spec.peer_inner)
+                    LOG.info('link to %s: peer key %s, endpoint %s:%d',
+                             peer, spec.peer_key, spec.remote,
+                             spec.remote_port)
+                self.procs[peer] = (spec, have[1])
+                # Our own new key, once the peer uses it for this link.
+                if self.gen.get(peer) != self.key_gen and spec.pinned and \
+                        self.reply_gen == self.key_gen:
+                    self.sw.wg(wg, 'private-key', self.key_file)
+                    # The peer entry made again: no session keyed with
+                    # our old key lingers, and the nudge starts the new
+                    # handshake now (the peer already expects our new key:
+                    # `pinned`), not after a retry timer.
+                    self.sw.wg(wg, *wireguard.remove_args(spec.peer_key))
+                    self.sw.wg(wg, *wireguard.peer_args(spec))
+                    nudge(spec.peer_inner)
+                    self.gen[peer] = self.key_gen
+                    LOG.info('link to %s: now on key %s', peer,
+                             self.public_key)
+            except (OSError, subprocess.CalledProcessError) as e:
+                # A daemon that refuses or does not answer: start it
+                # afresh, fully configured, next cycle.
+                LOG.warning('link to %s: %s; restarting its daemon', peer,
+                            getattr(e, 'stderr', None) or e)
+                self.restarts[peer] = self.restarts.get(peer, 0) + 1
+                self.stop(peer, remove=False)
         ports = {self.sw.ofport(s.dev): link_mac(s.peer_link_ip)
                  for s, _ in self.procs.values()}
         if ports != self.flow_ports and all(p > 0 for p in ports):
@@ -320,7 +351,7 @@ class Agent:
                 dump = {}
             self.states[peer] = wireguard.judge(
                 self.states.get(peer, LinkState()), dump.get(spec.peer_key),
-                spec.peer_key, now)
+                spec.peer_key, now, wireguard.is_boringtun(self.wireguard_bin))
             if self.states[peer].up:
                 self.down_since.pop(peer, None)
             else:
@@ -376,8 +407,9 @@ def main(argv=None):
     p.add_argument('--db', help='OVSDB of this host (ovs-vsctl --db)')
     p.add_argument('--vswitchd-ctl', default='ovs-vswitchd',
                    help='ovs-appctl target of this host\'s ovs-vswitchd')
-    p.add_argument('--wireguard', default='wireguard-go',
-                   help='the userspace WireGuard daemon')
+    p.add_argument('--wireguard', default='boringtun-cli',
+                   help='the userspace WireGuard daemon: boringtun-cli '
+                        '(measured faster here) or wireguard-go')
     p.add_argument('--interval', type=float, default=1.0)
     p.add_argument('--link-rate', default='80mbit',
                    help='shape each link to this rate (tc units; below what '

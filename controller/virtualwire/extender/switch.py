@@ -39,8 +39,13 @@ class Switch:
         self.ctl = vswitchd_ctl
 
     def _run(self, cmd, inp=None, check=True):
-        return subprocess.run(cmd, input=inp, capture_output=True, text=True,
-                              check=check).stdout
+        try:
+            return subprocess.run(cmd, input=inp, capture_output=True,
+                                  text=True, check=check, timeout=10).stdout
+        except subprocess.TimeoutExpired as e:
+            # A daemon that stopped answering its control socket: say so
+            # (OSError: the agent's cycle goes on) rather than hang.
+            raise OSError('%s: no answer in 10 s' % ' '.join(cmd[:3])) from e
 
     def vsctl(self, *args, check=True):
         return self._run(['ovs-vsctl', '--timeout=10'] +
@@ -60,7 +65,7 @@ class Switch:
         """The tunnel's two addresses (a route to the peer's, via it)."""
         self._run(['ip', 'addr', 'replace', inner, 'peer', peer_inner,
                    'dev', dev])
-        # A long queue: wireguard-go drains the tun in bursts, and at the
+        # A long queue: the daemon drains the tun in bursts, and at the
         # default 500 the tun dropped a cross-cloud wire's frames (TCP
         # retransmits, hand-run 2026-11-24).
         self._run(['ip', 'link', 'set', dev, 'mtu', str(WG_MTU),

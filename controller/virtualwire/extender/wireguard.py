@@ -1,17 +1,20 @@
-"""One extender link as a wireguard-go device with a kernel VXLAN device
-over it: names, the `wg` commands that configure it, and what `wg show
-dump` says. Pure (no I/O).
+"""One extender link as a userspace WireGuard device with a kernel VXLAN
+device over it: names, the daemon's and the `wg` commands that configure
+it, and what `wg show dump` says. Pure (no I/O).
 
-Why WireGuard: measured against OpenVPN like for like on this machine
-(bench/bench_extender.py, docs/benchmarks.rst), userspace wireguard-go
-carrying VXLAN at the link's 1600-byte MTU gave 1.86x OpenVPN's tap. The
-kernel here has no WireGuard module; wireguard-go is the same protocol.
+Why WireGuard, and why boringtun: measured on this machine in the
+product's path (bench/bench_extender.py, docs/benchmarks.rst). The
+kernel here has no WireGuard module; boringtun (Cloudflare's, Rust) and
+wireguard-go speak the same protocol and the same control API. Behind
+the link bridge boringtun carried a cross-cloud wire as fast as the
+OpenVPN tap did and the bare link 1.38x faster; Debian's wireguard-go
+(2022) carried half as much.
 
 Why VXLAN over it: WireGuard is L3 (a tun), and OVS's userspace datapath
 can neither put Ethernet into a tun nor route its own tunnels through
 one (lab notes 13); a kernel VXLAN device over the tun is an Ethernet
 port OVS can plug into br-xl, where the link carrier's GRE frames go as
-before. One wireguard-go device per link: each link has its own UDP port
+before. One WireGuard device per link: each link has its own UDP port
 (its own NAT mapping) and changes key on its own during a rotation.
 
 Authentication and encryption are WireGuard's: a peer is its public key,
@@ -20,6 +23,7 @@ window, so forged or replayed datagrams are dropped (and counted nowhere:
 the peer's receive counter grows only for authentic ones).
 """
 import hashlib
+import os
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
@@ -59,23 +63,50 @@ class LinkSpec:
 
 def wg_name(me: str, peer: str) -> str:
     """The WireGuard device of extender `me`'s link to `peer`.
-    wireguard-go's control socket is /var/run/wireguard/<name>.sock,
+    The daemons' control socket is /var/run/wireguard/<name>.sock,
     shared by every namespace of a machine: the name is unique per
     (extender, peer)."""
     return 'wg' + hashlib.sha256(('%s/%s' % (me, peer)).encode()
                                  ).hexdigest()[:10]
 
 
-def peer_args(spec: LinkSpec, old_key: Optional[str] = None) -> List[str]:
-    """`wg set DEV ...` arguments that (re)configure the peer; an old key
-    of it is removed in the same call."""
-    out = ['peer', spec.peer_key, 'endpoint',
-           '%s:%d' % (spec.remote, spec.remote_port),
-           'allowed-ips', spec.peer_inner + '/32',
-           'persistent-keepalive', str(KEEPALIVE)]
-    if old_key and old_key != spec.peer_key:
-        out += ['peer', old_key, 'remove']
-    return out
+def is_boringtun(binary: str) -> bool:
+    return os.path.basename(binary).startswith('boringtun')
+
+
+def daemon_argv(binary: str, dev: str) -> List[str]:
+    """The userspace WireGuard daemon for device `dev`, in the foreground
+    (the agent watches it and restarts it), on one OS thread: on 2 cores
+    shared with userspace switches more threads cost more in handoffs than
+    they win (bench_extender). boringtun-cli or wireguard-go (which takes
+    its settings from the environment: daemon_env)."""
+    if is_boringtun(binary):
+        # One socket for all peers, as WireGuard's own: boringtun's
+        # per-peer connected sockets kept a link down after the peer's
+        # NAT gave it a new public port (test_clouds, the relay test).
+        return [binary, '--foreground', '--disable-drop-privileges',
+                '--threads', '1', '--disable-connected-udp', dev]
+    return [binary, dev]
+
+
+def daemon_env(environ) -> Dict[str, str]:
+    return dict(environ, WG_PROCESS_FOREGROUND='1', LOG_LEVEL='error',
+                GOMAXPROCS='1')
+
+
+def peer_args(spec: LinkSpec) -> List[str]:
+    """`wg set DEV ...` arguments that add the peer. To change it, the old
+    entry is removed first, in a call of its own: boringtun can neither
+    modify a peer in place nor add one after a removal in the same call
+    (it then has no peer at all); a new session costs one handshake."""
+    return ['peer', spec.peer_key, 'endpoint',
+            '%s:%d' % (spec.remote, spec.remote_port),
+            'allowed-ips', spec.peer_inner + '/32',
+            'persistent-keepalive', str(KEEPALIVE)]
+
+
+def remove_args(key: str) -> List[str]:
+    return ['peer', key, 'remove']
 
 
 def device_args(spec: LinkSpec, key_file: str) -> List[str]:
@@ -114,14 +145,18 @@ def parse_dump(text: str) -> Dict[str, Dict[str, object]]:
 
 
 def judge(prev: LinkState, peer: Optional[Dict[str, object]], key: str,
-          now: float) -> LinkState:
+          now: float, ages: bool = False) -> LinkState:
     """A link's state from one reading of its peer: up while a session is
     young enough to use and the peer was heard (its keepalives come every
-    KEEPALIVE s) within DEAD_AFTER s."""
+    KEEPALIVE s) within DEAD_AFTER s. `ages`: the daemon reports the
+    handshake's age in whole seconds (boringtun), not its Unix time as the
+    UAPI says; 0 then also means "under a second ago" once data came."""
     if peer is None:
         return LinkState(since=prev.since if prev.state == 'down' else now)
     rx = int(peer['rx_bytes'])                          # type: ignore
     hs = float(peer['handshake'])                       # type: ignore
+    if ages:
+        hs = now - hs if hs or rx else 0.0
     heard = now if rx != prev.rx_bytes or not prev.heard else prev.heard
     if hs and now - hs < SESSION_LIFE and now - heard < DEAD_AFTER:
         state = 'up'
