@@ -6,18 +6,14 @@ Interleaved, --runs times each, iperf3 TCP for --seconds (1500-byte
 guests):
 
   in-site GRE wire     h1 <-> h2, one GRE hop (the baseline)
-  cross-cloud wire     h1 <-> h3: h1 -> xa ==OpenVPN==> xb -> h3
+  cross-cloud wire     h1 <-> h3: h1 -> xa ==WireGuard==> xb -> h3
   bare link            iperf3 between xa and xb over their link addresses:
-                       the encrypted link alone, no wire, no GRE
-  wireguard-go (L3)    the alternative daemon, edge to edge through the
-                       same NATs (userspace WireGuard: no kernel module
-                       here); iperf3 over its tun
-  wireguard-go + VXLAN the L2 link an extender would need from it: a kernel
-                       VXLAN device over the WireGuard tun (an OVS port
-                       cannot be an L3 tun)
-  wg-go + VXLAN 1600   the same at the OpenVPN link's MTU (1600, what the
-                       link must carry), fragmented inside the tunnel as
-                       OpenVPN's --fragment does: the like-for-like case
+                       the encrypted link alone (br-xl, VXLAN, wireguard-go),
+                       no wire, no GRE
+  OpenVPN tap 1600     the link daemon we ran before, edge to edge through
+                       the same NATs, as the agent ran it (TLS with pinned
+                       certificates, AES-256-GCM, 1600-byte tap cut by
+                       --fragment 1300): the like-for-like alternative
 
 Latency: --pings ICMP echoes, 10 ms apart, over each wire; the extender
 path's added RTT is the difference of medians.
@@ -44,7 +40,7 @@ from bench_throughput import iperf                        # noqa: E402
 from common import Api, pct, summary, write_result        # noqa: E402
 
 from vwlab import Lab, extenders                          # noqa: E402
-from virtualwire.extender.openvpn import TAP_MTU as OPENVPN_TAP_MTU  # noqa
+from virtualwire.extender.wireguard import LINK_MTU         # noqa: E402
 
 
 def wait(fn, timeout=60, what='condition', every=0.02):
@@ -75,60 +71,51 @@ class Bare:
         self.ns, self.name = x.ns, x.name
 
 
-WG_PORT = 51820
+OPENVPN_PORT = 1194
 
 
-def wireguard(lab):
-    """wireguard-go between xa and xb through both NATs (each given the
-    other's NAT address and the same port: port-preserving NATs), and a
-    VXLAN device over it. Returns [(case, client, server, dst)]."""
+def openvpn(lab):
+    """The extender link before WireGuard, like for like: an OpenVPN tap
+    between xa and xb through both NATs (each given the other's NAT
+    address, same port: port-preserving NATs), TLS 1.3 with each side
+    pinning the other's self-signed certificate, AES-256-GCM, the tap at
+    the link's 1600 bytes cut to 1300-byte datagrams by --fragment, as the
+    agent ran it. Returns [(case, client, server, dst)]."""
     from vwlab.shell import sh
     xs = [lab.host('xa'), lab.host('xb')]
-    keys = {}
+    fpr = {}
     for x in xs:
-        priv = sh(['wg', 'genkey']).strip()
-        keys[x.name] = (priv, sh('echo %s | wg pubkey' % priv).strip())
+        crt, key = os.path.join(x.dir, 'ovpn.crt'), os.path.join(x.dir,
+                                                                 'ovpn.key')
+        sh(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt',
+            'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj',
+            '/CN=' + x.name, '-keyout', key, '-out', crt])
+        fpr[x.name] = sh(['openssl', 'x509', '-in', crt, '-noout',
+                          '-fingerprint', '-sha256']).strip().split('=')[1]
     for i, x in enumerate(xs):
         peer = xs[1 - i]
-        dev = 'wg' + x.name            # unique: the UAPI socket is global
-        sh('WG_PROCESS_FOREGROUND=1 nohup wireguard-go %s >/dev/null 2>&1 &'
-           % dev, ns=x.ns)
-        wait(lambda: dev in sh(['ip', 'link'], ns=x.ns), 10, dev)
-        keyfile = os.path.join(x.dir, 'wg.key')
-        with open(keyfile, 'w') as f:
-            f.write(keys[x.name][0] + '\n')
-        sh(['wg', 'set', dev, 'listen-port', str(WG_PORT), 'private-key',
-            keyfile, 'peer', keys[peer.name][1], 'endpoint', '%s:%d' % (
-                lab.clouds.public_ip(peer.site), WG_PORT), 'allowed-ips',
-            '10.98.0.0/24', 'persistent-keepalive', '1'], ns=x.ns)
-        sh(['ip', 'addr', 'add', '10.98.0.%d/24' % (i + 1), 'dev', dev],
+        sh(['openvpn', '--daemon', '--dev', 'ovpn0', '--dev-type', 'tap',
+            '--tun-mtu', str(LINK_MTU), '--fragment', '1300', '--mssfix', '0',
+            '--proto', 'udp4', '--lport', str(OPENVPN_PORT),
+            '--rcvbuf', str(4 << 20), '--sndbuf', str(4 << 20),
+            '--remote', lab.clouds.public_ip(peer.site), str(OPENVPN_PORT),
+            '--float', '--tls-' + ('server' if i == 0 else 'client'),
+            '--cert', os.path.join(x.dir, 'ovpn.crt'),
+            '--key', os.path.join(x.dir, 'ovpn.key'),
+            '--peer-fingerprint', fpr[peer.name], '--dh', 'none',
+            '--data-ciphers', 'AES-256-GCM', '--tls-version-min', '1.3',
+            '--ping', '1', '--writepid', os.path.join(x.dir, 'ovpn.pid'),
+            '--log', os.path.join(x.dir, 'ovpn.log'),
+            '--ifconfig-noexec', '--verb', '3'], ns=x.ns)
+        wait(lambda: 'ovpn0' in sh(['ip', 'link'], ns=x.ns), 10, 'ovpn0')
+        sh(['ip', 'addr', 'add', '10.96.0.%d/24' % (i + 1), 'dev', 'ovpn0'],
            ns=x.ns)
-        sh(['ip', 'link', 'set', dev, 'mtu', '1420', 'up'], ns=x.ns)
-        sh(['ip', 'link', 'add', 'vxwg', 'type', 'vxlan', 'id', '42',
-            'local', '10.98.0.%d' % (i + 1), 'remote', '10.98.0.%d' % (2 - i),
-            'dstport', '4789'], ns=x.ns)
-        sh(['ip', 'addr', 'add', '10.97.0.%d/24' % (i + 1), 'dev', 'vxwg'],
-           ns=x.ns)
-        sh(['ip', 'link', 'set', 'vxwg', 'up'], ns=x.ns)
-        # Like for like with the OpenVPN link: the frames it must carry
-        # (1600 bytes), cut inside the encryption (here the kernel
-        # fragments the VXLAN datagrams before the WireGuard tun; OpenVPN
-        # does it with --fragment).
-        sh(['ip', 'link', 'add', 'vxwg16', 'type', 'vxlan', 'id', '43',
-            'local', '10.98.0.%d' % (i + 1), 'remote', '10.98.0.%d' % (2 - i),
-            'dstport', '4790'], ns=x.ns)
-        sh(['ip', 'link', 'set', 'vxwg16', 'mtu', str(OPENVPN_TAP_MTU)],
-           ns=x.ns)
-        sh(['ip', 'addr', 'add', '10.96.0.%d/24' % (i + 1), 'dev', 'vxwg16'],
-           ns=x.ns)
-        sh(['ip', 'link', 'set', 'vxwg16', 'up'], ns=x.ns)
+        sh(['ip', 'link', 'set', 'ovpn0', 'up'], ns=x.ns)
     wait(lambda: subprocess.run(['ip', 'netns', 'exec', xs[0].ns, 'ping',
-                                 '-c', '1', '-W', '0.5', '10.98.0.2'],
-                                capture_output=True).returncode == 0, 30,
-         'wireguard-go handshake')
-    return [('wireguard-go (L3)', Bare(xs[0]), Bare(xs[1]), '10.98.0.2'),
-            ('wireguard-go+VXLAN', Bare(xs[0]), Bare(xs[1]), '10.97.0.2'),
-            ('wg-go+VXLAN 1600', Bare(xs[0]), Bare(xs[1]), '10.96.0.2')]
+                                 '-c', '1', '-W', '0.5', '10.96.0.2'],
+                                capture_output=True).returncode == 0, 60,
+         'OpenVPN handshake')
+    return [('OpenVPN tap 1600', Bare(xs[0]), Bare(xs[1]), '10.96.0.2')]
 
 
 def link_up(api, a, b):
@@ -187,7 +174,7 @@ def main():
         cases = [('in-site GRE wire', a, b, '10.66.0.2'),
                  ('cross-cloud wire', a, c, '10.67.0.2'),
                  ('bare link', Bare(xa), Bare(xb), xb.link_ip)] + \
-            wireguard(lab)
+            openvpn(lab)
         tput = {name: [] for name, *_ in cases}
         retr = {name: [] for name, *_ in cases}
         for r in range(args.runs):

@@ -83,7 +83,7 @@ def _links(lab, client):
     until the controller sees the links up."""
     names = [x.name for x in lab.extenders]
     pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
-    print('      extender links: %s (OpenVPN, pinned certificates)'
+    print('      extender links: %s (WireGuard, pinned public keys)'
           % ', '.join('%s-%s' % p for p in pairs), flush=True)
     extenders.connect(lab, pairs)
 

@@ -1,7 +1,9 @@
 """Extender links through the REST layer on an in-process controller: an
 operator links two extenders, each agent reports itself and gets back the
-links it should keep (the peer's pinned fingerprint and public endpoint);
+links it should keep (the peer's public key and public endpoint, the
+tunnel's addresses);
 bad requests say what is wrong and change nothing."""
+import base64
 import json
 
 import pytest
@@ -13,7 +15,7 @@ from virtualwire.core.model import EXTENDER, Encap, Host, Link
 from virtualwire.testing.harness import Harness
 
 TOKEN = 'secret'
-FP = {n: ':'.join(['%02X' % i] * 32) for i, n in enumerate(
+FP = {n: base64.b64encode(bytes([i]) * 32).decode() for i, n in enumerate(
     ('xa', 'xb', 'xr', 'xz'), 1)}
 SITES = {'xa': 'cloud-a', 'xb': 'cloud-b', 'xr': 'relay', 'xz': 'cloud-a'}
 
@@ -46,10 +48,14 @@ def rest():
     return call
 
 
-def report(rest, name, port, public_ip, nat='endpoint-independent'):
+def report(rest, name, port, public_ip, nat='endpoint-independent',
+           uses=None):
+    """`uses`: {peer: the key of it this extender's link uses}."""
     return rest('POST', '/v1/extenders/%s/report' % name, {
-        'fingerprint': FP[name], 'nat': nat,
-        'endpoints': {str(port): '%s:%d' % (public_ip, port)}})
+        'public_key': FP[name], 'nat': nat,
+        'endpoints': {str(port): '%s:%d' % (public_ip, port)},
+        'links': {p: {'state': 'up', 'peer_key': k}
+                  for p, k in (uses or {}).items()}})
 
 
 def test_linked_extenders_learn_each_others_key_and_endpoint(rest):
@@ -57,33 +63,39 @@ def test_linked_extenders_learn_each_others_key_and_endpoint(rest):
     assert status == 201 and (link['a'], link['b']) == ('xa', 'xb')
     assert link['state'] == 'down'
     assert {n: s['port'] for n, s in link['sides'].items()} == \
-        {'xa': 1194, 'xb': 1194}
+        {'xa': 51820, 'xb': 51820}
     # xa reports before xb: nothing to connect to yet.
-    assert report(rest, 'xa', 1194, '203.0.113.11') == \
-        (200, {'links': [], 'ports': [1194], 'rotate_key': False,
+    assert report(rest, 'xa', 51820, '203.0.113.11') == \
+        (200, {'links': [], 'ports': [51820], 'rotate_key': False,
                'hurry': False})
-    status, got = report(rest, 'xb', 1194, '203.0.113.12')
+    status, got = report(rest, 'xb', 51820, '203.0.113.12')
+    # Inside the tunnel: addresses from the link addresses' host parts
+    # (.11 and .12), and a VXLAN id of the pair.
     assert got['links'] == [{
-        'peer': 'xa', 'peer_fingerprint': FP['xa'], 'remote': '203.0.113.11',
-        'remote_port': 1194, 'local_port': 1194, 'tls': 'client',
-        'peer_link_ip': '100.64.0.11', 'pinned': True}]
-    _, got = report(rest, 'xa', 1194, '203.0.113.11')
-    assert got['links'][0]['peer_fingerprint'] == FP['xb']
-    assert got['links'][0]['tls'] == 'server'
+        'peer': 'xa', 'peer_key': FP['xa'], 'remote': '203.0.113.11',
+        'remote_port': 51820, 'local_port': 51820,
+        'peer_link_ip': '100.64.0.11', 'pinned': False,
+        'inner': '169.254.16.12', 'peer_inner': '169.254.16.11',
+        'vni': 11 << 12 | 12}]
+    _, got = report(rest, 'xa', 51820, '203.0.113.11')
+    assert got['links'][0]['peer_key'] == FP['xb']
+    assert (got['links'][0]['inner'], got['links'][0]['peer_inner'],
+            got['links'][0]['vni']) == ('169.254.16.11', '169.254.16.12',
+                                        11 << 12 | 12)
     # A second link of xa gets xa's next port.
     _, k2 = rest('POST', '/v1/extender-links', {'a': 'xa', 'b': 'xr'})
-    assert k2['sides']['xa']['port'] == 1195 and \
-        k2['sides']['xr']['port'] == 1194
+    assert k2['sides']['xa']['port'] == 51821 and \
+        k2['sides']['xr']['port'] == 51820
 
 
 def test_the_view_says_why_two_symmetric_nats_stay_down(rest):
     rest('POST', '/v1/extender-links', {'a': 'xa', 'b': 'xb'})
-    report(rest, 'xa', 1194, '203.0.113.11', nat='symmetric')
-    report(rest, 'xb', 1194, '203.0.113.12', nat='symmetric')
+    report(rest, 'xa', 51820, '203.0.113.11', nat='symmetric')
+    report(rest, 'xb', 51820, '203.0.113.12', nat='symmetric')
     _, view = rest('GET', '/v1/extender-links')
     [k] = view['links']
     assert k['state'] == 'down' and 'symmetric' in k['why_down']
-    assert k['sides']['xa']['public'] == '203.0.113.11:1194'
+    assert k['sides']['xa']['public'] == '203.0.113.11:51820'
 
 
 def test_site_paths_show_direct_and_relayed(rest):
@@ -122,15 +134,16 @@ def test_a_second_identical_link_conflicts(rest):
 
 
 @pytest.mark.parametrize('name,body,status,words', [
-    ('h1', {'fingerprint': FP['xa']}, 422, 'not an extender'),
-    ('nope', {'fingerprint': FP['xa']}, 404, 'no host'),
-    ('xa', {'fingerprint': 'AB:CD'}, 400, 'SHA-256'),
-    ('xa', {'fingerprint': FP['xa'], 'nat': 'cone'}, 400, 'nat must be'),
-    ('xa', {'fingerprint': FP['xa'], 'endpoints': {'1194': '1.2.3:5'}},
+    ('h1', {'public_key': FP['xa']}, 422, 'not an extender'),
+    ('nope', {'public_key': FP['xa']}, 404, 'no host'),
+    ('xa', {'public_key': 'AB:CD'}, 400, 'WireGuard public key'),
+    ('xa', {'public_key': FP['xa'][:-2] + '!='}, 400, 'WireGuard'),
+    ('xa', {'public_key': FP['xa'], 'nat': 'cone'}, 400, 'nat must be'),
+    ('xa', {'public_key': FP['xa'], 'endpoints': {'51820': '1.2.3:5'}},
      400, 'not IPv4:port'),
-    ('xa', {'fingerprint': FP['xa'], 'endpoints': {'x': '1.2.3.4:5'}},
+    ('xa', {'public_key': FP['xa'], 'endpoints': {'x': '1.2.3.4:5'}},
      400, 'not a port'),
-    ('xa', {'fingerprint': FP['xa'], 'extra': 1}, 400, 'unknown field'),
+    ('xa', {'public_key': FP['xa'], 'extra': 1}, 400, 'unknown field'),
 ])
 def test_bad_reports_say_what_is_wrong(rest, name, body, status, words):
     got, err = rest('POST', '/v1/extenders/%s/report' % name, body)
@@ -146,38 +159,66 @@ def test_punchable_unless_both_symmetric():
     assert links.punchable(r['s1'], r['e']) and links.punchable(None, None)
 
 
-def test_a_key_rotation_is_asked_until_a_new_fingerprint_is_reported(rest):
+def test_a_key_rotation_is_asked_until_a_new_key_is_reported(rest):
     rest('POST', '/v1/extender-links', {'a': 'xa', 'b': 'xb'})
     assert rest('POST', '/v1/extenders/xb/rotate-key')[0] == 404  # no report
-    report(rest, 'xb', 1194, '203.0.113.12')
-    report(rest, 'xz', 1195, '203.0.113.13')
-    assert not report(rest, 'xa', 1194, '203.0.113.11')[1]['hurry']
+    report(rest, 'xb', 51820, '203.0.113.12')
+    report(rest, 'xz', 51821, '203.0.113.13')
+    assert not report(rest, 'xa', 51820, '203.0.113.11')[1]['hurry']
     status, doc = rest('POST', '/v1/extenders/xb/rotate-key')
     assert status == 202 and doc['replacing'] == FP['xb']
-    got = report(rest, 'xb', 1194, '203.0.113.12')[1]
+    got = report(rest, 'xb', 51820, '203.0.113.12')[1]
     assert got['rotate_key'] and got['hurry']
     # xb's peer reports often too (each step waits for a report); an
     # extender not linked with xb does not.
-    assert report(rest, 'xa', 1194, '203.0.113.11')[1]['hurry']
-    assert not report(rest, 'xz', 1195, '203.0.113.13')[1]['hurry']
-    FP['xb'], old = 'AB:' * 31 + 'AB', FP['xb']
+    assert report(rest, 'xa', 51820, '203.0.113.11')[1]['hurry']
+    assert not report(rest, 'xz', 51821, '203.0.113.13')[1]['hurry']
+    FP['xb'], old = base64.b64encode(b'\xab' * 32).decode(), FP['xb']
     try:
         rest.h.now += 1
-        _, got = report(rest, 'xb', 1194, '203.0.113.12')
+        _, got = report(rest, 'xb', 51820, '203.0.113.12')
         assert not got['rotate_key']
-        # xa has not asked since: xb (TLS client) must wait before it
-        # restarts with its new key ...
-        assert got['links'] == [] or not got['links'][0]['pinned']
+        # xa still uses xb's old key: xb must not switch to its new one
+        # yet (its handshakes would go unanswered) ...
+        assert not got['links'][0]['pinned']
         rest.h.now += 1
-        [k] = report(rest, 'xa', 1194, '203.0.113.11')[1]['links']
-        assert k['peer_fingerprint'] == FP['xb']       # peers pin the new one
-        # ... and may once xa has the new fingerprint.
-        rest.h.now += 1
-        [k] = report(rest, 'xb', 1194, '203.0.113.12')[1]['links']
-        assert k['pinned'] and k['tls'] == 'client'
+        [k] = report(rest, 'xa', 51820, '203.0.113.11',
+                     uses={'xb': old})[1]['links']
+        assert k['peer_key'] == FP['xb']       # xa is given the new one
+        _, got = report(rest, 'xb', 51820, '203.0.113.12')
+        assert not got['links'][0]['pinned']
+        # ... and may once xa says it uses the new key.
+        rest.h.now += 0.1
+        report(rest, 'xa', 51820, '203.0.113.11', uses={'xb': FP['xb']})
+        [k] = report(rest, 'xb', 51820, '203.0.113.12')[1]['links']
+        assert k['pinned']
         # The hurry ends by itself.
         rest.h.now += 10
-        assert not report(rest, 'xb', 1194, '203.0.113.12')[1]['hurry']
-        assert not report(rest, 'xa', 1194, '203.0.113.11')[1]['hurry']
+        assert not report(rest, 'xb', 51820, '203.0.113.12')[1]['hurry']
+        assert not report(rest, 'xa', 51820, '203.0.113.11')[1]['hurry']
     finally:
         FP['xb'] = old
+
+
+def test_link_addresses_must_differ_in_their_host_parts(rest):
+    """Tunnel addresses come from the link addresses' low 12 bits: two
+    extenders that share them (a link network wider than /20) cannot be
+    linked, and the error says why."""
+    h = rest.h
+    clash = Host('xq', 15, (Encap('gre', '198.19.9.2', 65000),
+                            Encap('xl', '100.65.0.11', 65001)), 'cloud-q',
+                 role=EXTENDER)
+    h.loop.post(h.ctl.on_hosts, 'tcp:xq', [clash])
+    h.settle()
+    status, err = rest('POST', '/v1/extender-links', {'a': 'xq', 'b': 'xb'})
+    assert status == 422 and 'same low 12 bits' in err['error']['message']
+    assert 'xa' in err['error']['message'] and '/20' in \
+        err['error']['message']
+    assert rest('GET', '/v1/extender-links')[1]['links'] == []
+
+
+def test_tunnel_addresses_agree_from_both_ends():
+    a = links.tunnel_addresses('10.0.7.1', '10.0.9.200')
+    b = links.tunnel_addresses('10.0.9.200', '10.0.7.1')
+    assert (a[0], a[1]) == (b[1], b[0]) and a[2] == b[2]
+    assert a[:2] == ('169.254.23.1', '169.254.25.200')

@@ -363,7 +363,7 @@ def _extender_paths():
             'parameters': [{'name': 'name', 'in': 'path', 'required': True,
                             'schema': _NAME}],
             'post': {'summary': "Have an extender make a new key pair; its "
-                                'peers pin the new fingerprint once it '
+                                'peers take the new public key once it '
                                 'reports it',
                      'responses': {'202': _ok({'type': 'object'}),
                                    '401': _ERR, '404': _ERR}}},
@@ -371,17 +371,18 @@ def _extender_paths():
             'parameters': [{'name': 'name', 'in': 'path', 'required': True,
                             'schema': _NAME}],
             'post': {'summary': "An extender agent's report (its "
-                                'fingerprint, public endpoints, NAT kind, '
+                                'WireGuard public key, public endpoints, '
+                                'NAT kind, '
                                 'link stats); the answer is the links it '
                                 'should keep',
                      'requestBody': {'required': True, 'content': {
                          'application/json': {'schema': {
-                             'type': 'object', 'required': ['fingerprint'],
+                             'type': 'object', 'required': ['public_key'],
                              'additionalProperties': False,
                              'properties': {
-                                 'fingerprint': {'type': 'string',
-                                                 'pattern': '^([0-9A-F]{2}:)'
-                                                 '{31}[0-9A-F]{2}$'},
+                                 'public_key': {'type': 'string',
+                                                'pattern': '^[A-Za-z0-9+/]'
+                                                '{42}[AEIMQUYcgkosw048]=$'},
                                  'nat': {'type': 'string', 'enum': [
                                      'public', 'endpoint-independent',
                                      'symmetric', 'unknown']},

@@ -30,10 +30,10 @@ def link_rows(links):
             '%s <-> %s' % (k['a'], k['b']), k['state'],
             '%s (%s)' % (a.get('public') or '?', a.get('nat') or '?'),
             '%s (%s)' % (b.get('public') or '?', b.get('nat') or '?'),
-            # The handshake: when the current session came up (the
-            # newer of the two sides' views).
-            _age(max(float(a.get('since') or 0), float(b.get('since') or 0))
-                 if k['state'] == 'up' else 0),
+            # WireGuard's latest handshake (it renews the session every
+            # 2 minutes), the newer of the two sides' views.
+            _age(max(float(a.get('handshake') or 0),
+                     float(b.get('handshake') or 0))),
             '%.1f ms' % a['rtt_ms'] if a.get('rtt_ms') is not None else '-',
             '%s / %s' % (_bytes(a.get('tx_bytes')), _bytes(b.get('tx_bytes'))),
             k.get('why_down') or '-'])
@@ -48,8 +48,8 @@ def cmd_extenders(c, a):
                     doc['sides'][doc['b']]['port'])
     if a.action == 'rotate':
         doc = c.call('POST', '/v1/extenders/%s/rotate-key' % a.a)
-        return doc, 'extender %s makes a new key; its peers pin the new ' \
-            'fingerprint when it reports it' % a.a
+        return doc, 'extender %s makes a new key; its peers take the new ' \
+            'public key when it reports it' % a.a
     if a.action == 'disconnect':
         c.call('DELETE', '/v1/extender-links/%s/%s' % (a.a, a.b))
         return {'unlinked': [a.a, a.b]}, 'unlinked %s <-> %s' % (a.a, a.b)

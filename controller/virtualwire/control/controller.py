@@ -48,7 +48,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
         self.sisters_pending = {}       # vnic -> activation's other switches
         self.sister_hosts = {}
         self.reports = {}               # extender -> its agent's last report
-        self.rotations = {}             # extender -> fingerprint to replace
+        self.rotations = {}             # extender -> public key to replace
         self.hurry_until = {}           # extender -> its rotation's hurry
         self.stats = {'syncs': 0, 'bundles': 0, 'flow_mods': 0,
                       'switch_errors': 0}

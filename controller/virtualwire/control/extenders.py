@@ -6,7 +6,6 @@ Link intent lives in the intent database (`store.intent`); a report is
 runtime only: an agent reports every second or so, and a restarted
 controller knows everything again a second later.
 """
-from dataclasses import replace
 from typing import Dict, List
 
 from virtualwire.control.state import ControllerState
@@ -18,15 +17,15 @@ from virtualwire.pipeline import paths
 SILENT_AFTER = 10.0
 # For this long after a key rotation is asked, the extender and its peers
 # are told to report at once and often (`hurry`): each step of the
-# rotation (new key reported, peers pinning it, the TLS client restarting)
-# waits for a report, and the link is down between the first restart and
-# the last.
+# rotation (new key reported, the peer taking it, the extender switching
+# to it) waits for a report, and the link is down between the peer's
+# switch and the extender's.
 HURRY_FOR = 10.0
 
 
 class ExtenderHandlers(ControllerState):
     reports: Dict[str, links.ExtenderReport]
-    rotations: Dict[str, str]       # extender -> fingerprint being replaced
+    rotations: Dict[str, str]       # extender -> public key being replaced
     hurry_until: Dict[str, float]   # extender -> end of its rotation's hurry
 
     def check_extender_link(self, a, b):
@@ -44,11 +43,8 @@ class ExtenderHandlers(ControllerState):
         if h.role != EXTENDER:
             raise errors.Invalid('%s is not an extender' % name)
         rep = links.parse_report(name, doc, self.clock())
-        prev = self.reports.get(name)
-        rep = replace(rep, fp_since=prev.fp_since if prev and
-                      prev.fingerprint == rep.fingerprint else rep.at)
         self.reports[name] = rep
-        if self.rotations.get(name) not in (None, rep.fingerprint):
+        if self.rotations.get(name) not in (None, rep.public_key):
             del self.rotations[name]            # done: a new key reported
         mine = self.intent.links()
         peers = {k.peer_of(name) for k in mine if name in (k.a, k.b)}
@@ -63,15 +59,15 @@ class ExtenderHandlers(ControllerState):
 
     def rotate_key(self, name) -> dict:
         """Ask an extender's agent for a new key (made there: the private
-        key never leaves it); its peers pin the new fingerprint as soon as
+        key never leaves it); its peers take the new public key as soon as
         it reports it."""
         self.loop.assert_owner()
         rep = self.reports.get(name)
         if rep is None:
             raise errors.NotFound('no report from extender %s yet' % name)
-        self.rotations[name] = rep.fingerprint
+        self.rotations[name] = rep.public_key
         self.hurry_until[name] = self.clock() + HURRY_FOR
-        return {'extender': name, 'replacing': rep.fingerprint}
+        return {'extender': name, 'replacing': rep.public_key}
 
     def extender_link_views(self) -> List[dict]:
         self.loop.assert_owner()
@@ -88,7 +84,7 @@ class ExtenderHandlers(ControllerState):
                     'public': rep.endpoints.get(k.port_of(me)) if rep
                     else None,
                     'nat': rep.nat if rep else None,
-                    'fingerprint': rep.fingerprint if rep else None,
+                    'public_key': rep.public_key if rep else None,
                     'reported_s_ago': round(now - rep.at, 1) if rep
                     else None,
                     'up': bool(h and h.link_up(k.peer_of(me))),

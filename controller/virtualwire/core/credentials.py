@@ -9,7 +9,7 @@ its role needs (pure: the REST edge asks `refusal`).
 
 What this protects against: a compromised extender or hypervisor (or its
 token file read by someone) can no longer create or delete wires, read
-the tenants' topology, speak for another extender (its key fingerprint
+the tenants' topology, speak for another extender (its public key
 and endpoints steer other extenders' links) or announce migrations to
 another host; a monitoring system cannot change anything. Revoking one
 credential leaves every other caller working. What it does not: the host

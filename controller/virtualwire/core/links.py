@@ -1,16 +1,17 @@
 """Extender links as the controller hands them out: pure rules.
 
 The controller is the rendezvous (WAVNet, Tailscale): each extender's agent
-reports what it knows of itself (its certificate fingerprint, the public
+reports what it knows of itself (its WireGuard public key, the public
 endpoint the outside sees for each link port, how its NAT maps ports) and
-gets back the links it should keep, each naming the peer's pinned
-fingerprint and public endpoint. Both sides then send to each other at
+gets back the links it should keep, each naming the peer's public key and
+public endpoint, and the link's addresses inside the tunnel. Both sides then send to each other at
 once, which opens both NATs (hole punching); two NATs that map every
 destination to a new port (symmetric) cannot be punched, and the wires
 between those sites go through a relay extender (`pipeline.paths`).
 """
+import base64
+import binascii
 import ipaddress
-import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -21,23 +22,51 @@ NAT_KINDS = ('public', 'endpoint-independent', 'symmetric', 'unknown')
 # An extender's bridge external_ids vw-link-<peer> = up | down: written by
 # its agent (extender.switch), read by the controller (host_ovsdb).
 LINK_KEY = 'vw-link-'
-# Extender links' UDP ports: OpenVPN's registered port, then upwards.
-LINK_BASE_PORT = 1194
-_FPR = re.compile(r'^([0-9A-F]{2}:){31}[0-9A-F]{2}$')
+# Extender links' UDP ports: WireGuard's customary port, then upwards.
+LINK_BASE_PORT = 51820
 LINK_STATS = ('state', 'since', 'endpoint', 'rx_bytes', 'tx_bytes', 'rtt_ms',
-              'restarts')
+              'restarts', 'peer_key', 'handshake')
+# Inside each link's tunnel an extender has one address, from the host part
+# of its link address (HOST_BITS of it): the same on all its links, so a
+# peer's address is unique on every extender (one route per link), and
+# both ends compute it alone. Link networks must be /20 or smaller.
+HOST_BITS = 12
+INNER_NET = ipaddress.IPv4Network('169.254.16.0/20')   # link-local
+
+
+def host_part(link_ip: str) -> int:
+    return int(ipaddress.IPv4Address(link_ip)) & ((1 << HOST_BITS) - 1)
+
+
+def tunnel_addresses(mine: str, peer: str):
+    """(our address, the peer's, the VXLAN id) inside the link between
+    extenders with link addresses `mine` and `peer`. The id is unique per
+    pair of extenders (a kernel VXLAN id may not repeat on one host)."""
+    a, b = host_part(mine), host_part(peer)
+    vni = (min(a, b) << HOST_BITS) | max(a, b)
+    base = int(INNER_NET.network_address)
+    return (str(ipaddress.IPv4Address(base + a)),
+            str(ipaddress.IPv4Address(base + b)), vni)
+
+
+def valid_key(text) -> bool:
+    """A WireGuard public key: 32 bytes, base64."""
+    try:
+        return isinstance(text, str) and len(text) == 44 and \
+            len(base64.b64decode(text, validate=True)) == 32
+    except (binascii.Error, ValueError):
+        return False
 
 
 @dataclass(frozen=True)
 class ExtenderReport:
     """What an extender's agent last said about itself."""
     name: str
-    fingerprint: str
+    public_key: str                   # WireGuard, base64
     nat: str = 'unknown'
     endpoints: Dict[int, str] = field(default_factory=dict)  # port -> ip:port
     links: Dict[str, Dict] = field(default_factory=dict)     # peer -> stats
     at: float = 0.0                   # controller clock when received
-    fp_since: float = 0.0             # when this fingerprint was first seen
 
 
 def _endpoint(text, what):
@@ -54,13 +83,13 @@ def _endpoint(text, what):
 
 def parse_report(name: str, doc: dict, at: float) -> ExtenderReport:
     """An agent's report, checked; errors.Malformed says what is wrong."""
-    unknown = sorted(set(doc) - {'fingerprint', 'nat', 'endpoints', 'links'})
+    unknown = sorted(set(doc) - {'public_key', 'nat', 'endpoints', 'links'})
     if unknown:
         raise errors.Malformed('unknown field(s): %s' % ', '.join(unknown))
-    fpr = doc.get('fingerprint')
-    if not isinstance(fpr, str) or not _FPR.match(fpr):
-        raise errors.Malformed('fingerprint must be a SHA-256 fingerprint, '
-                               '32 hex bytes AB:CD:...')
+    key = doc.get('public_key')
+    if not valid_key(key):
+        raise errors.Malformed('public_key must be a WireGuard public key '
+                               '(32 bytes, base64)')
     nat = doc.get('nat', 'unknown')
     if nat not in NAT_KINDS:
         raise errors.Malformed('nat must be one of %s' % ', '.join(NAT_KINDS))
@@ -76,7 +105,7 @@ def parse_report(name: str, doc: dict, at: float) -> ExtenderReport:
     if not isinstance(links, dict) or not all(
             isinstance(v, dict) for v in links.values()):
         raise errors.Malformed('links must be {peer: {stats}}')
-    return ExtenderReport(name, fpr, nat, endpoints,
+    return ExtenderReport(name, str(key), nat, endpoints,
                           {str(p): {k: v[k] for k in LINK_STATS if k in v}
                            for p, v in links.items()}, at)
 
@@ -116,14 +145,33 @@ def check_link(a: str, b: str, hosts: Dict[str, Host]):
         raise errors.Invalid('%s and %s are both in site %s: hosts of one '
                              'site reach each other directly'
                              % (a, b, hosts[a].site))
+    # Their addresses inside the tunnel come from their link addresses'
+    # host parts: those must differ from every other extender's.
+    owner: Dict[int, str] = {}
+    for n, h in sorted(hosts.items()):
+        enc = h.encap('xl') if h.role == EXTENDER else None
+        if enc is None:
+            if n in (a, b):
+                raise errors.Invalid('%s has no link address (vw-host-setup '
+                                     "--link-cidr)" % n)
+            continue
+        other = owner.setdefault(host_part(enc.ip), n)
+        if other != n and {n, other} & {a, b}:
+            raise errors.Invalid(
+                '%s and %s have link addresses with the same low %d bits: '
+                'the link network must be a /%d or smaller'
+                % (other, n, HOST_BITS, 32 - HOST_BITS))
 
 
 def link_specs(me: str, links: List[ExtenderLink], hosts: Dict[str, Host],
                reports: Dict[str, ExtenderReport]) -> List[dict]:
     """The links extender `me` should keep now: those whose peer has
-    reported its fingerprint and the public endpoint of its port for the
-    link, and has a link address."""
+    reported its public key and the public endpoint of its port for the
+    link, and both have a link address."""
     out = []
+    mine = reports.get(me)
+    here = hosts.get(me)
+    my_enc = here.encap('xl') if here else None
     for k in links:
         if me not in (k.a, k.b):
             continue
@@ -131,20 +179,21 @@ def link_specs(me: str, links: List[ExtenderLink], hosts: Dict[str, Host],
         rep, host = reports.get(peer), hosts.get(peer)
         enc = host.encap('xl') if host else None
         endpoint = rep.endpoints.get(k.port_of(peer)) if rep else None
-        if rep is None or enc is None or not endpoint:
+        if rep is None or enc is None or my_enc is None or not endpoint:
             continue
         ip, _, port = endpoint.rpartition(':')
-        mine = reports.get(me)
-        out.append({'peer': peer, 'peer_fingerprint': rep.fingerprint,
-                    # The peer has asked since our current key was known,
-                    # so it pins it now: a TLS client starts (after a key
-                    # rotation: restarts) only then, or its handshake
-                    # would fail and wait out OpenVPN's hand-window.
-                    'pinned': bool(mine and rep.at >= mine.fp_since),
+        inner, peer_inner, vni = tunnel_addresses(my_enc.ip, enc.ip)
+        out.append({'peer': peer, 'peer_key': rep.public_key,
+                    # The peer already uses our current key for this link:
+                    # after a key rotation we switch to the new key only
+                    # then (switching first would leave our handshakes
+                    # unanswered until WireGuard's 5 s retry).
+                    'pinned': bool(mine and rep.links.get(me, {}).get(
+                        'peer_key') == mine.public_key),
                     'remote': ip, 'remote_port': int(port),
                     'local_port': k.port_of(me),
-                    'tls': 'server' if me < peer else 'client',
-                    'peer_link_ip': enc.ip})
+                    'peer_link_ip': enc.ip, 'inner': inner,
+                    'peer_inner': peer_inner, 'vni': vni})
     return out
 
 

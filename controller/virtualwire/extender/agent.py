@@ -1,13 +1,13 @@
 """virtualwire-extender: keeps an extender's encrypted links as it is told.
 
-Each second it reports to the controller (its certificate fingerprint,
-the public endpoint of each of its link ports as the controller's
-rendezvous saw it, its NAT's kind, each link's state and counters) and
-gets back the links it should keep. It starts, restarts or stops one
-OpenVPN process per link (a killed daemon comes back by itself; a link
-down for long is re-probed at the rendezvous, in case the NAT's public
-address changed), keeps each link's tap on br-xl with br-xl's flows and
-pinned neighbours, and writes each link up or down to the host's OVSDB
+Each second it reports to the controller (its WireGuard public key, the
+public endpoint of each of its link ports as the controller's rendezvous
+saw it, its NAT's kind, each link's state and counters) and gets back the
+links it should keep. It starts, reconfigures, restarts or stops one
+userspace WireGuard daemon (boringtun) per link (a killed daemon comes back by itself; a
+link down for long is re-probed at the rendezvous, in case the NAT's
+public address changed), keeps each link's VXLAN device on br-xl with
+br-xl's flows and pinned neighbours, and writes each link up or down to the host's OVSDB
 (`vw-link-<peer>`), where the controller's flow computation reads it.
 The last links it was given are kept on disk: an agent restarted while
 the controller is down keeps its links.
@@ -23,11 +23,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from dataclasses import replace
 from typing import Dict, Optional, Tuple
 
-from virtualwire.extender import keys, openvpn
-from virtualwire.extender.openvpn import LinkSpec, LinkState
+from virtualwire.extender import keys, wireguard
+from virtualwire.extender.wireguard import LinkSpec, LinkState
 from virtualwire.extender.switch import Switch, link_mac
 from virtualwire.southbound.rendezvous import ask as rendezvous_ask
 
@@ -41,6 +40,15 @@ HURRY_FACTOR = 10            # cycles this much faster during a key rotation
 
 def specs(doc) -> Dict[str, LinkSpec]:
     return {d['peer']: LinkSpec(**d) for d in doc.get('links', ())}
+
+
+def _device_changed(have: LinkSpec, want: LinkSpec) -> bool:
+    """What a running link cannot change in place: its port, tunnel
+    addresses, VXLAN id, the peer's link address."""
+    return (have.local_port, have.inner, have.peer_inner, have.vni,
+            have.peer_link_ip) != (want.local_port, want.inner,
+                                   want.peer_inner, want.vni,
+                                   want.peer_link_ip)
 
 
 class ControllerClient:
@@ -90,20 +98,14 @@ def local_addresses():
             for f in line.split()[3:4]}
 
 
-def ask(mgmt: str, command: str, timeout=1.0) -> str:
-    """One command on an OpenVPN management socket; its reply."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
+def nudge(ip):
+    """One datagram into the tunnel: the daemon starts its handshake now,
+    not at its first keepalive (boringtun waits that long)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
-        s.connect(mgmt)
-        s.sendall(command.encode() + b'\n')
-        buf = b''
-        while not buf.rstrip().endswith(b'END'):
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            buf += chunk
-        return buf.decode(errors='replace')
+        s.sendto(b'\0', (ip, 9))            # discard
+    except OSError:
+        pass
     finally:
         s.close()
 
@@ -119,7 +121,7 @@ def rtt_ms(ip) -> Optional[float]:
 
 class Agent:
     def __init__(self, name, state_dir, controller, rendezvous, switch,
-                 openvpn_bin='openvpn', link_rate='80mbit'):
+                 wireguard_bin='boringtun-cli', link_rate='80mbit'):
         self.link_rate = link_rate
         self.name, self.dir = name, state_dir
         self.controller, self.rendezvous = controller, rendezvous
@@ -129,26 +131,49 @@ class Agent:
         self.ports: list = []
         self.public: Dict[int, Tuple[Optional[str], str]] = {}
         self.down_since: Dict[str, float] = {}
-        self.openvpn_bin = openvpn_bin
-        self.cert, self.key, self.fingerprint = keys.ensure_identity(
-            os.path.join(state_dir, 'identity'), name)
+        self.wireguard_bin = wireguard_bin
+        self.key_file, self.public_key = keys.ensure_identity(
+            os.path.join(state_dir, 'identity'))
         self.procs: Dict[str, Tuple[LinkSpec, subprocess.Popen]] = {}
         self.restarts: Dict[str, int] = {}
         self.states: Dict[str, LinkState] = {}
         self.published: Optional[Dict[str, bool]] = None
         self.rtts: Dict[str, Optional[float]] = {}
-        self.cert_gen = 0                 # bumped by each key rotation
-        self.reply_gen = 0                # cert_gen the last reply knew
-        self.gen: Dict[str, int] = {}     # peer -> cert_gen its process uses
+        self.key_gen = 0                  # bumped by each key rotation
+        self.reply_gen = 0                # key_gen the last reply knew
+        self.gen: Dict[str, int] = {}     # peer -> key_gen its device uses
         self.last_rtt = 0.0
         self.flow_ports: Optional[Dict[int, str]] = None
         self.hurry = False                # a key rotation is in flight
 
-    def mgmt(self, peer):
-        return os.path.join(self.dir, 'xl-%s.mgmt' % peer)
-
     def start(self, spec: LinkSpec):
-        self.sw.ensure_tap(spec.dev, spec.peer, openvpn.TAP_MTU)
+        wg = spec.wg_dev(self.name)
+        sock = '/var/run/wireguard/%s.sock' % wg
+        if self.sw.has_dev(wg):
+            # Left by an agent that died: its daemon goes with the device.
+            self.sw._run(['ip', 'link', 'del', wg], check=False)
+        if os.path.exists(sock):
+            os.unlink(sock)             # a killed daemon's, or we'd wait on it
+        log = open(os.path.join(self.dir, 'xl-%s.log' % spec.peer), 'ab')
+        p = subprocess.Popen(
+            wireguard.daemon_argv(self.wireguard_bin, wg), stdout=log,
+            stderr=subprocess.STDOUT, env=wireguard.daemon_env(os.environ))
+        log.close()
+        self.procs[spec.peer] = (spec, p)
+        try:
+            deadline = time.time() + 5
+            while not os.path.exists(sock):
+                if p.poll() is not None or time.time() > deadline:
+                    raise OSError('%s %s did not start (%s)' % (
+                        self.wireguard_bin, wg, p.poll()))
+                time.sleep(0.01)
+            self.sw.wg(wg, *wireguard.device_args(spec, self.key_file))
+            self.sw.wg_address(wg, spec.inner, spec.peer_inner)
+            self.sw.ensure_vxlan(spec.dev, spec.peer, spec.vni, spec.inner,
+                                 spec.peer_inner)
+        except (OSError, subprocess.CalledProcessError):
+            self.stop(spec.peer, remove=False)      # the next cycle retries
+            raise
         if self.link_rate:
             try:
                 self.sw.shape(spec.dev, self.link_rate)
@@ -157,15 +182,10 @@ class Agent:
                 LOG.error('link to %s: cannot shape %s: %s', spec.peer,
                           spec.dev, (e.stderr or '').strip())
         self.sw.pin_neighbour(spec.peer_link_ip, link_mac(spec.peer_link_ip))
-        log = os.path.join(self.dir, 'xl-%s.log' % spec.peer)
-        p = subprocess.Popen(openvpn.argv(spec, self.cert, self.key,
-                                          self.mgmt(spec.peer), log,
-                                          self.openvpn_bin),
-                             stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-        self.procs[spec.peer] = (spec, p)
-        LOG.info('link to %s: openvpn pid %d (%s:%d, tls-%s)', spec.peer,
-                 p.pid, spec.remote, spec.remote_port, spec.tls)
+        nudge(spec.peer_inner)
+        LOG.info('link to %s: %s %s pid %d (%s:%d)', spec.peer,
+                 os.path.basename(self.wireguard_bin), wg, p.pid,
+                 spec.remote, spec.remote_port)
 
     def stop(self, peer, remove=True):
         spec, p = self.procs.pop(peer)
@@ -176,7 +196,7 @@ class Agent:
             p.kill()
             p.wait()
         if remove:
-            self.sw.remove_tap(spec.dev)
+            self.sw.remove_port(spec.dev)
             self.states.pop(peer, None)
 
     def _cached(self) -> Dict[str, LinkSpec]:
@@ -190,7 +210,7 @@ class Agent:
         """Report; take the links and ports the controller answers with.
         Unreachable controller: keep what we have."""
         nat = {k for _ep, k in self.public.values()}
-        doc = {'fingerprint': self.fingerprint,
+        doc = {'public_key': self.public_key,
                'nat': 'symmetric' if 'symmetric' in nat else
                'endpoint-independent' if 'endpoint-independent' in nat else
                'public' if 'public' in nat else 'unknown',
@@ -200,9 +220,11 @@ class Agent:
                              'endpoint': s.endpoint, 'rx_bytes': s.rx_bytes,
                              'tx_bytes': s.tx_bytes,
                              'restarts': self.restarts.get(p, 0),
-                             'rtt_ms': self.rtts.get(p)}
+                             'rtt_ms': self.rtts.get(p),
+                             'peer_key': s.peer_key,
+                             'handshake': s.handshake}
                          for p, s in self.states.items()}}
-        sent_gen = self.cert_gen
+        sent_gen = self.key_gen
         try:
             reply = self.controller.report(self.name, doc)
         except (OSError, ValueError, urllib.error.URLError) as e:
@@ -225,21 +247,18 @@ class Agent:
             self.want = want
 
     def rotate(self):
-        """A new key pair and certificate. Links where we are the TLS
-        server restart with it at once (the peer restarts when the
-        controller gives it the new fingerprint, and then finds us ready);
-        links where we are the client keep their session until the peer
-        pins the new key, then restart."""
-        old = self.fingerprint
-        keys.make_identity(self.cert, self.key, self.name)
-        self.fingerprint = keys.fingerprint(self.cert)
-        self.cert_gen += 1
-        LOG.info('new key: fingerprint %s replaces %s', self.fingerprint, old)
-        self.sw.publish(self.fingerprint, self.published or {})
+        """A new key pair. Each link switches to it once its peer uses it
+        (`reconcile`): until then the link goes on with the old one."""
+        old = self.public_key
+        keys.make_key(self.key_file)
+        self.public_key = keys.public_key(self.key_file)
+        self.key_gen += 1
+        LOG.info('new key: %s replaces %s', self.public_key, old)
+        self.sw.publish(self.public_key, self.published or {})
 
     def probe_ports(self):
         """Learn the public endpoint of every link port not in use: at
-        start, and for a link down for long (its process is stopped first:
+        start, and for a link down for long (its daemon is stopped first:
         the NAT may have a new public address)."""
         now = time.time()
         for peer, since in list(self.down_since.items()):
@@ -266,23 +285,56 @@ class Agent:
             self.stop(peer)
         for peer, spec in want.items():
             have = self.procs.get(peer)
-            # A TLS client waits for the peer to pin its current key (see
-            # core.links.link_specs); until then an old session goes on.
-            ready = spec.tls == 'server' or (
-                spec.pinned and self.reply_gen == self.cert_gen)
-            if have and (replace(have[0], pinned=spec.pinned) != spec or
-                         self.gen.get(peer) != self.cert_gen and ready):
-                self.stop(peer, remove=False)
-                have = None
-            elif have and have[1].poll() is not None:
+            if have and have[1].poll() is not None:
                 self.restarts[peer] = self.restarts.get(peer, 0) + 1
-                LOG.warning('link to %s: openvpn exited (%s); restarting',
-                            peer, have[1].returncode)
+                LOG.warning('link to %s: %s exited (%s); restarting', peer,
+                            os.path.basename(self.wireguard_bin),
+                            have[1].returncode)
                 self.procs.pop(peer)
                 have = None
-            if have is None and spec.local_port in self.public and ready:
-                self.start(spec)
-                self.gen[peer] = self.cert_gen
+            if have and _device_changed(have[0], spec):
+                self.stop(peer, remove=False)
+                have = None
+            if have is None:
+                if spec.local_port in self.public:
+                    self.start(spec)
+                    self.gen[peer] = self.key_gen
+                continue
+            wg = spec.wg_dev(self.name)
+            try:
+                if (have[0].peer_key, have[0].remote,
+                        have[0].remote_port) != (spec.peer_key, spec.remote,
+                                                 spec.remote_port):
+                    # The peer's new key (its rotation) or endpoint: its
+                    # entry made again (see wireguard.peer_args).
+                    self.sw.wg(wg, *wireguard.remove_args(have[0].peer_key))
+                    self.sw.wg(wg, *wireguard.peer_args(spec))
+                    nudge(spec.peer_inner)
+                    LOG.info('link to %s: peer key %s, endpoint %s:%d',
+                             peer, spec.peer_key, spec.remote,
+                             spec.remote_port)
+                self.procs[peer] = (spec, have[1])
+                # Our own new key, once the peer uses it for this link.
+                if self.gen.get(peer) != self.key_gen and spec.pinned and \
+                        self.reply_gen == self.key_gen:
+                    self.sw.wg(wg, 'private-key', self.key_file)
+                    # The peer entry made again: no session keyed with
+                    # our old key lingers, and the nudge starts the new
+                    # handshake now (the peer already expects our new key:
+                    # `pinned`), not after a retry timer.
+                    self.sw.wg(wg, *wireguard.remove_args(spec.peer_key))
+                    self.sw.wg(wg, *wireguard.peer_args(spec))
+                    nudge(spec.peer_inner)
+                    self.gen[peer] = self.key_gen
+                    LOG.info('link to %s: now on key %s', peer,
+                             self.public_key)
+            except (OSError, subprocess.CalledProcessError) as e:
+                # A daemon that refuses or does not answer: start it
+                # afresh, fully configured, next cycle.
+                LOG.warning('link to %s: %s; restarting its daemon', peer,
+                            getattr(e, 'stderr', None) or e)
+                self.restarts[peer] = self.restarts.get(peer, 0) + 1
+                self.stop(peer, remove=False)
         ports = {self.sw.ofport(s.dev): link_mac(s.peer_link_ip)
                  for s, _ in self.procs.values()}
         if ports != self.flow_ports and all(p > 0 for p in ports):
@@ -293,23 +345,20 @@ class Agent:
         now = time.time()
         for peer, (spec, _p) in self.procs.items():
             try:
-                st = openvpn.parse_state(ask(self.mgmt(peer), 'state')) or {}
-                counts = openvpn.parse_status(ask(self.mgmt(peer), 'status'))
-            except OSError:
-                st, counts = {}, {}
-            self.states[peer] = LinkState(
-                state=str(st.get('state', 'DOWN')),
-                since=float(st.get('since', 0.0)),     # type: ignore
-                endpoint=str(st.get('endpoint', '')),
-                rx_bytes=counts.get('rx_bytes', 0),
-                tx_bytes=counts.get('tx_bytes', 0))
+                dump = wireguard.parse_dump(
+                    self.sw.wg_dump(spec.wg_dev(self.name)))
+            except (OSError, subprocess.CalledProcessError):
+                dump = {}
+            self.states[peer] = wireguard.judge(
+                self.states.get(peer, LinkState()), dump.get(spec.peer_key),
+                spec.peer_key, now, wireguard.is_boringtun(self.wireguard_bin))
             if self.states[peer].up:
                 self.down_since.pop(peer, None)
             else:
                 self.down_since.setdefault(peer, now)
         up = {p: s.up for p, s in self.states.items() if p in self.procs}
         if up != self.published:
-            self.sw.publish(self.fingerprint, up)
+            self.sw.publish(self.public_key, up)
             self.published = up
             LOG.info('links: %s', ', '.join('%s %s' % (p, 'up' if u else
                                                        'down')
@@ -322,7 +371,7 @@ class Agent:
                     if self.states[peer].up else None
 
     def run(self, interval=1.0):
-        self.sw.publish(self.fingerprint, {})
+        self.sw.publish(self.public_key, {})
         self.published = {}
         while True:
             try:
@@ -347,7 +396,7 @@ def main(argv=None):
                                 description=__doc__.split('\n\n')[0])
     p.add_argument('--name', required=True, help="this extender's host name")
     p.add_argument('--state-dir', required=True,
-                   help='identity (key, certificate), logs, sockets')
+                   help='identity (WireGuard key), logs, links cache')
     p.add_argument('--controller', required=True,
                    help="URL of the controller's southbound REST")
     p.add_argument('--token-file', required=True,
@@ -358,7 +407,9 @@ def main(argv=None):
     p.add_argument('--db', help='OVSDB of this host (ovs-vsctl --db)')
     p.add_argument('--vswitchd-ctl', default='ovs-vswitchd',
                    help='ovs-appctl target of this host\'s ovs-vswitchd')
-    p.add_argument('--openvpn', default='openvpn')
+    p.add_argument('--wireguard', default='boringtun-cli',
+                   help='the userspace WireGuard daemon: boringtun-cli '
+                        '(measured faster here) or wireguard-go')
     p.add_argument('--interval', type=float, default=1.0)
     p.add_argument('--link-rate', default='80mbit',
                    help='shape each link to this rate (tc units; below what '
@@ -372,14 +423,14 @@ def main(argv=None):
     agent = Agent(args.name, args.state_dir,
                   ControllerClient(args.controller, token), (host, int(port)),
                   Switch(args.db, vswitchd_ctl=args.vswitchd_ctl),
-                  args.openvpn, args.link_rate)
+                  args.wireguard, args.link_rate)
 
     def bye(*_):
         agent.shutdown()
         sys.exit(0)
     signal.signal(signal.SIGTERM, bye)
     signal.signal(signal.SIGINT, bye)
-    LOG.info('extender %s, fingerprint %s', args.name, agent.fingerprint)
+    LOG.info('extender %s, public key %s', args.name, agent.public_key)
     agent.run(args.interval)
 
 

@@ -1,37 +1,30 @@
-"""An extender's identity: a key pair and a self-signed certificate made on
-the extender itself (the private key never leaves it), and the
-certificate's SHA-256 fingerprint, which is what peers pin."""
+"""An extender's identity: a WireGuard key pair made on the extender itself
+(the private key never leaves it); the public key is what peers pin."""
 import os
 import subprocess
 
 
-def ensure_identity(state_dir: str, name: str):
-    """(cert path, key path, fingerprint 'AB:CD:...'), made once."""
+def ensure_identity(state_dir: str):
+    """(private key file, public key), made once."""
     os.makedirs(state_dir, mode=0o700, exist_ok=True)
-    cert = os.path.join(state_dir, 'link.crt')
-    key = os.path.join(state_dir, 'link.key')
-    if not (os.path.exists(cert) and os.path.exists(key)):
-        make_identity(cert, key, name)
-    return cert, key, fingerprint(cert)
+    key = os.path.join(state_dir, 'wg.key')
+    if not os.path.exists(key):
+        make_key(key)
+    return key, public_key(key)
 
 
-def make_identity(cert: str, key: str, name: str):
-    """A new P-256 key and certificate (also how a key is rotated)."""
-    old = os.umask(0o077)
-    try:
-        subprocess.run(
-            ['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt',
-             'ec_paramgen_curve:prime256v1', '-nodes', '-days', '3650',
-             '-subj', '/CN=%s' % name, '-keyout', key + '.new',
-             '-out', cert + '.new'], check=True, capture_output=True)
-    finally:
-        os.umask(old)
-    os.replace(key + '.new', key)
-    os.replace(cert + '.new', cert)
+def make_key(path: str):
+    """A new private key in `path` (also how a key is rotated); the file
+    is replaced whole, never seen half-written."""
+    priv = subprocess.run(['wg', 'genkey'], check=True, capture_output=True,
+                          text=True).stdout
+    fd = os.open(path + '.new', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, 'w') as f:
+        f.write(priv)
+    os.replace(path + '.new', path)
 
 
-def fingerprint(cert: str) -> str:
-    out = subprocess.run(['openssl', 'x509', '-in', cert, '-noout',
-                          '-fingerprint', '-sha256'], check=True,
-                         capture_output=True, text=True).stdout
-    return out.strip().split('=', 1)[1].upper()
+def public_key(path: str) -> str:
+    with open(path) as f:
+        return subprocess.run(['wg', 'pubkey'], stdin=f, check=True,
+                              capture_output=True, text=True).stdout.strip()

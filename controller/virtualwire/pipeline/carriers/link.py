@@ -1,6 +1,6 @@
 """The extender link carrier: GRE with key=flow between two sites'
-extenders, over their encrypted link (a TLS-authenticated OpenVPN tap,
-one L2 segment per link, joined on the extender's link bridge).
+extenders, over their encrypted link (a VXLAN device over a WireGuard
+tunnel, one L2 segment per link, joined on the extender's link bridge).
 
 It is GRE on the wire, like the in-site carrier, so the full 32-bit
 connector id crosses every hop; it is its own carrier because its
@@ -11,9 +11,11 @@ are accepted only from the extender that should send them.
 """
 from virtualwire.pipeline.carriers.gre import Gre
 
-# Outer Ethernet of the tap frame (14) plus OpenVPN's UDP/IPv4 (28) and
-# data channel (opcode/peer-id 4, packet id 4, AES-GCM tag 16).
-LINK_OVERHEAD = 14 + 28 + 4 + 4 + 16
+# What a frame on br-xl needs beyond its GRE header: nothing. The link's
+# own headers (VXLAN 50; WireGuard 32 + UDP/IPv4 28) ride below the VXLAN
+# device's 1600-byte MTU, whose datagrams the kernel fragments to the
+# tunnel's MTU before encryption (extender.wireguard).
+LINK_OVERHEAD = 0
 
 
 class ExtenderLink(Gre):
