@@ -46,7 +46,7 @@ def issue(api, role, name):
 def test_an_extenders_token_reports_only_for_itself(api):
     tok = issue(api, 'extender', 'xa')
     status, doc = api('POST', '/v1/extenders/xb/report',
-                      {'fingerprint': 'AA:' * 31 + 'AA'}, token=tok)
+                      {'public_key': 'A' * 43 + '='}, token=tok)
     assert status == 403 and "extender xa's" in doc['error']['message']
     for method, path, body in (('GET', '/v1/wires', None),
                                ('POST', '/v1/wires', {'a': 'a', 'b': 'b'}),
@@ -58,7 +58,7 @@ def test_an_extenders_token_reports_only_for_itself(api):
     assert len(api('GET', '/v1/credentials')[1]['credentials']) == 1
     # Its own report passes the access check (and is then judged as any).
     status, _ = api('POST', '/v1/extenders/xa/report',
-                    {'fingerprint': 'AA:' * 31 + 'AA'}, token=tok)
+                    {'public_key': 'A' * 43 + '='}, token=tok)
     assert status != 403
 
 
