@@ -59,6 +59,12 @@ def parse_args(argv=None):
                    help='cancel a vNIC move (migration) not activated by '
                         "the guest's first frame within this time: its wires "
                         'go back to the source alone (default: %(default)s)')
+    p.add_argument('--activation-settle-ms', type=_settle_ms, default=20,
+                   metavar='MS',
+                   help="after a moving guest's first frame switched its "
+                        'destination over, wait this long before sending '
+                        'the cleanup bundles, 0-1000 (default: '
+                        '%(default)s)')
     p.add_argument('--stats-interval', type=_stats_interval, default=2.0,
                    metavar='SECONDS',
                    help="read every switch's flow counters this often, "
@@ -84,6 +90,17 @@ def _stats_interval(text):
     v = _positive(text)
     if not 1.0 <= v <= 5.0:
         raise argparse.ArgumentTypeError('must be 1 to 5 seconds, got %s'
+                                         % text)
+    return v
+
+
+def _settle_ms(text):
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError('not a whole number: %r' % text)
+    if not 0 <= v <= 1000:
+        raise argparse.ArgumentTypeError('must be 0 to 1000 ms, got %s'
                                          % text)
     return v
 
@@ -160,7 +177,9 @@ def main(argv=None):
     controller = Controller(loop, intent, runtime, host_dbs,
                             ovsdb_port=args.host_ovsdb_port,
                             move_timeout=args.move_timeout,
-                            stats_interval=args.stats_interval)
+                            stats_interval=args.stats_interval,
+                            activation_settle=(args.activation_settle_ms /
+                                               1000.0))
     host_dbs.on_hosts = controller.on_hosts
     intent.client.observe = controller.instruments.ovsdb.observe
     api = RestApi(loop, controller, intent, runtime, token)

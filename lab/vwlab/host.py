@@ -142,6 +142,27 @@ class LabHost:
             self.plug(vm, vnic_id, 'eth%d' % i, cidr, vm_uuid, bridge=bridge)
         return vm
 
+    def add_paused_vm(self, name, vnic_id, mac):
+        """A VM that sends nothing until told to, like a migrating guest
+        on its destination before RESUME: a namespace with IPv6 off (no
+        router solicitation or MLD report when its NIC comes up) holding
+        `vnic_id` with the guest's MAC."""
+        vm_ns = '%s-%s' % (self.lab.prefix, name)
+        sh(['ip', 'netns', 'add', vm_ns])
+        sh(['sysctl', '-qw', 'net.ipv6.conf.all.disable_ipv6=1',
+            'net.ipv6.conf.default.disable_ipv6=1'], ns=vm_ns)
+        vm = Vm(name, self, vm_ns)
+        self.vms[name] = vm
+        self.plug(vm, vnic_id, 'eth0', mac=mac)
+        return vm
+
+    def remove_vm(self, vm):
+        """Unplug all of a namespace VM's vNICs and delete it."""
+        for v in list(vm.nics):
+            self.unplug(vm, v)
+        self.vms.pop(vm.name, None)
+        sh(['ip', 'netns', 'del', vm.ns], check=False)
+
     def plug(self, vm, vnic_id, ifname, cidr=None, vm_uuid='', mtu=1500,
              mac=None, bridge='br-int'):
         self._nic_seq += 1

@@ -20,10 +20,10 @@ from vwlab.qemu_events import EventWatch, stop_resume_windows
 # STOP->RESUME window, give or take MARGIN: a datagram sent just before
 # STOP can still be dropped at the paused destination, and one sent just
 # after RESUME can meet the destination before it is activated. Usually
-# 1-3 ms here; the switch's learned flow reaches its datapath only when its
-# revalidators run, which on this 2-core lab under two TCG guests took up
-# to 11.5 ms after the RARP (docs/benchmarks.rst, migration): the margin
-# covers that, the benchmark reports the tail itself.
+# 1-3 ms here (the switch's learn delivers within a millisecond of the
+# RARP on an idle machine; on this 2-core lab under two TCG guests, the
+# measured tail has reached 6-11 ms: docs/benchmarks.rst, migration): the
+# margin covers that, the benchmark reports the tail itself.
 MARGIN = 0.015
 # One the network did deliver to the running guest and the guest never
 # answered is the guest's, but only just before its STOP (QEMU stops with

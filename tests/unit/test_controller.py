@@ -183,9 +183,6 @@ def test_a_migration_records_each_step_of_its_timeline_in_order():
 
 
 def test_an_activated_destination_gets_its_bundle_before_the_sisters():
-    """Its switch learned the delivering flow, but OVS's datapath drops
-    with the held flow's cached actions until it revalidates, which a flow
-    change such as our bundle makes it do: that bundle goes first."""
     h, w, vm = _migrating()
     h.host('h2', ('g', 2))
     h.settle()
@@ -193,6 +190,38 @@ def test_an_activated_destination_gets_its_bundle_before_the_sisters():
     log.clear()
     h.send('h2', 2, payload=b'x' * 46, eth_type=0x8035)
     assert log[0] == 'h2' and set(log) == {'h1', 'h2', 'h3'}, log
+
+
+def test_cleanup_after_an_activation_waits_for_the_settle_time():
+    """The switch's learn has switched delivery over by itself; the
+    controller's bundles (which stop a userspace switch's traffic for a
+    moment) wait activation_settle, and a second vNIC activated meanwhile
+    joins the same sync."""
+    h = Harness()
+    h.ctl.activation_settle = 0.02
+    h.host('h1', ('g', 1), ('g2', 3))
+    h.host('h2')
+    h.host('h3', ('f', 5), ('f2', 6))
+    w = h.connect('g', 'f')
+    h.connect('g2', 'f2')
+    h.call(h.ctl.announce_migration, {
+        'vm': 'guest', 'vm_uuid': str(uuid.uuid4()), 'vnics': ['g', 'g2'],
+        'destination': 'h2'})
+    h.host('h2', ('g', 2), ('g2', 4))
+    log = h.fabric.commit_log
+    log.clear()
+    h.send('h2', 2, payload=b'x' * 46, eth_type=0x8035)
+    h.now += 0.01
+    h.send('h2', 4, payload=b'x' * 46, eth_type=0x8035)
+    assert log == []
+    assert h.call(h.ctl.wire_view, w['id'])['moving']['g']['activated']
+    # Delivery is the switch's own (learned) meanwhile.
+    assert ('h2', 2) in h.send('h3', 5)
+    assert ('h2', 4) in h.send('h3', 6)
+    h.tick(0.011)
+    assert log[0] == 'h2' and sorted(log) == ['h1', 'h2', 'h3'], log
+    assert h.send('h3', 5) == [('h2', 2)]
+    assert h.send('h3', 6) == [('h2', 4)]
 
 
 def test_an_aborted_move_says_its_destination_left():

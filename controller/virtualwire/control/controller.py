@@ -30,13 +30,16 @@ DUMP_TIMEOUT = 10.0
 class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
     def __init__(self, loop, intent, runtime, host_dbs=None,
                  ovsdb_port=6640, move_timeout=900.0, clock=time.monotonic,
-                 stats_interval=2.0, instruments=None):
+                 stats_interval=2.0, instruments=None,
+                 activation_settle=0.0):
         self.loop = loop
         self.intent = intent            # store.intent.IntentStore (reads)
         self.runtime = runtime          # store.runtime.RuntimeStore
         self.host_dbs = host_dbs        # southbound.host_ovsdb.HostDbs
         self.ovsdb_port = ovsdb_port
         self.move_timeout = move_timeout
+        self.activation_settle = activation_settle
+        self.sync_held_until = None     # clock(): see MigrationHandlers
         self.clock = clock
         self.tables = IncrementalTables()
         self.migrations = MigrationBook()
@@ -217,10 +220,8 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
     # ---- sync ----------------------------------------------------------------
     def sync_order(self):
         """Hosts in the order their bundles go out: destinations that just
-        activated a move first. Their switch has learned the delivering
-        flow, but its datapath drops with the held flow's cached actions
-        until ovs-vswitchd revalidates, and a flow change such as our
-        bundle makes it revalidate."""
+        activated a move first (a move activated by a hook or by its source
+        leaving delivers only once its destination has our bundle)."""
         first = {dest for dest, waiting, _ in self.sisters_pending.values()
                  if waiting is None}
         if not first:
@@ -234,6 +235,8 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
         Then persist changed migration records (switches never wait on a
         database write)."""
         self.loop.assert_owner()
+        if self.sync_held():
+            return
         self.stats['syncs'] += 1
         dirty = self.tables.pop_dirty()
         sent = {}

@@ -65,6 +65,14 @@ class Loop:
                 self.post(fn)
         return hub.spawn(tick)
 
+    def after(self, seconds, fn):
+        """Post fn once, `seconds` from now."""
+        def later():
+            hub.sleep(seconds)
+            if not self._stopped:
+                self.post(fn)
+        return hub.spawn(later)
+
     def stop(self):
         self._stopped = True
         self._queue.put(None)

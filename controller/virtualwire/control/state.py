@@ -16,6 +16,8 @@ class ControllerState:
     runtime: Any                      # store.runtime.RuntimeStore
     clock: Callable[[], float]
     move_timeout: float
+    activation_settle: float          # seconds the sync waits after one
+    sync_held_until: Optional[float]  # clock() until which it waits
     tables: IncrementalTables         # intent + hosts + placement -> flows
     migrations: MigrationBook
     sessions: Dict[int, SwitchSession]   # dpid -> connected switch

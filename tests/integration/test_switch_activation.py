@@ -1,0 +1,80 @@
+"""A moving vNIC's destination switch delivers on the guest's first frame by
+itself (its learn action), with the controller stopped; the controller's
+cleanup follows after its settle time. Namespace VMs, no QEMU: the switch
+and the controller are what is under test (bench/bench_activation.py
+measures the same path)."""
+import json
+import signal
+import subprocess
+import sys
+
+from conftest import _seq, wait_until
+
+PORT = 9000
+
+
+def _arrival(vm, *args):
+    return ['ip', 'netns', 'exec', vm.ns, sys.executable, '-m',
+            'vwlab.arrival'] + [str(a) for a in args]
+
+
+def test_the_destination_switches_over_on_its_own_learn(lab, api):
+    h1, h2, h3 = lab.hosts
+    n = next(_seq)
+    mac = '52:54:00:ad:%02x:01' % (n & 255)
+    vnic = 'sw%d-nic' % n
+    far = h3.add_vm('swf%d' % n, [('swf%d-nic' % n, '10.95.0.2/24')])
+    src = h1.add_paused_vm('sws%d' % n, vnic, mac)
+    src.sh(['ip', 'addr', 'add', '10.95.0.1/24', 'dev', 'eth0'])
+    wid = api.connect(vnic, 'swf%d-nic' % n)['id']
+    dst = stream = None
+    try:
+        api.wait_state(wid, 'tunnelled')
+        stream = subprocess.Popen(
+            _arrival(far, 'stream', '--dst', '10.95.0.1', '--port', PORT,
+                     '--rate', 1000, '--mac', mac),
+            stdout=subprocess.PIPE, text=True)
+        # The vNIC's port appears on h2 while h1 still has it: a move.
+        dst = h2.add_paused_vm('swd%d' % n, vnic, mac)
+        wait_until(lambda: 'priority=110,' in h2.dump_flows(), 20,
+                   what="the move's activation flow on h2")
+        lab.controller.send_signal(signal.SIGSTOP)
+        try:
+            p = subprocess.run(_arrival(dst, 'arrive', 'eth0', '--port',
+                                        PORT, '--timeout', 3),
+                               capture_output=True, text=True, timeout=30)
+        finally:
+            lab.controller.send_signal(signal.SIGCONT)
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+        # Held while the guest was silent: nothing in the 100 ms before
+        # its announce ...
+        assert r['before'] == 0, r
+        # ... then delivered, with the controller stopped, well before the
+        # switch's periodic revalidation (500 ms) could have done it, and
+        # nothing lost from the first delivery on.
+        assert r['first_at'] is not None, (r, p.stderr)
+        assert r['first_at'] - r['sent_at'] < 0.1, r
+        seqs = [d[0] for d in r['delivered']]
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
+        # The controller, running again, records the activation, waits its
+        # settle time and moves the other switches; the source leaving
+        # completes the move.
+        h1.remove_vm(src)
+        src = None
+        wait_until(lambda: {api.wire(wid)['host_a'],
+                            api.wire(wid)['host_b']} == {'h2', 'h3'}, 15,
+                   what='the wire follows to h2')
+        [m] = [m for m in api.ok('GET', '/v1/migrations')['migrations']
+               if vnic in m['vnics'] and m['destination'] == 'h2']
+        assert m['activated_by'] == {vnic: 'rarp'}, m
+        assert m['found_by'] == 'ovsdb' and m['state'] == 'completed', m
+        settle = m['steps'][vnic]['sisters_moved'] - m['activated'][vnic]
+        assert settle >= 0.02, m
+    finally:
+        if stream is not None:
+            stream.send_signal(signal.SIGINT)
+            stream.communicate(timeout=30)
+        api.req('DELETE', '/v1/wires/%d' % wid)
+        for h, vm in ((h1, src), (h2, dst)):
+            if vm is not None:
+                h.remove_vm(vm)
