@@ -19,6 +19,11 @@ move by move:
              RARP until the first datagram arrived: the switch's learn
              alone
   settled    the controller waits 20 ms before its cleanup (the default)
+  frozen-rt, settled-rt
+             the same with every ovs-vswitchd SCHED_RR 1 during the move
+             (nothing else on the machine can delay the switches); with
+             --load N busy processes beside them, this tells the switches'
+             own cost from the machine's contention
 
 The controller is restarted (hitless) when the mode needs the other
 setting. Where the first deliveries spent their time is read from
@@ -31,7 +36,8 @@ receive path's latency is not in it), arrive = its receive time minus the
 RARP's. A move is probed if the sender had no send gap over 2 ms within
 5 ms of the RARP or before the first delivery.
 
-    python bench/bench_activation.py [--moves 40] [--rate 4000]
+    python bench/bench_activation.py [--moves 60] [--rate 4000] [--load N]
+        [--modes immediate,frozen,settled] [--result activation]
 """
 import argparse
 import atexit
@@ -51,10 +57,10 @@ from vwlab.shell import sh                                     # noqa: E402
 PORT = 9000
 MAC = '52:54:00:aa:00:01'
 VNIC = 'act-mv'
-MODES = ('immediate', 'frozen', 'settled')
+MODES = ('immediate', 'frozen', 'settled', 'frozen-rt', 'settled-rt')
 # The controller's --activation-settle-ms in each mode (frozen: whichever
 # controller runs; it is stopped).
-SETTLE_MS = {'immediate': 0, 'settled': 20}
+SETTLE_MS = {'immediate': 0, 'settled': 20, 'settled-rt': 20}
 
 
 def arrival_cmd(vm, *args):
@@ -84,7 +90,9 @@ def one_move(lab, api, wid, src_vm, dst, far_host, n, mode):
     # caches its drop (what a migration's destination has by RESUME).
     time.sleep(0.3)
     sniffers = {d: sniff(h, d) for h, d in ((far_host, 'out'), (dst, 'in'))}
-    if mode == 'frozen':
+    if mode.endswith('-rt'):
+        switches_realtime(lab, True)
+    if mode.startswith('frozen'):
         lab.controller.send_signal(signal.SIGSTOP)
     try:
         p = subprocess.run(arrival_cmd(dst_vm, 'arrive', 'eth0', '--port',
@@ -92,8 +100,10 @@ def one_move(lab, api, wid, src_vm, dst, far_host, n, mode):
                                        0.05),
                            capture_output=True, text=True, timeout=30)
     finally:
-        if mode == 'frozen':
+        if mode.startswith('frozen'):
             lab.controller.send_signal(signal.SIGCONT)
+        if mode.endswith('-rt'):
+            switches_realtime(lab, False)
     r = json.loads(p.stdout.strip().splitlines()[-1])
     seen = {d: dict(json.loads(s.communicate(timeout=30)[0]
                                .strip().splitlines()[-1])['seen'])
@@ -112,6 +122,17 @@ def one_move(lab, api, wid, src_vm, dst, far_host, n, mode):
          {(w := api.call('GET', '/v1/wires/%d' % wid))['host_a'],
           w['host_b']} == {dst.name, 'h3'})
     return dst_vm, dict(r, mode=mode, src=src_vm.host.name, dst=dst.name)
+
+
+def switches_realtime(lab, on):
+    """Every host's ovs-vswitchd, all its threads, SCHED_RR 1 (or back to
+    normal scheduling at its niceness): what the switch-over costs when
+    nothing else on the machine can delay the switch."""
+    for h in lab.hosts:
+        with open(os.path.join(h.dir, 'vswitchd.pid')) as f:
+            pid = f.read().strip()
+        sh(['chrt', '-a', '-p'] + (['-r', '1'] if on else ['-o', '0']) +
+           [pid])
 
 
 def sniff(host, direction):
@@ -172,13 +193,13 @@ def judge(moves, gaps, modes):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--moves', type=int, default=40,
+    ap.add_argument('--moves', type=int, default=60,
                     help='moves in all, the modes alternating')
     ap.add_argument('--rate', type=int, default=4000)
     ap.add_argument('--load', type=int, default=0,
                     help='busy processes at nice 0 throughout (a guest '
                          "vCPU under TCG is one; default: none)")
-    ap.add_argument('--modes', default=','.join(MODES),
+    ap.add_argument('--modes', default='immediate,frozen,settled',
                     help='comma-separated, in turn (default: %(default)s)')
     ap.add_argument('--result', default='activation',
                     help='bench/results/NAME.json (default: %(default)s)')

@@ -104,6 +104,43 @@ def delivery_edges(grams, guest_ip, src_taps, dst_taps, stop, resume,
     return out
 
 
+def switch_over(grams, guest_ip, dst_host, dst_taps, frame_at,
+                window=0.05):
+    """The destination switch's own share of frame -> delivery, from
+    captures: datagrams toward the guest that reached the destination host
+    (its underlay, or a co-located end's port) after the guest's first
+    frame, and which of them its switch never put into the guest's tap.
+      dropped_after_frame  the last such drop, ms after the frame (0: none
+                           dropped once the frame was in);
+      switch_latency       the first delivered one: arrival at the host to
+                           the tap (what a busy switch adds, not dropping);
+      arrived              how many arrived in `window` s after the frame
+                           (0: nothing measured; both figures None)."""
+    arrived, into = {}, {}
+    for g in grams:
+        if g.dst != guest_ip or g.host != dst_host or len(g.payload) < 8:
+            continue
+        seq = g.payload[:8]
+        if g.outgoing and (g.host, g.iface) in dst_taps:
+            into[seq] = min(g.time, into.get(seq, g.time))
+        elif not g.outgoing and (g.host, g.iface) not in dst_taps:
+            arrived[seq] = min(g.time, arrived.get(seq, g.time))
+    after = sorted((t, s) for s, t in arrived.items()
+                   if frame_at <= t <= frame_at + window)
+    out = {'arrived': len(after), 'dropped_after_frame_ms': None,
+           'switch_latency_ms': None}
+    if not after:
+        return out
+    dropped = [t for t, s in after if s not in into]
+    out['dropped_after_frame_ms'] = round(
+        (max(dropped) - frame_at) * 1000, 2) if dropped else 0.0
+    firsts = [(into[s], t) for t, s in after if s in into]
+    if firsts:
+        d, a = min(firsts)
+        out['switch_latency_ms'] = round((d - a) * 1000, 2)
+    return out
+
+
 def first_frame_from_guest(path, ifindexes, after):
     """(time, kind) of the first frame the guest sent into one of the
     interfaces `ifindexes` at or after time `after`, from an SLL2 capture;
@@ -195,6 +232,10 @@ def summarise(rows):
                                      for r in rows]),
         'first_frame_to_delivery_ms': dist([
             r['capture'].get('first_frame_to_delivery_ms') for r in rows]),
+        'dropped_after_frame_ms': dist([
+            r['capture'].get('dropped_after_frame_ms') for r in rows]),
+        'switch_latency_ms': dist([
+            r['capture'].get('switch_latency_ms') for r in rows]),
         'duplicates': sum(r['duplicates'] for r in rows),
         'lost_outside_pause': sum(r['lost_outside_pause'] for r in rows),
         'second_holes': sum(1 for r in rows if r.get('second_hole')),

@@ -127,3 +127,16 @@ def test_controller_refuses_a_move_timeout_that_is_not_positive(value,
     assert e.value.code == 2
     assert 'must be a number of seconds > 0' in capsys.readouterr().err
     assert parse_args(['--move-timeout', '2.5']).move_timeout == 2.5
+
+
+@pytest.mark.parametrize('value', ['-1', '1001', 'soon', '2.5'])
+def test_controller_refuses_an_activation_settle_out_of_range(value, capsys):
+    from virtualwire.main import parse_args
+    with pytest.raises(SystemExit) as e:
+        parse_args(['--activation-settle-ms', value])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert 'must be 0 to 1000 ms' in err or 'not a whole number' in err
+    assert parse_args([]).activation_settle_ms == 20
+    assert parse_args(['--activation-settle-ms', '0']).activation_settle_ms \
+        == 0

@@ -83,6 +83,38 @@ def test_delivery_edges_come_from_the_taps_not_the_sender():
                                  RESUME)['network_ms'] is None
 
 
+def _seq(n, t, host, iface, outgoing, dst='10.0.0.1'):
+    return Datagram(t, host, iface, outgoing, '10.0.0.2', dst, 5555, 7000,
+                    n.to_bytes(8, 'big') + b'x', 7 if iface == 'ul0' else None)
+
+
+def test_switch_over_tells_the_switchs_drops_from_its_delay():
+    frame, tap = 100.2, {('h2', 'vnet1')}
+    # Arrivals on h2's underlay 1 ms apart from 100.1985; the switch drops
+    # those up to 100.2015 (1.5 ms after the frame), delivers from 100.2025,
+    # each 0.8 ms after it arrived. Other hosts and ends do not count.
+    grams = []
+    for n in range(6):
+        t = 100.1985 + n * 0.001
+        grams.append(_seq(n, t, 'h2', 'ul0', False))
+        if n >= 4:
+            grams.append(_seq(n, t + 0.0008, 'h2', 'vnet1', True))
+    grams += [_seq(9, 100.2019, 'h1', 'ul0', False),
+              _seq(8, 100.2018, 'h2', 'ul0', False, dst='10.0.0.9')]
+    assert outage.switch_over(grams, '10.0.0.1', 'h2', tap, frame) == {
+        'arrived': 4, 'dropped_after_frame_ms': 1.5,
+        'switch_latency_ms': 0.8}
+    # Nothing dropped once the frame was in.
+    ok = [g for g in grams if g.payload[:8] not in
+          {n.to_bytes(8, 'big') for n in (2, 3)}]
+    assert outage.switch_over(ok, '10.0.0.1', 'h2', tap, frame)[
+        'dropped_after_frame_ms'] == 0.0
+    # Nothing arrived after the frame: nothing measured.
+    assert outage.switch_over(grams, '10.0.0.1', 'h2', tap, 101.0) == {
+        'arrived': 0, 'dropped_after_frame_ms': None,
+        'switch_latency_ms': None}
+
+
 def test_unprobed_runs_are_listed_apart_and_not_averaged_in():
     sent = _steady(99.0, 101.0)
     win = (STOP, 'h1', RESUME, 'h2')
