@@ -83,7 +83,7 @@ def wait(what, pred, timeout=20):
 
 
 def one_move(lab, api, wid, src_vm, dst, far_host, n, mode):
-    dst_vm = dst.add_paused_vm('mv%d' % n, VNIC, MAC)
+    dst_vm = dst.add_paused_vm('mv%d' % n, [(VNIC, MAC)])
     wait('the move\'s flows on %s' % dst.name,
          lambda: flows_with(dst, 110) and flows_with(dst, 90))
     # Let the stream meet the held flow, so the destination's datapath
@@ -217,7 +217,7 @@ def main():
         api = Api(lab)
         api.wait_hosts(3)
         far = h3.add_vm('actfar', [('act-far', '10.93.0.2/24')])
-        vm = h1.add_paused_vm('mv0', VNIC, MAC)
+        vm = h1.add_paused_vm('mv0', [(VNIC, MAC)])
         sh(['ip', 'addr', 'add', '10.93.0.1/24', 'dev', 'eth0'], ns=vm.ns)
         wid = api.call('POST', '/v1/wires', {'a': VNIC, 'b': 'act-far'})['id']
         wait('the wire', lambda: api.call('GET', '/v1/wires/%d' % wid)

@@ -108,7 +108,7 @@ def _is_ours(data, port):
     return HDR.unpack_from(data, ihl + 8)
 
 
-def arrive(iface, port, timeout, collect):
+def arrive(iface, port, timeout, collect, announce_it=True):
     # SOCK_DGRAM: datagrams start at the IP header.
     s = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM,
                       socket.htons(ETH_P_IP))
@@ -126,7 +126,8 @@ def arrive(iface, port, timeout, collect):
             data = s.recv(65535)
             before += _is_ours(data, port) is not None
     sent_at = time.time()
-    tx.send(announce)
+    if announce_it:
+        tx.send(announce)
     end = sent_at + timeout
     out = {'sent_at': sent_at, 'first_at': None, 'first_sent': None,
            'first_seq': None, 'before': before}
@@ -162,6 +163,8 @@ def main(argv=None):
     a.add_argument('--port', type=int, required=True)
     a.add_argument('--timeout', type=float, default=3)
     a.add_argument('--collect', type=float, default=0.02)
+    a.add_argument('--no-announce', action='store_true',
+                   help='only listen (another NIC of the guest announces)')
     a = sub.add_parser('tunnel-sniff')
     a.add_argument('iface')
     a.add_argument('--port', type=int, required=True)
@@ -174,7 +177,8 @@ def main(argv=None):
     if args.cmd == 'tunnel-sniff':
         tunnel_sniff(args.iface, args.port, args.seconds, args.direction)
         return 0
-    return arrive(args.iface, args.port, args.timeout, args.collect)
+    return arrive(args.iface, args.port, args.timeout, args.collect,
+                  not args.no_announce)
 
 
 if __name__ == '__main__':

@@ -142,18 +142,21 @@ class LabHost:
             self.plug(vm, vnic_id, 'eth%d' % i, cidr, vm_uuid, bridge=bridge)
         return vm
 
-    def add_paused_vm(self, name, vnic_id, mac):
+    def add_paused_vm(self, name, nics, vm_uuid=''):
         """A VM that sends nothing until told to, like a migrating guest
         on its destination before RESUME: a namespace with IPv6 off (no
-        router solicitation or MLD report when its NIC comes up) holding
-        `vnic_id` with the guest's MAC."""
+        router solicitation or MLD report when a NIC comes up) holding
+        `nics` [(vnic_id, mac)] as eth0, eth1, ..., all of one guest
+        (`vm_uuid`, libvirt's vm-id)."""
         vm_ns = '%s-%s' % (self.lab.prefix, name)
         sh(['ip', 'netns', 'add', vm_ns])
         sh(['sysctl', '-qw', 'net.ipv6.conf.all.disable_ipv6=1',
             'net.ipv6.conf.default.disable_ipv6=1'], ns=vm_ns)
         vm = Vm(name, self, vm_ns)
         self.vms[name] = vm
-        self.plug(vm, vnic_id, 'eth0', mac=mac)
+        vm_uuid = vm_uuid or secrets.token_hex(16)
+        for i, (vnic_id, mac) in enumerate(nics):
+            self.plug(vm, vnic_id, 'eth%d' % i, mac=mac, vm_uuid=vm_uuid)
         return vm
 
     def remove_vm(self, vm):

@@ -9,6 +9,7 @@ import pytest
 from virtualwire.control.controller import Controller
 from virtualwire.control.loop import Loop
 from virtualwire.core import errors, ids
+from virtualwire.core.model import Encap, Host, VnicPort
 from virtualwire.pipeline.flow import Flow, FlowDiff, of_wires
 from virtualwire.testing.harness import TUN, Harness, MemoryRuntime
 from virtualwire.testing.fakeswitch import Packet
@@ -222,6 +223,45 @@ def test_cleanup_after_an_activation_waits_for_the_settle_time():
     assert log[0] == 'h2' and sorted(log) == ['h1', 'h2', 'h3'], log
     assert h.send('h3', 5) == [('h2', 2)]
     assert h.send('h3', 6) == [('h2', 4)]
+
+
+@pytest.mark.parametrize('same_guest', [True, False])
+def test_a_guests_first_frame_switches_all_its_vnics_over(same_guest):
+    """The first frame on any of a guest's destination ports proves the
+    whole guest runs there: the switch learns delivery for all its moving
+    vNICs at once (one OVS revalidation pass, not one per vNIC, each at
+    most every 5 ms). vNICs of different guests stay apart."""
+    h = Harness()
+    vm2 = 'guest-a' if same_guest else 'guest-b'
+    h.host('h1', ('g', 1), ('g2', 3), vm='guest-a')
+    h.host('h2')
+    h.host('h3', ('f', 5), ('f2', 6))
+    h.connect('g', 'f')
+    w2 = h.connect('g2', 'f2')
+    h.call(h.ctl.announce_migration, {
+        'vm': 'guest', 'vm_uuid': str(uuid.uuid4()), 'vnics': ['g', 'g2'],
+        'destination': 'h2'})
+    h.ctl.activation_settle = 1.0       # only the switch acts meanwhile
+    ports = [VnicPort('g', 'vnet2', 2, vm_id='guest-a'),
+             VnicPort('g2', 'vnet4', 4, vm_id=vm2)]
+    h.loop.post(h.ctl.on_hosts, 'tcp:h2', [Host(
+        'h2', 2, (Encap('gre', h.ip('h2'), TUN),), vnics=tuple(ports))])
+    h.settle()
+    assert h.send('h3', 6) == [('h1', 3)]          # held on h2
+    h.send('h2', 2, payload=b'x' * 46, eth_type=0x8035)   # g's RARP only
+    assert sorted(h.send('h3', 5)) == [('h1', 1), ('h2', 2)]
+    # The switch learned g2's delivery with g's frame (same guest) ...
+    assert sorted(h.send('h3', 6)) == ([('h1', 3), ('h2', 4)] if same_guest
+                                       else [('h1', 3)])
+    # ... and the controller knows: g2 activated by its sibling's frame.
+    view = h.call(h.ctl.wire_view, w2['id'])['moving']['g2']
+    assert bool(view['activated']) is same_guest, view
+    by = h.call(h.ctl.migration_views)[0]['activated_by']
+    assert by == ({'g': 'rarp', 'g2': 'sibling-frame'} if same_guest
+                  else {'g': 'rarp'}), by
+    # The cleanup keeps it so: g2 to its destination only, or still held.
+    h.tick(1.1)
+    assert h.send('h3', 6) == ([('h2', 4)] if same_guest else [('h1', 3)])
 
 
 def test_an_aborted_move_says_its_destination_left():

@@ -216,7 +216,11 @@ def test_incremental_tables_match_the_reference_under_random_changes():
     def hosts():
         return {n: Host(n, i, (Encap('gre', tun[n][0], tun[n][1]),),
                         vnics=tuple(sorted(
-                            (VnicPort(v, 'p', p) for v, claims in
+                            # Three vNICs per guest: their activation
+                            # flows merge (pipeline.guests).
+                            (VnicPort(v, 'p', p,
+                                      vm_id='vm%d' % (vnics.index(v) // 3))
+                             for v, claims in
                              placement.items() for h, p in claims if h == n),
                             key=lambda x: x.vnic_id)))
                 for i, n in enumerate(names)}

@@ -25,7 +25,16 @@ FLOWS = {
     'activate': make_flow(WIRE, 'activate', {'in_port': 2}, [
         ('learn', 100, COOKIE, (('in_port', 65000),
                                 ('tun_ipv4_src', '198.19.0.3'),
-                                ('tunnel_id', 0xFFFFFFFF))),
+                                ('tunnel_id', 0xFFFFFFFF)), 2),
+        ('output', 0xfffffffd)], COOKIE),
+    # A guest's activation flow learning for its other vNIC too (port 4).
+    'activate-guest': make_flow(WIRE, 'activate', {'in_port': 2}, [
+        ('learn', 100, COOKIE, (('in_port', 65000),
+                                ('tun_ipv4_src', '198.19.0.3'),
+                                ('tunnel_id', 0xFFFFFFFF)), 2),
+        ('learn', 100, ids.wire_cookie(7), (('in_port', 65000),
+                                            ('tun_ipv4_src', '198.19.0.3'),
+                                            ('tunnel_id', 7)), 4),
         ('output', 0xfffffffd)], COOKIE),
     'miss': make_flow(WIRE, 'miss', {}, [], ids.wire_cookie(0)),
 }
@@ -107,8 +116,14 @@ def test_foreign_actions_decode_as_other_so_the_diff_replaces_them():
     (Flow(0, 100, (('ip_dscp', 1),), (), COOKIE), 'match on ip_dscp'),
     (Flow(0, 100, (), (('group', 1),), COOKIE), 'action group'),
     (Flow(0, 100, (), (), 0x1234), 'no declared space'),
-    (Flow(0, 110, (), (('learn', 100, COOKIE + 1, ()),), COOKIE),
+    (Flow(0, 110, (), (('learn', 100, COOKIE + 1, (), 2),), COOKIE),
      'keep its wire cookie'),
+    (Flow(0, 110, (), (('learn', 100, COOKIE, ()),), COOKIE),
+     'priority, cookie, match, port'),
+    (Flow(0, 110, (), (('learn', 100, COOKIE, (), 0xfffffffd),), COOKIE),
+     'outputs to a port'),
+    (Flow(0, 110, (), (('learn', 100, COOKIE, (('vlan_vid', 5),), 2),),
+          COOKIE), 'learn cannot match vlan_vid'),
 ])
 def test_the_pipeline_refuses_flows_it_does_not_declare(flow, words):
     with pytest.raises(PipelineError, match=words):

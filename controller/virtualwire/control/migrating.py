@@ -120,6 +120,10 @@ class MigrationHandlers(ControllerState):
             if host else None
         if vnic is not None and self._activate(
                 vnic, host, frames.kind(bytes(msg.data or b''))):
+            # The switch learned the guest's other vNICs' delivery with
+            # this frame (pipeline.guests): the guest runs here.
+            for v in self.tables.siblings_moving_to(vnic, host):
+                self._activate(v, host, frames.SIBLING_FRAME)
             self._hold_sync()
 
     def _activate(self, vnic, host, trigger):

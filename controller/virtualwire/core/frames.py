@@ -9,11 +9,14 @@ _TAGS = (0x8100, 0x88a8, 0x9100)
 _ND = {133: 'ipv6-rs', 134: 'ipv6-ra', 135: 'ipv6-ns', 136: 'ipv6-na',
        137: 'ipv6-redirect'}
 
-# Activations that were not a frame: read from a switch's table after a
-# controller restart (the frame is gone), the source host's libvirt hook
-# saying the guest left it, and the source port leaving OVSDB (the last
-# resort: the migration is over, whatever the guest sent).
+# Activations that were not this vNIC's frame: read from a switch's table
+# after a controller restart (the frame is gone), the source host's
+# libvirt hook saying the guest left it, and the source port leaving OVSDB
+# (the last resort: the migration is over, whatever the guest sent).
 FOUND_IN_TABLE = 'found-in-table'
+# The guest's frame on another of its vNICs' destination ports: the switch
+# learned this vNIC's delivery with it (pipeline.guests).
+SIBLING_FRAME = 'sibling-frame'
 RELEASE_HOOK = 'release-hook'
 SOURCE_LEFT = 'source-left'
 

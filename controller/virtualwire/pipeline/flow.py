@@ -14,8 +14,8 @@ class Flow:
     priority: int
     match: Tuple[Tuple[str, object], ...]     # sorted (field, value) pairs
     # ('output', port) | ('set_field', field, value) |
-    # ('learn', priority, cookie, match): add (priority, match) -> output
-    # to the packet's in_port, in this table |
+    # ('learn', priority, cookie, match, port): add (priority, match) ->
+    # output:port, in this table |
     # ('push_vlan', ethertype) | ('pop_vlan',)
     actions: Tuple[Tuple, ...]
     cookie: int = 0

@@ -11,6 +11,7 @@ from typing import Dict, Set
 
 from virtualwire.core.model import EXTENDER, Host, Wire
 from virtualwire.core.placement import Placement
+from virtualwire.pipeline import guests
 from virtualwire.pipeline.flow import Flow, default_flows, host_default_flows
 from virtualwire.pipeline.wire import (gateway_location, wire_flows,
                                        wire_locations)
@@ -27,6 +28,9 @@ class IncrementalTables:
         self.wire_hosts: Dict[int, Set[str]] = {}
         self.tables: Dict[str, Dict] = {}        # host -> {key: Flow}
         self.dirty: Dict[str, Set] = {}          # host -> keys changed
+        # host -> {key: activation flow as merged with its guest's others
+        # (pipeline.guests)}, where that differs from the wire's own
+        self.merged: Dict[str, Dict] = {}
 
     # -- intent --------------------------------------------------------------
     def set_wires(self, wires):
@@ -80,6 +84,8 @@ class IncrementalTables:
                         if end.startswith(host.name + '/')}
         for cid in touched:
             self._recompute(cid)
+        if old is None or guests.vm_of_port(old) != guests.vm_of_port(host):
+            self._regroup(host.name)
         return events
 
     def moved(self, vnic):
@@ -104,6 +110,17 @@ class IncrementalTables:
         events = self.placement.cancel_move(vnic, outcome)
         self.moved(vnic)
         return events
+
+    def siblings_moving_to(self, vnic, host):
+        """The other vNICs of `vnic`'s guest (its ports on `host` name the
+        same vm-id) that are moving to `host`."""
+        h = self.hosts.get(host)
+        ports = h.vnic_map() if h else {}
+        vm = ports[vnic].vm_id if vnic in ports else ''
+        moves = self.placement.moves
+        return sorted(v for v, p in ports.items()
+                      if vm and v != vnic and p.vm_id == vm and v in moves
+                      and moves[v].destination == host)
 
     def vnic_at(self, host, ofport):
         h = self.hosts.get(host)
@@ -140,8 +157,9 @@ class IncrementalTables:
         their keys dirty."""
         table = self.table_map(host)
         keys = self.dirty.setdefault(host, set())
+        merged = self.merged.get(host, {})
         for f in before - after:
-            if table.get(f.key) == f:
+            if table.get(f.key) in (f, merged.get(f.key)):
                 del table[f.key]
             keys.add(f.key)
         for f in after:
@@ -169,11 +187,34 @@ class IncrementalTables:
 
     def _install(self, cid, out):
         old = self.wire_out.get(cid, {})
+        regroup = set()
         for host in set(old) | set(out):
             before, after = old.get(host, set()), out.get(host, set())
             if before != after:
                 self._swap(host, before, after)
+                if any(f.priority == guests.ACTIVATE for f in before ^ after):
+                    regroup.add(host)
         if out:
             self.wire_out[cid] = out
         else:
             self.wire_out.pop(cid, None)
+        for host in regroup:
+            self._regroup(host)
+
+    def _regroup(self, host):
+        """Merge the activation flows of each guest moving to `host`
+        (pipeline.guests) into its table."""
+        base = {f.key: f for cid in self.by_host.get(host, ())
+                for f in self.wire_out.get(cid, {}).get(host, ())
+                if f.priority == guests.ACTIVATE}
+        if not base and not self.merged.get(host):
+            return
+        merged = guests.merge(base, guests.vm_of_port(self.hosts.get(host)))
+        table = self.table_map(host)
+        keys = self.dirty.setdefault(host, set())
+        for k, f in merged.items():
+            if table.get(k) != f:
+                table[k] = f
+                keys.add(k)
+        self.merged[host] = {k: f for k, f in merged.items()
+                             if f != base[k]}

@@ -87,25 +87,37 @@ def check(flow) -> None:
         if name not in table.match_fields:
             raise PipelineError('table %s does not match on %s: %s'
                                 % (table.name, name, flow))
+    learns = [a for a in flow.actions if a[0] == 'learn']
     for act in flow.actions:
         if act[0] not in table.actions:
             raise PipelineError('table %s does not allow action %s: %s'
                                 % (table.name, act[0], flow))
         if act[0] == 'learn':
             _check_learn(table, act, flow)
+    # The first learn is the flow's own wire's (a guest's other vNICs'
+    # may follow: pipeline.guests).
+    if learns and learns[0][2] & ids.COOKIE_WIRE_MASK != \
+            flow.cookie & ids.COOKIE_WIRE_MASK:
+        raise PipelineError('a learned flow must keep its wire cookie: %s'
+                            % flow)
     if not any(flow.cookie & s.mask == s.mark for s in COOKIES):
         raise PipelineError('cookie %#x is in no declared space: %s'
                             % (flow.cookie, flow))
 
 
 def _check_learn(table, act, flow):
-    _, priority, cookie, match = act
+    if len(act) != 5:
+        raise PipelineError('learn takes priority, cookie, match, port: %s'
+                            % flow)
+    _, priority, cookie, match, port = act
+    if not isinstance(port, int) or not 0 < port < 0xFF00:
+        raise PipelineError('a learned flow outputs to a port, not %r: %s'
+                            % (port, flow))
     if priority not in table.priorities.values():
         raise PipelineError('learned priority %d undeclared: %s'
                             % (priority, flow))
-    if cookie & ids.COOKIE_WIRE_MASK != flow.cookie & ids.COOKIE_WIRE_MASK:
-        raise PipelineError('a learned flow must keep its wire cookie: %s'
-                            % flow)
+    if not any(cookie & s.mask == s.mark for s in COOKIES):
+        raise PipelineError('a learned flow needs a wire cookie: %s' % flow)
     for name, _value in match:
         if name not in LEARN_FIELDS:
             raise PipelineError('learn cannot match %s: %s' % (name, flow))

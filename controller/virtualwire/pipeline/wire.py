@@ -20,7 +20,7 @@ from typing import Dict, List, Set, Tuple
 from virtualwire.core import ids
 from virtualwire.core.model import GATEWAY, Location
 from virtualwire.core.placement import place
-from virtualwire.pipeline import ends, paths
+from virtualwire.pipeline import ends, guests, paths
 from virtualwire.pipeline.flow import Flow, host_default_flows, make_flow
 from virtualwire.pipeline.tables import WIRE
 
@@ -203,7 +203,7 @@ def wire_flows(wire, hosts, locations, shadows=None) -> Dict[str, Set[Flow]]:
                                       else 0)
             b.add(dst.host, 'activate', ends.kind_of(dst).ingress_match(dst),
                   [[('learn', WIRE.priority('wire'), b.cookie | counts,
-                     tuple(sorted(learned.items())))] +
+                     tuple(sorted(learned.items())), dst.ofport)] +
                    b.send(dst.host, far) + [('output', OFPP_CONTROLLER)]],
                   _ENTERS[mv])
             return b.flows()
@@ -264,7 +264,8 @@ def compute_flows(world) -> Dict[str, Set[Flow]]:
                                       shadows).items():
             if host in tables:
                 tables[host] |= flows
-    return tables
+    return {name: guests.merged_table(flows, world.hosts.get(name))
+            for name, flows in tables.items()}
 
 
 def activation_flows(table) -> Dict[tuple, Flow]:
@@ -274,7 +275,9 @@ def activation_flows(table) -> Dict[tuple, Flow]:
     out = {}
     for f in table.values():
         for a in f.actions:
-            if a[0] == 'learn':
+            # Its own learn only: a guest's other vNICs' are theirs.
+            if a[0] == 'learn' and a[2] & ids.COOKIE_WIRE_MASK == \
+                    f.cookie & ids.COOKIE_WIRE_MASK:
                 out[(f.table, a[1], a[3])] = f
     return out
 

@@ -33,27 +33,36 @@ _LEARN_NAMES = {'in_port_nxm': 'in_port', 'tun_id': 'tunnel_id',
                 'tun_ipv4_src': 'tun_ipv4_src', 'tunnel_id_nxm': 'tunnel_id'}
 
 
+# The register a learn's output port goes through: OVS's learn can only
+# output to a field's value, and a guest's activation flow learns for its
+# other vNICs too (pipeline.guests), whose ports are not the packet's.
+LEARN_PORT_REG = 'reg1'
+
+
 def _learn(act):
-    """('learn', priority, cookie, match) -> NXActionLearn adding
-    `match` -> output:<the packet's in_port> to table 0, permanently."""
-    _, priority, cookie, match = act
+    """('learn', priority, cookie, match, port) -> [reg1 := port,
+    NXActionLearn adding `match` -> output:reg1's value to table 0,
+    permanently]."""
+    _, priority, cookie, match, port = act
     specs = []
     for field, value in match:
         if field == 'tun_ipv4_src':
             value = int(ipaddress.IPv4Address(value))
         specs.append(parser.NXFlowSpecMatch(
             src=value, dst=(field, 0), n_bits=_LEARN_BITS[field]))
-    specs.append(parser.NXFlowSpecOutput(src=('in_port', 0), dst='',
+    specs.append(parser.NXFlowSpecOutput(src=(LEARN_PORT_REG, 0), dst='',
                                          n_bits=32))
     # The learned flow reports its final counters when it goes, like ours.
-    return parser.NXActionLearn(table_id=WIRE.id, specs=specs,
-                                priority=priority, cookie=cookie,
-                                flags=NX_LEARN_F_SEND_FLOW_REM)
+    return [parser.OFPActionSetField(**{LEARN_PORT_REG: port}),
+            parser.NXActionLearn(table_id=WIRE.id, specs=specs,
+                                 priority=priority, cookie=cookie,
+                                 flags=NX_LEARN_F_SEND_FLOW_REM)]
 
 
-def _unlearn(a):
-    """NXActionLearn as a switch reports it -> our ('learn', ...) tuple,
-    or None if it is not one we would install."""
+def _unlearn(a, port):
+    """NXActionLearn as a switch reports it, `port` the value the action
+    before it loaded into its register -> our ('learn', ...) tuple, or
+    None if it is not one we would install."""
     match = []
     outputs = 0
     for spec in a.specs:
@@ -64,13 +73,13 @@ def _unlearn(a):
             if field == 'tun_ipv4_src':
                 value = str(ipaddress.IPv4Address(value))
             match.append((field, value))
-        elif kind == 'NXFlowSpecOutput' and spec.src[0].startswith('in_port'):
+        elif kind == 'NXFlowSpecOutput' and spec.src[0] == LEARN_PORT_REG:
             outputs += 1
         else:
             return None
-    if outputs != 1 or a.table_id != WIRE.id:
+    if outputs != 1 or a.table_id != WIRE.id or port is None:
         return None
-    return ('learn', a.priority, a.cookie, tuple(sorted(match)))
+    return ('learn', a.priority, a.cookie, tuple(sorted(match)), port)
 
 
 def _match(flow):
@@ -85,7 +94,7 @@ def _actions(flow):
         elif a[0] == 'set_field':
             acts.append(parser.OFPActionSetField(**{a[1]: a[2]}))
         elif a[0] == 'learn':
-            acts.append(_learn(a))
+            acts.extend(_learn(a))
         elif a[0] == 'push_vlan':
             acts.append(parser.OFPActionPushVlan(a[1]))
         elif a[0] == 'pop_vlan':
@@ -160,25 +169,38 @@ def flow_key(msg):
     return (msg.table_id, msg.priority, tuple(sorted(msg.match.items())))
 
 
+def _read_action(a):
+    name = type(a).__name__
+    if name == 'OFPActionOutput':
+        return ('output', a.port)
+    if name == 'OFPActionSetField':
+        return ('set_field', a.key, a.value)
+    if name == 'OFPActionPushVlan':
+        return ('push_vlan', a.ethertype)
+    if name == 'OFPActionPopVlan':
+        return ('pop_vlan',)
+    # Something we never install: keep it distinct so the diff replaces it.
+    return ('other', repr(a))
+
+
 def flow_from_stats(stat):
     """A `Flow` from an OFPFlowStats entry, to compare with what we want."""
     actions: list = []
     for inst in stat.instructions:
-        for a in getattr(inst, 'actions', []):
-            name = type(a).__name__
-            if name == 'OFPActionOutput':
-                actions.append(('output', a.port))
-            elif name == 'OFPActionSetField':
-                actions.append(('set_field', a.key, a.value))
-            elif name == 'OFPActionPushVlan':
-                actions.append(('push_vlan', a.ethertype))
-            elif name == 'OFPActionPopVlan':
-                actions.append(('pop_vlan',))
-            elif name == 'NXActionLearn' and _unlearn(a) is not None:
-                actions.append(_unlearn(a))
-            else:
-                # Something we never install: keep it distinct so the diff
-                # replaces it.
-                actions.append(('other', repr(a)))
+        acts = list(getattr(inst, 'actions', []))
+        i = 0
+        while i < len(acts):
+            a, nxt = acts[i], acts[i + 1] if i + 1 < len(acts) else None
+            # A learn is read with the register load before it (_learn).
+            if type(a).__name__ == 'OFPActionSetField' and \
+                    a.key == LEARN_PORT_REG and \
+                    type(nxt).__name__ == 'NXActionLearn':
+                learn = _unlearn(nxt, a.value)
+                if learn is not None:
+                    actions.append(learn)
+                    i += 2
+                    continue
+            actions.append(_read_action(a))
+            i += 1
     table, priority, match = flow_key(stat)
     return Flow(table, priority, match, tuple(actions), stat.cookie)

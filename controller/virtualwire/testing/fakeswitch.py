@@ -224,9 +224,12 @@ class FakeDatapath:
         e.packets += 1
         e.bytes += len(pkt.frame())
         out, cur = [], pkt
+        regs: Dict[str, int] = {}
         for a in e.actions():
             name = type(a).__name__
-            if name == 'OFPActionSetField' and a.key == 'vlan_vid':
+            if name == 'OFPActionSetField' and a.key.startswith('reg'):
+                regs[a.key] = a.value
+            elif name == 'OFPActionSetField' and a.key == 'vlan_vid':
                 cur = replace(cur, vlan_vid=a.value & 0xFFF)
             elif name == 'OFPActionSetField':
                 cur = replace(cur, **{a.key: a.value})
@@ -235,7 +238,7 @@ class FakeDatapath:
             elif name == 'OFPActionPopVlan':
                 cur = replace(cur, vlan_vid=None)
             elif name == 'NXActionLearn':
-                self._learn(a, pkt)
+                self._learn(a, pkt, regs)
             elif name == 'OFPActionOutput' and a.port == OFPP_CONTROLLER:
                 self.fabric.packet_in(self, parser.OFPPacketIn(
                     self, buffer_id=ofp.OFP_NO_BUFFER,
@@ -252,11 +255,17 @@ class FakeDatapath:
                 raise AssertionError('action %s not simulated' % name)
         return out
 
-    def _learn(self, a, pkt):
-        """OVS learn: add (or replace) priority+match -> output:in_port."""
-        match = {}
+    def _learn(self, a, pkt, regs):
+        """OVS learn: add (or replace) priority+match -> output to the
+        port its output spec names a field for (the packet's in_port or
+        a register the actions before it loaded), as OVS does."""
+        match, port = {}, None
         for spec in a.specs:
-            if type(spec).__name__ == 'NXFlowSpecMatch':
+            if type(spec).__name__ == 'NXFlowSpecOutput':
+                src = spec.src[0]
+                port = pkt.in_port if src.startswith('in_port') else \
+                    regs.get(src, 0)           # OVS registers start at 0
+            elif type(spec).__name__ == 'NXFlowSpecMatch':
                 field = _LEARN_NAMES.get(spec.dst[0], spec.dst[0])
                 value = spec.src
                 if field.startswith('tun_ipv4'):
@@ -269,7 +278,7 @@ class FakeDatapath:
             match=parser.OFPMatch(**match),
             instructions=[parser.OFPInstructionActions(
                 ofp.OFPIT_APPLY_ACTIONS,
-                [parser.OFPActionOutput(pkt.in_port)])])
+                [parser.OFPActionOutput(port)])] if port is not None else [])
         self.flow_mod(mod)
 
 

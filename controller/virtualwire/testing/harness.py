@@ -158,12 +158,14 @@ class Harness:
     def ip(self, name):
         return '198.19.0.%d' % int(name[1:])
 
-    def host(self, name, *vnics, connect=True):
-        """Host `name` ('h1'...) with vNICs [(id, ofport)]: its OVSDB
-        reports them and (the first time) its switch connects."""
+    def host(self, name, *vnics, connect=True, vm=''):
+        """Host `name` ('h1'...) with vNICs [(id, ofport)] (all of guest
+        `vm`, if given): its OVSDB reports them and (the first time) its
+        switch connects."""
         self.ports[name] = list(vnics)
         h = Host(name, int(name[1:]), (Encap('gre', self.ip(name), TUN),),
-                 vnics=tuple(VnicPort(v, 'vnet%d' % p, p) for v, p in vnics))
+                 vnics=tuple(VnicPort(v, 'vnet%d' % p, p, vm_id=vm)
+                             for v, p in vnics))
         self.loop.post(self.ctl.on_hosts, 'tcp:%s' % name, [h])
         if connect and name not in self.fabric.switches:
             dp = self.fabric.add(name, h.dpid, {TUN: self.ip(name)})
