@@ -43,7 +43,7 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Api, write_result                          # noqa: E402
 
-from vwlab import Lab, loss_audit, outage                      # noqa: E402
+from vwlab import Lab, hole_context, loss_audit, outage                      # noqa: E402
 from vwlab.shell import OVS_NICE, sh                              # noqa: E402
 from vwlab.capture import HostCaptures, guest_taps, ifindexes_of  # noqa: E402
 from vwlab.ovn import Ovn                                      # noqa: E402
@@ -201,6 +201,8 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
     races = {h.name: [w for w in loss_audit.ovs_glitches(h.vswitchd_log())
                       if stop - 2 <= w[0] <= resume + 2] for h in (src, dst)}
     gone = _tap_deleted_at(src, src_taps, stop)
+    logs = {h.name: h.vswitchd_log() for h in lab.hosts}
+    ctl_log = _controller_log(lab) if sysm.api is not None else None
     for k, r in reports.items():
         vm, ip, nic = sysm.ends[k]
         grams = [x for x in grams_all if ip in (x.src, x.dst)]
@@ -236,6 +238,13 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
         row['second_hole_causes'] = [
             _hole_cause(h, resume, races, gone) for h in row['other_holes']
             if h['ms_after_resume'] > 0]
+        # Each second hole's evidence: what the switches' datapaths and the
+        # controller did around it (ms after RESUME).
+        row['second_hole_context'] = [
+            hole_context.around(resume + h['ms_after_resume'] / 1000.0,
+                                resume + (h['ms_after_resume'] + h['ms'])
+                                / 1000.0, resume, logs, ctl_log)
+            for h in row['other_holes'] if h['ms_after_resume'] > 0]
         row['lost_on_the_way_in'] = r['lost_on_the_way_in']
         row['lost_on_the_way_back'] = r['lost_on_the_way_back']
         line.append('%s: lost %d (in %d) added %s net %s frame %s->dlv %s%s%s%s' % (
@@ -250,6 +259,12 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
             ' UNPROBED (%s)' % row['unprobed_why'] if not row['probed']
             else ''))
     print('  '.join(line), flush=True)
+
+
+def _controller_log(lab):
+    path = os.path.join(lab.dir, 'controller', 'controller.log')
+    with open(path, errors='replace') as f:
+        return f.read()
 
 
 def _tap_deleted_at(host, taps, since):
