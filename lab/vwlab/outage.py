@@ -218,6 +218,17 @@ def dist(values):
             'max': max(v) if v else None}
 
 
+def split_added(row):
+    """(ms lost before STOP, ms lost after RESUME) of a probed row's main
+    hole, or None: what a stalled source (before) and the switch-over
+    (after) each added. Their sum is `added_ms` when both are positive."""
+    hole = row.get('main_hole_ms_from_stop')
+    if not row.get('probed') or hole is None:
+        return None
+    return (round(max(0.0, -hole[0]), 2),
+            round(max(0.0, hole[1] - row['pause_ms']), 2))
+
+
 def summarise(rows):
     """Figures over many migrations of one system: only probed runs count
     towards the outage distributions; unprobed ones are listed with why."""
@@ -228,6 +239,10 @@ def summarise(rows):
                      for i, r in enumerate(rows) if not r['probed']],
         'pause_ms': dist([r['pause_ms'] for r in rows]),
         'added_ms': dist([r['added_ms'] for r in probed]),
+        'added_before_stop_ms': dist([split_added(r)[0] for r in probed
+                                      if split_added(r)]),
+        'added_after_resume_ms': dist([split_added(r)[1] for r in probed
+                                       if split_added(r)]),
         'capture_network_ms': dist([r['capture'].get('network_ms')
                                      for r in rows]),
         'first_frame_to_delivery_ms': dist([

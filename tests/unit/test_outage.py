@@ -139,3 +139,21 @@ def test_a_later_hole_is_a_second_hole_not_part_of_the_added_outage():
     assert row['other_holes'] == [{'ms_after_resume': 300.0, 'ms': 8.0,
                                    'datagrams': 8}]
     assert outage.summarise([row])['second_holes'] == 1
+
+
+def test_the_added_outage_splits_into_before_stop_and_after_resume():
+    # A hole from 6 ms before STOP to 1.2 ms after RESUME (pause 93 ms):
+    # 7.2 ms added, 6.0 of them before STOP.
+    row = {'probed': True, 'pause_ms': 93.0,
+           'main_hole_ms_from_stop': [-6.0, 94.2], 'added_ms': 7.2}
+    assert outage.split_added(row) == (6.0, 1.2)
+    # Frames queued for the resuming guest: nothing added on either side.
+    row.update(main_hole_ms_from_stop=[0.5, 90.0], added_ms=-3.5)
+    assert outage.split_added(row) == (0.0, 0.0)
+    # An unprobed stream says nothing about either.
+    assert outage.split_added(dict(row, probed=False)) is None
+    summary = outage.summarise([dict(row, main_hole_ms_from_stop=[-2.0, 95.0],
+                                     capture={}, run=1, unprobed_why='',
+                                     duplicates=0, lost_outside_pause=0)])
+    assert summary['added_before_stop_ms']['max'] == 2.0
+    assert summary['added_after_resume_ms']['max'] == 2.0
