@@ -1,0 +1,73 @@
+"""What bench_migration.py reads from the hosts and the controller besides
+the probe and the captures: the guest's taps, when the source's tap left
+its switch, what a second hole coincided with, and when the controller
+handled each vNIC's activation."""
+import calendar
+import os
+import re
+import time
+
+def controller_log(lab):
+    path = os.path.join(lab.dir, 'controller', 'controller.log')
+    with open(path, errors='replace') as f:
+        return f.read()
+
+
+def tap_deleted_at(host, taps, since):
+    """When the last of `taps` ((host, iface)) left host's switch (its
+    vswitchd log)."""
+    at = None
+    for line in host.vswitchd_log().splitlines():
+        m = _DELETED.match(line)
+        if m and (host.name, m.group(3)) in taps:
+            t = calendar.timegm(time.strptime(m.group(1), '%Y-%m-%dT%H:%M:%S')
+                                ) + int(m.group(2)) / 1e3
+            if t >= since:
+                at = t
+    return at
+
+
+_DELETED = re.compile(r'^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})Z\|.*'
+                      r'\|bridge\|INFO\|bridge [^:]+: deleted interface '
+                      r'(\S+) on port')
+
+
+def hole_cause(hole, resume, races, gone):
+    """What a loss after the main hole coincided with: a tunnel-race window
+    on either host (within 10 ms: the echo's way back is later than its
+    send time), and when the source's tap had left, relative to RESUME."""
+    start = resume + hole['ms_after_resume'] / 1000.0
+    end = start + hole['ms'] / 1000.0
+    hit = sorted(h for h, ws in races.items()
+                 if any(a - 0.010 <= end and start <= b + 0.010
+                        for a, b in ws))
+    return {'ms_after_resume': hole['ms_after_resume'],
+            'tunnel_race_on': hit,
+            'source_tap_left_ms_after_resume': (
+                None if gone is None else round((gone - resume) * 1000, 1))}
+
+
+def activated_at(sysm):
+    """{vNIC: when the controller handled its activation} of the guest's
+    last migration (ours only)."""
+    if sysm.api is None:
+        return {}
+    recs = [m for m in sysm.api.call('GET', '/v1/migrations')['migrations']
+            if set(m.get('vnics', ())) & {n for _v, _i, n in
+                                          sysm.ends.values()}]
+    if not recs:
+        return {}
+    last = max(recs, key=lambda m: m.get('started_at') or 0)
+    return dict(last.get('activated') or {})
+
+
+def taps_by_nic(host, domain):
+    """{interfaceid: tap} of a libvirt guest on host (from its live XML)."""
+    import xml.etree.ElementTree as ET
+    root = ET.fromstring(host.libvirt.virsh('dumpxml', domain).stdout)
+    out = {}
+    for itf in root.findall('./devices/interface'):
+        t, p = itf.find('target'), itf.find('virtualport/parameters')
+        if t is not None and p is not None:
+            out[p.get('interfaceid')] = t.get('dev')
+    return out

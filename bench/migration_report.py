@@ -1,0 +1,85 @@
+"""bench_migration.py's summary: the tables it prints and the document it
+writes, both systems side by side, with the ratios."""
+from vwlab import outage
+
+def fmt(v):
+    return '-' if v is None else '%.1f' % v
+
+
+def report(systems):
+    doc = {}
+    print('\n%-11s %-4s %7s %16s %16s %14s %4s %5s %s' % (
+        '', 'end', 'pause50', 'added p50/p90/max', 'network p50/max',
+        'frame->dlv p50', 'dup', '2nd', 'unprobed'))
+    for s in systems:
+        doc[s.name] = {}
+        for k, rows in s.rows.items():
+            sm = outage.summarise([r for r in rows if not r['guest_crashed']])
+            sm['guest_crashed'] = [i + 1 for i, r in enumerate(rows)
+                                   if r['guest_crashed']]
+            sm['rows'] = rows
+            ctl = [r['controller_ms_after_frame'] for r in rows
+                   if not r['guest_crashed'] and
+                   r.get('controller_ms_after_frame') is not None]
+            if ctl:
+                sm['controller_ms_after_frame'] = outage.dist(ctl)
+            doc[s.name][k] = sm
+            a, n = sm['added_ms'], sm['capture_network_ms']
+            print('%-11s %-4s %7s %16s %16s %14s %4d %5d %d/%d %s' % (
+                s.name, k, fmt(sm['pause_ms']['p50']),
+                '%s/%s/%s' % (fmt(a['p50']), fmt(a['p90']), fmt(a['max'])),
+                '%s/%s' % (fmt(n['p50']), fmt(n['max'])),
+                fmt(sm['first_frame_to_delivery_ms']['p50']),
+                sm['duplicates'], sm['second_holes'],
+                len(sm['unprobed']), sm['migrations'],
+                '; '.join(['#%d %s' % (u['run'], u['why'])
+                           for u in sm['unprobed']] +
+                          ['#%d guest crashed' % i
+                           for i in sm['guest_crashed']])))
+    print("\nthe destination switch's share of frame -> delivery (captures), "
+          'ms p50/p90/max: drops after the frame | delay of the first '
+          'delivery')
+    for s in systems:
+        for k in s.rows:
+            sm = doc[s.name][k]
+            d, w = sm['dropped_after_frame_ms'], sm['switch_latency_ms']
+            print('%-11s %-4s %16s | %s' % (
+                s.name, k, '%s/%s/%s' % (fmt(d['p50']), fmt(d['p90']),
+                                         fmt(d['max'])),
+                '%s/%s/%s' % (fmt(w['p50']), fmt(w['p90']), fmt(w['max']))))
+    print('\nwhere the added outage fell, ms p50/p90/max: lost before STOP '
+          '| after RESUME')
+    for s in systems:
+        for k in s.rows:
+            sm = doc[s.name][k]
+            b, a = sm['added_before_stop_ms'], sm['added_after_resume_ms']
+            print('%-11s %-4s %16s | %s' % (
+                s.name, k, '%s/%s/%s' % (fmt(b['p50']), fmt(b['p90']),
+                                         fmt(b['max'])),
+                '%s/%s/%s' % (fmt(a['p50']), fmt(a['p90']), fmt(a['max']))))
+    ratios = {}
+    for k in systems[0].rows:
+        vw, ov = doc['virtualwire'][k], doc['ovn'][k]
+        ratios[k] = {m: _ratio(ov[f][m], vw[f][m])
+                     for f in ('added_ms',) for m in ('p50', 'p90', 'max')}
+        ratios[k]['network_p50'] = _ratio(
+            ov['capture_network_ms']['p50'], vw['capture_network_ms']['p50'])
+        print('OVN / VirtualWire, %s end: added p50 %s, p90 %s, max %s; '
+              'network p50 %s' % (k, ratios[k]['p50'], ratios[k]['p90'],
+                                  ratios[k]['max'], ratios[k]['network_p50']))
+    doc['ratio_ovn_to_virtualwire'] = ratios
+    for k, sm in doc['virtualwire'].items():
+        c = sm.get('controller_ms_after_frame')
+        if c:
+            print('VirtualWire, %s end: the controller handled the '
+                  "activation p50 %s / p90 %s / max %s ms after the guest's "
+                  'first frame (the switch had learned delivery itself; the '
+                  'cleanup follows after the settle time)'
+                  % (k, c['p50'], c['p90'], c['max']))
+    return doc
+
+
+def _ratio(a, b):
+    if a is None or b is None or b <= 0:
+        return None
+    return round(a / b, 2)
