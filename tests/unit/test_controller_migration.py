@@ -1,0 +1,276 @@
+"""Live migration in the controller, against the fake fabric that consumes
+the real OpenFlow messages it sends: activation in the switch on the
+guest's first frame, the records of each step, the cleanup's order and
+timing, aborts, and the last-resort activations."""
+import uuid
+
+import pytest
+
+from virtualwire.core import errors
+from virtualwire.core.model import Encap, Host, VnicPort
+from virtualwire.testing.harness import TUN, Harness
+
+RARP = 0x8035
+_MAC = bytes.fromhex('020000000001')
+_IP = bytes([10, 0, 0, 1])
+# A guest's possible first frames on its destination: (eth_type, payload,
+# the trigger the migration record names).
+FIRST_FRAMES = {
+    'rarp': (RARP, b'\0' * 28, 'rarp'),
+    'garp': (0x0806, bytes.fromhex('000108000604') + b'\0\1' + _MAC + _IP
+             + b'\0' * 6 + _IP, 'garp'),
+    'ipv6-na': (0x86dd, bytes.fromhex('6000000000203aff') + b'\0' * 32
+                + bytes([136, 0]) + b'\0' * 30, 'ipv6-na'),
+    'data': (0x0800, b'\x45' + b'\0' * 40, 'ipv4'),
+}
+
+
+def tables(h):
+    return {n: sw.flows() for n, sw in h.fabric.switches.items()}
+
+
+def _migrating(move_timeout=900.0):
+    """g on h1 wired to f on h3; the hook announces g's guest moving to h2."""
+    h = Harness(move_timeout=move_timeout)
+    h.host('h1', ('g', 1))
+    h.host('h2')
+    h.host('h3', ('f', 5))
+    w = h.connect('g', 'f')
+    vm = str(uuid.uuid4())
+    view, ticket = h.call(h.ctl.announce_migration, {
+        'vm': 'guest', 'vm_uuid': vm, 'vnics': ['g'], 'destination': 'h2'})
+    assert ticket.done() and view['state'] == 'prepared'
+    return h, w, vm
+
+
+@pytest.mark.parametrize('first', FIRST_FRAMES.values(),
+                         ids=list(FIRST_FRAMES))
+def test_migration_activates_in_the_switch_on_the_first_frame(first):
+    eth_type, payload, trigger = first
+    h, w, vm = _migrating()
+    plain = tables(h)
+    h.host('h2', ('g', 2))                         # destination tap plugged
+    assert h.send('h3', 5) == [('h1', 1)]          # paused copy gets nothing
+    moving = h.call(h.ctl.wire_view, w['id'])['moving']
+    assert moving == {'g': {'source': 'h1', 'destination': 'h2',
+                            'activated': False}}
+    # The guest's first frame on h2, whatever its kind, goes on to the far
+    # end; the switch learns delivery itself and tells the controller,
+    # which cleans up.
+    assert h.send('h2', 2, payload=payload, eth_type=eth_type) == [('h3', 5)]
+    assert h.send('h3', 5) == [('h2', 2)]
+    assert h.call(h.ctl.wire_view, w['id'])['moving']['g']['activated']
+    h.host('h1')                                   # source port goes
+    assert h.send('h3', 5) == [('h2', 2)]
+    assert h.call(h.ctl.wire_view, w['id'])['moving'] == {}
+    assert tables(h)['h1'] == plain['h1'] - {
+        f for f in plain['h1'] if f.cookie & 0xFFFFFFFF}
+    h.call(h.ctl.migration_released, vm, 'h1')
+    [m] = h.call(h.ctl.migration_views)
+    assert m['state'] == 'completed' and set(m['activated']) == {'g'}
+    assert m['activated_by'] == {'g': trigger}
+    assert h.runtime.migration_rows[m['id']]['activated_by'] == {'g': trigger}
+
+
+def test_a_migration_records_each_step_of_its_timeline_in_order():
+    """What the dashboard draws: announced, the destination tap appeared,
+    the guest's first frame activated it, the other switches confirmed
+    their new flows (h1 stops receiving, h3 sends to h2 only), the source
+    port left."""
+    h, w, vm = _migrating()
+    [m] = h.call(h.ctl.migration_views)
+    assert m['steps'] == {}
+    h.host('h2', ('g', 2))
+    h.settle()
+    [m] = h.call(h.ctl.migration_views)
+    assert list(m['steps']['g']) == ['tap_appeared']
+    h.send('h2', 2, payload=b'x' * 46, eth_type=0x8035)
+    h.settle()
+    [m] = h.call(h.ctl.migration_views)
+    assert list(m['steps']['g']) == ['tap_appeared', 'sisters_moved']
+    assert m['sisters'] == {'g': ['h1', 'h3']}
+    h.host('h1')
+    h.call(h.ctl.migration_released, vm, 'h1')
+    [m] = h.call(h.ctl.migration_views)
+    steps = m['steps']['g']
+    assert list(steps) == ['tap_appeared', 'sisters_moved', 'source_left']
+    order = [m['started_at'], steps['tap_appeared'], m['activated']['g'],
+             steps['sisters_moved'], steps['source_left']]
+    assert order == sorted(order), order
+    assert h.runtime.migration_rows[m['id']]['steps'] == m['steps']
+
+
+def test_an_activated_destination_gets_its_bundle_before_the_sisters():
+    h, w, vm = _migrating()
+    h.host('h2', ('g', 2))
+    h.settle()
+    log = h.fabric.commit_log
+    log.clear()
+    h.send('h2', 2, payload=b'x' * 46, eth_type=0x8035)
+    assert log[0] == 'h2' and set(log) == {'h1', 'h2', 'h3'}, log
+
+
+def test_cleanup_after_an_activation_waits_for_the_settle_time():
+    """The switch's learn has switched delivery over by itself; the
+    controller's bundles (which stop a userspace switch's traffic for a
+    moment) wait activation_settle, and a second vNIC activated meanwhile
+    joins the same sync."""
+    h = Harness()
+    h.ctl.activation_settle = 0.02
+    h.host('h1', ('g', 1), ('g2', 3))
+    h.host('h2')
+    h.host('h3', ('f', 5), ('f2', 6))
+    w = h.connect('g', 'f')
+    h.connect('g2', 'f2')
+    h.call(h.ctl.announce_migration, {
+        'vm': 'guest', 'vm_uuid': str(uuid.uuid4()), 'vnics': ['g', 'g2'],
+        'destination': 'h2'})
+    h.host('h2', ('g', 2), ('g2', 4))
+    log = h.fabric.commit_log
+    log.clear()
+    h.send('h2', 2, payload=b'x' * 46, eth_type=0x8035)
+    h.now += 0.01
+    h.send('h2', 4, payload=b'x' * 46, eth_type=0x8035)
+    assert log == []
+    assert h.call(h.ctl.wire_view, w['id'])['moving']['g']['activated']
+    # Delivery is the switch's own (learned) meanwhile.
+    assert ('h2', 2) in h.send('h3', 5)
+    assert ('h2', 4) in h.send('h3', 6)
+    h.tick(0.011)
+    assert log[0] == 'h2' and sorted(log) == ['h1', 'h2', 'h3'], log
+    assert h.send('h3', 5) == [('h2', 2)]
+    assert h.send('h3', 6) == [('h2', 4)]
+
+
+@pytest.mark.parametrize('same_guest', [True, False])
+def test_a_guests_first_frame_switches_all_its_vnics_over(same_guest):
+    """The first frame on any of a guest's destination ports proves the
+    whole guest runs there: the switch learns delivery for all its moving
+    vNICs at once (one OVS revalidation pass, not one per vNIC, each at
+    most every 5 ms). vNICs of different guests stay apart."""
+    h = Harness()
+    vm2 = 'guest-a' if same_guest else 'guest-b'
+    h.host('h1', ('g', 1), ('g2', 3), vm='guest-a')
+    h.host('h2')
+    h.host('h3', ('f', 5), ('f2', 6))
+    h.connect('g', 'f')
+    w2 = h.connect('g2', 'f2')
+    h.call(h.ctl.announce_migration, {
+        'vm': 'guest', 'vm_uuid': str(uuid.uuid4()), 'vnics': ['g', 'g2'],
+        'destination': 'h2'})
+    h.ctl.activation_settle = 1.0       # only the switch acts meanwhile
+    ports = [VnicPort('g', 'vnet2', 2, vm_id='guest-a'),
+             VnicPort('g2', 'vnet4', 4, vm_id=vm2)]
+    h.loop.post(h.ctl.on_hosts, 'tcp:h2', [Host(
+        'h2', 2, (Encap('gre', h.ip('h2'), TUN),), vnics=tuple(ports))])
+    h.settle()
+    assert h.send('h3', 6) == [('h1', 3)]          # held on h2
+    h.send('h2', 2, payload=b'x' * 46, eth_type=0x8035)   # g's RARP only
+    assert sorted(h.send('h3', 5)) == [('h1', 1), ('h2', 2)]
+    # The switch learned g2's delivery with g's frame (same guest) ...
+    assert sorted(h.send('h3', 6)) == ([('h1', 3), ('h2', 4)] if same_guest
+                                       else [('h1', 3)])
+    # ... and the controller knows: g2 activated by its sibling's frame.
+    view = h.call(h.ctl.wire_view, w2['id'])['moving']['g2']
+    assert bool(view['activated']) is same_guest, view
+    by = h.call(h.ctl.migration_views)[0]['activated_by']
+    assert by == ({'g': 'rarp', 'g2': 'sibling-frame'} if same_guest
+                  else {'g': 'rarp'}), by
+    # The cleanup keeps it so: g2 to its destination only, or still held.
+    h.tick(1.1)
+    assert h.send('h3', 6) == ([('h2', 4)] if same_guest else [('h1', 3)])
+
+
+def test_an_aborted_move_says_its_destination_left():
+    h, w, vm = _migrating()
+    h.host('h2', ('g', 2))
+    h.host('h2')
+    h.call(h.ctl.migration_released, vm, 'h2')
+    [m] = h.call(h.ctl.migration_views)
+    assert list(m['steps']['g']) == ['tap_appeared', 'destination_left']
+    assert 'sisters_moved' not in m['steps']['g']
+
+
+def test_a_silent_guest_is_activated_by_its_sources_release_hook():
+    """The last resort when the guest sends nothing on its destination (a
+    QEMU whose announce sends nothing, a guest that disabled it): the
+    source's libvirt hook says the guest left it."""
+    h, w, vm = _migrating()
+    h.host('h2', ('g', 2))
+    assert h.send('h3', 5) == [('h1', 1)]
+    h.call(h.ctl.migration_released, vm, 'h1')
+    assert h.send('h3', 5) == [('h2', 2)]
+    [m] = h.call(h.ctl.migration_views)
+    assert m['activated_by'] == {'g': 'release-hook'}
+    assert h.fabric.switches['h2'].packet_ins == []
+
+
+def test_a_silent_unannounced_guest_is_activated_when_its_source_leaves():
+    """No hook reached the controller and the guest sent nothing: the
+    source port leaving OVSDB ends the move, and the record says so."""
+    h = Harness()
+    h.host('h1', ('g', 1))
+    h.host('h3', ('f', 5))
+    h.connect('g', 'f')
+    h.host('h2', ('g', 2))                         # seen in OVSDB only
+    assert h.send('h3', 5) == [('h1', 1)]
+    h.host('h1')
+    assert h.send('h3', 5) == [('h2', 2)]
+    [m] = h.call(h.ctl.migration_views)
+    assert (m['found_by'], m['state']) == ('ovsdb', 'completed')
+    assert m['activated_by'] == {'g': 'source-left'}
+
+
+def test_aborted_migration_restores_the_exact_flows():
+    h, w, vm = _migrating()
+    before = tables(h)
+    h.host('h2', ('g', 2))
+    assert tables(h) != before
+    h.host('h2')                                   # domjobabort: tap goes
+    assert tables(h) == before
+    assert h.send('h3', 5) == [('h1', 1)]
+    h.call(h.ctl.migration_released, vm, 'h2')
+    assert h.call(h.ctl.migration_views)[0]['state'] == 'aborted'
+
+
+def test_move_not_activated_in_time_goes_back_to_the_source():
+    h, w, vm = _migrating(move_timeout=3)
+    before = tables(h)
+    h.host('h2', ('g', 2))
+    h.tick(1)
+    assert tables(h) != before
+    h.tick(5)
+    assert tables(h) == before                     # tap still plugged
+    assert h.send('h3', 5) == [('h1', 1)]
+    [m] = h.call(h.ctl.migration_views)
+    assert m['state'] == 'timed-out'
+
+
+def test_released_for_an_unknown_guest_is_not_found():
+    h = Harness()
+    with pytest.raises(errors.NotFound):
+        h.call(h.ctl.migration_released, str(uuid.uuid4()), 'h1')
+    with pytest.raises(errors.Invalid):
+        h.call(h.ctl.migration_released, ' 5', 'h1')
+
+
+def test_restart_mid_migration_reads_the_activation_from_the_switch():
+    h, w, vm = _migrating()
+    h.host('h2', ('g', 2))
+    # The controller is gone when the guest's first frame arrives: the
+    # switch activates by itself.
+    h.fabric.deliveries('h2', 2, eth_type=RARP)
+    h.fabric.inbox.clear()                         # nobody listening
+    # Delivery switched in the switch (the far end still sends to both,
+    # and the source's paused or gone guest is no one's concern).
+    assert h.fabric.deliveries('h3', 5) == [('h1', 1), ('h2', 2)]
+    n = Harness(intent=h.intent, runtime=h.runtime, fabric=h.fabric)
+    for name in ('h1', 'h2', 'h3'):
+        n.reconnect(name)
+    n.host('h1', ('g', 1), connect=False)
+    n.host('h2', ('g', 2), connect=False)
+    n.host('h3', ('f', 5), connect=False)
+    assert n.call(n.ctl.wire_view, w['id'])['moving']['g']['activated']
+    assert n.send('h3', 5) == [('h2', 2)]
+    [m] = n.call(n.ctl.migration_views)
+    assert m['activated_by'] == {'g': 'found-in-table'}
