@@ -1,5 +1,5 @@
 """The sequenced echo report tells losses each way apart (pure logic)."""
-from vwlab.traffic import echo_report
+from vwlab.echo_probe import echo_report
 
 
 def _sent(n):

@@ -2,7 +2,7 @@
 all, and what it lost outside it, datagram by datagram."""
 from vwlab import outage
 from vwlab.capture import Datagram
-from vwlab.traffic import echo_report
+from vwlab.echo_probe import echo_report
 
 STOP, RESUME = 100.0, 100.2
 
