@@ -17,18 +17,17 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.error
-import urllib.request
 from typing import Dict, Optional, Tuple
 
 from virtualwire.extender import keys, wireguard
 from virtualwire.extender.wireguard import LinkSpec, LinkState
 from virtualwire.extender.switch import Switch, link_mac
-from virtualwire.southbound.rendezvous import ask as rendezvous_ask
+from virtualwire.extender.network_io import (ControllerClient, local_addresses,
+                                             nudge, probe, rtt_ms)
 
 LOG = logging.getLogger('virtualwire.extender')
 RTT_EVERY = 5.0
@@ -49,74 +48,6 @@ def _device_changed(have: LinkSpec, want: LinkSpec) -> bool:
             have.peer_link_ip) != (want.local_port, want.inner,
                                    want.peer_inner, want.vni,
                                    want.peer_link_ip)
-
-
-class ControllerClient:
-    """The controller's southbound REST, as the agent uses it."""
-
-    def __init__(self, url, token):
-        self.url, self.token = url.rstrip('/'), token
-
-    def report(self, name, doc):
-        req = urllib.request.Request(
-            '%s/v1/extenders/%s/report' % (self.url, name), method='POST',
-            data=json.dumps(doc).encode(),
-            headers={'Authorization': 'Bearer ' + self.token,
-                     'Content-Type': 'application/json'})
-        with urllib.request.urlopen(req, timeout=5) as r:
-            return json.loads(r.read())
-
-
-def probe(port, rendezvous, local_ips):
-    """(public endpoint, NAT kind) of local UDP `port`, asked from it at
-    both rendezvous ports; (None, 'unknown') if it cannot be asked (the
-    port is in use, or no answer)."""
-    host, rport = rendezvous
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        s.bind(('0.0.0.0', port))
-    except OSError:
-        s.close()
-        return None, 'unknown'
-    try:
-        seen = [rendezvous_ask(s, (host, rport)),
-                rendezvous_ask(s, (host, rport + 1))]
-    finally:
-        s.close()
-    if not seen[0]:
-        return None, 'unknown'
-    if seen[0].rpartition(':')[0] in local_ips:
-        return seen[0], 'public'
-    return seen[0], ('endpoint-independent' if seen[0] == seen[1]
-                     else 'symmetric')
-
-
-def local_addresses():
-    out = subprocess.run(['ip', '-o', '-4', 'addr'], capture_output=True,
-                         text=True).stdout
-    return {f.split('/')[0] for line in out.splitlines()
-            for f in line.split()[3:4]}
-
-
-def nudge(ip):
-    """One datagram into the tunnel: the daemon starts its handshake now,
-    not at its first keepalive (boringtun waits that long)."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        s.sendto(b'\0', (ip, 9))            # discard
-    except OSError:
-        pass
-    finally:
-        s.close()
-
-
-def rtt_ms(ip) -> Optional[float]:
-    p = subprocess.run(['ping', '-n', '-c', '1', '-W', '1', ip],
-                       capture_output=True, text=True)
-    for part in p.stdout.split():
-        if part.startswith('time='):
-            return float(part[5:])
-    return None
 
 
 class Agent:
