@@ -1,0 +1,230 @@
+"""Live migration that goes wrong, with a real libvirt/QEMU guest: refused,
+aborted, never activated, the controller down or killed midway. No wire is
+lost and the flows end as before or as after, never in between."""
+import time
+
+import pytest
+
+from conftest import flows_of, wait_until
+from virtualwire.core import ids
+from vwlab import LabError
+from vwlab.capture import HostCaptures, guest_taps
+from vwlab.qemu_events import EventWatch, stop_resume_windows
+from migration_helpers import (audit, domstate, heads, migrate_bg,
+                               probe_report, wire_flows, wire_hosts)
+
+
+def test_refused_migration_fails_and_the_guest_stays(lab, api, wired_guest):
+    """The destination's switch is not connected to the controller: the
+    hook's announcement is refused, libvirt fails the migration with the
+    controller's reason, and the guest keeps running on its source with
+    its wire undisturbed."""
+    h1, h2, _h3 = lab.hosts
+    g, far, wid = wired_guest('10.83.0')
+    target = h2.vsctl('get-controller', 'br-int').strip()
+    try:
+        h2.vsctl('del-controller', 'br-int')
+        wait_until(lambda: not api.ok('GET', '/v1/hosts/h2')['connected'],
+                   15, what='controller sees h2 gone')
+        stream = far.tool_bg('udp-echo', '--dst', '10.83.0.1', '--rate',
+                             1000, '--seconds', 4)
+        time.sleep(0.5)
+        with pytest.raises(LabError, match='not connected to the controller'):
+            lab.migrate(g, h1, h2)
+        assert domstate(h1, g.name) == 'running'
+        assert domstate(h2, g.name) is None
+        r = probe_report(stream)
+        assert r['lost'] == 0 and r['duplicates'] == 0, r
+        assert api.wire(wid)['host_a'] == 'h1'
+        assert not [m for m in api.ok('GET', '/v1/migrations')['migrations']
+                    if m['vm_uuid'] == g.uuid]
+    finally:
+        h2.vsctl('set-controller', 'br-int', target)
+        wait_until(api.synced, 20, what='h2 back')
+
+
+def test_aborted_migration_leaves_every_wire_as_it_was(lab, api,
+                                                      wired_guest):
+    """`virsh domjobabort` while the guest is being copied: the guest stays
+    on its source, its wire never left it, nothing is lost, and the
+    migration is recorded as aborted (the destination's release hook)."""
+    h1, h2, _h3 = lab.hosts
+    g, far, wid = wired_guest('10.84.0')
+    before = wire_flows(lab, wid)
+    stream = far.tool_bg('udp-echo', '--dst', '10.84.0.1', '--rate',
+                         1000, '--seconds', 6)
+    time.sleep(0.5)
+    # Throttle the copy so there is time to abort it.
+    h1.libvirt.virsh('migrate-setspeed', g.name, '1')
+    mig = migrate_bg(g, h1, h2)
+    wait_until(lambda: domstate(h2, g.name) is not None, 20,
+               what='destination guest created')
+    time.sleep(0.5)
+    h1.libvirt.virsh('domjobabort', g.name)
+    _out, err = mig.communicate(timeout=60)
+    assert mig.returncode != 0 and 'cancel' in err.lower(), err
+    assert domstate(h1, g.name) == 'running'
+    wait_until(lambda: domstate(h2, g.name) is None, 20,
+               what='destination guest gone')
+    r = probe_report(stream)
+    assert r['lost'] == 0 and r['duplicates'] == 0, r
+    assert api.wire(wid)['host_a'] == 'h1'
+    assert wire_flows(lab, wid) == before
+    wait_until(lambda: [m['state'] for m in api.ok(
+        'GET', '/v1/migrations')['migrations']
+        if m['vm_uuid'] == g.uuid] == ['aborted'], 10,
+        what='migration recorded as aborted')
+
+
+def test_a_migration_never_activated_times_out_to_the_flows_before(
+        lab, api, wired_guest):
+    """A copy that never finishes (throttled to 1 MiB/s): once the
+    controller's --move-timeout passes without the guest's RARP, the wire
+    is back on exactly its pre-migration flows although the destination's
+    tap is still plugged, nothing is lost, and the record says timed-out.
+    Aborting the stuck migration afterwards changes nothing."""
+    h1, h2, _h3 = lab.hosts
+    g, far, wid = wired_guest('10.86.0')
+    cookie = '0x%x' % ids.wire_cookie(wid)
+    before = wire_flows(lab, wid)
+    lab.stop_controller()
+    lab.start_controller(extra=['--move-timeout', '3'])
+    mig = None
+    try:
+        wait_until(api.synced, 30, what='controller back')
+        stream = far.tool_bg('udp-echo', '--dst', '10.86.0.1', '--rate',
+                             1000, '--seconds', 20)
+        time.sleep(0.5)
+        h1.libvirt.virsh('migrate-setspeed', g.name, '1')
+        mig = migrate_bg(g, h1, h2)
+        wait_until(lambda: sum(l.count('->tun_dst') for l in
+                               flows_of(lab.hosts[2], cookie)) == 2, 30,
+                   what='far end sends to both hosts')
+        dual_at = time.time()
+        nic = next(iter(g.nics))
+        assert api.wire(wid)['moving'] == {nic: {
+            'source': 'h1', 'destination': 'h2', 'activated': False}}
+        wait_until(lambda: wire_flows(lab, wid) == before, 20,
+                   what='flows as before the migration')
+        # Undone by the timeout, not by anything else: the move lasted at
+        # least the timeout, and the destination's tap is still there.
+        assert time.time() - dual_at > 2.5
+        assert guest_taps(h2, g.name), 'destination tap gone already'
+        assert mig.poll() is None, 'the migration is no longer stuck'
+        assert api.wire(wid)['moving'] == {}
+        wait_until(lambda: [m['state'] for m in api.ok(
+            'GET', '/v1/migrations')['migrations']
+            if m['vm_uuid'] == g.uuid] == ['timed-out'], 10,
+            what='migration recorded as timed-out')
+        h1.libvirt.virsh('domjobabort', g.name)
+        _out, err = mig.communicate(timeout=60)
+        assert mig.returncode != 0, err
+        assert domstate(h1, g.name) == 'running'
+        wait_until(lambda: domstate(h2, g.name) is None, 20,
+                   what='destination guest gone')
+        r = probe_report(stream)
+        assert r['lost'] == 0 and r['duplicates'] == 0, r
+        assert wire_flows(lab, wid) == before
+        assert api.wire(wid)['host_a'] == 'h1'
+    finally:
+        if mig is not None and mig.poll() is None:
+            mig.kill()
+        lab.stop_controller()
+        lab.start_controller()
+        wait_until(api.synced, 30, what='controller back with defaults')
+
+
+def test_controller_down_the_migration_goes_ahead_and_the_wire_follows(
+        lab, api, wired_guest):
+    """The hook's policy when the controller cannot be reached: the
+    migration goes ahead (a guest is never stranded on a host being
+    evacuated). Back up, the controller finds the guest's vNIC in the
+    destination's OVSDB and the wire follows it."""
+    h1, h2, _h3 = lab.hosts
+    g, far, wid = wired_guest('10.87.0')
+    cookie = '0x%x' % ids.wire_cookie(wid)
+    lab.stop_controller()
+    try:
+        lab.migrate(g, h1, h2)          # LabError if the hook refused
+    finally:
+        lab.start_controller()
+    assert domstate(h2, g.name) == 'running'
+    assert domstate(h1, g.name) is None
+    wait_until(api.synced, 30, what='controller back')
+    wait_until(lambda: wire_hosts(api, wid) == ('tunnelled', {'h2', 'h3'}),
+               20, what='wire follows the guest to h2')
+    wait_until(lambda: far.ping('10.87.0.1', count=1)[1] == 1, 20,
+               what='guest answers on h2')
+    r = far.tool('udp-echo', '--dst', '10.87.0.1', '--rate', 1000,
+                 '--seconds', 1)
+    assert r['lost'] == 0 and r['duplicates'] == 0, r
+    wait_until(lambda: not flows_of(h1, cookie), 10, what='h1 clean')
+
+
+def test_controller_killed_mid_migration_the_wire_still_converges(
+        lab, api, wired_guest, tmp_path):
+    """The controller dies (SIGKILL) once the destination is prepared; the
+    migration finishes without it: the destination switch activates itself
+    on the guest's RARP, so traffic follows the guest with the controller
+    still down. Restarted, the controller reads the migration from its
+    database and the activation from the switch, and cleans up."""
+    h1, h2, h3 = lab.hosts
+    g, far, wid = wired_guest('10.85.0')
+    nic = next(iter(g.nics))
+    h1.libvirt.virsh('migrate-setspeed', g.name, '1')   # slow copy
+    taps = guest_taps(h1, g.name)
+    for h in lab.hosts:
+        h.log_datapath_flow_changes()
+    with HostCaptures(lab.hosts, tmp_path) as caps, \
+            EventWatch([h1, h2]) as watch:
+        stream = far.tool_bg('udp-echo', '--dst', '10.85.0.1', '--rate',
+                             1000, '--seconds', 14)
+        time.sleep(0.5)
+        mig = migrate_bg(g, h1, h2)
+        try:
+            # Prepared: the far end's host sends the wire to both hosts.
+            wait_until(lambda: sum('set_field:%s->tun_dst' % h.tunnel_ip in l
+                                   for h in (h1, h2)
+                                   for l in flows_of(h3, '0x%x' %
+                                                     ids.wire_cookie(wid))
+                                   ) == 2, 30, what='dual send on h3')
+            lab.stop_controller(kill=True)
+            h1.libvirt.virsh('migrate-setspeed', g.name, '10000')
+            _out, err = mig.communicate(timeout=90)
+            assert mig.returncode == 0, err
+        finally:
+            if mig.poll() is None:
+                mig.kill()
+        assert domstate(h2, g.name) == 'running'
+        taps |= guest_taps(h2, g.name)
+        caps.note_interfaces()
+        # Controller still down: the guest already answers on h2.
+        r = far.tool('udp-echo', '--dst', '10.85.0.1', '--rate', 1000,
+                     '--seconds', 1)
+        assert r['lost'] == 0 and r['duplicates'] == 0, r
+        lab.start_controller()
+        wait_until(api.synced, 30, what='controller back')
+        wait_until(lambda: wire_hosts(api, wid) == ('tunnelled',
+                                                     {'h2', 'h3'}),
+                   20, what='wire on h2')
+        report = probe_report(stream)
+    windows = stop_resume_windows(watch.events, g.name)
+    assert len(windows) == 1, windows
+    assert report['duplicates'] == 0 and report['lost_tail'] == 0, report
+    causes, bad = audit(lab, report, caps.datagrams(heads([report])),
+                         '10.85.0.1', '10.85.0.2', taps, windows,
+                         caps.overruns())
+    for h in lab.hosts:
+        h.log_datapath_flow_changes(False)
+    assert bad == [], (bad, causes, windows)
+    # Cleaned up: exactly the flows a fresh start would have (no dual send,
+    # no RARP flow), and the record says how it went.
+    cookie = '0x%x' % ids.wire_cookie(wid)
+    wait_until(lambda: not flows_of(h1, cookie), 20, what='h1 clean')
+    assert not [l for h in lab.hosts for l in flows_of(h, cookie)
+                if 'learn' in l or 'rarp' in l]
+    assert sum('tun_dst' in l for l in flows_of(h3, cookie)) == 1
+    rec = [m for m in api.ok('GET', '/v1/migrations')['migrations']
+           if m['vm_uuid'] == g.uuid]
+    assert [(m['state'], m['vnics']) for m in rec] == \
+        [('completed', [nic])], rec
