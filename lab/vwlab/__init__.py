@@ -21,7 +21,7 @@ import requests
 
 from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, LAB_ROOT, MGMT_NET,
                          OVS_NICE, REPO, UL_NET, UNDERLAY_MTU, LabError,
-                         free_port, kill_pidfile, niced, tail, sh)
+                         free_port, kill_pidfiles, niced, tail, sh)
 from vwlab.guests import Guest, LibvirtGuest, Vm
 from vwlab.host import LabHost
 from vwlab import antispoof, gateways
@@ -309,10 +309,9 @@ def teardown(prefix):
     """Remove everything a lab made: processes, namespaces, its folder."""
     d = os.path.join(LAB_ROOT, prefix)
     if os.path.isdir(d):
-        for root, _dirs, files in os.walk(d):
-            for fn in files:
-                if fn.endswith('.pid'):
-                    kill_pidfile(os.path.join(root, fn))
+        kill_pidfiles([os.path.join(root, fn)
+                       for root, _dirs, files in os.walk(d)
+                       for fn in files if fn.endswith('.pid')])
     for ns in sh(['ip', 'netns', 'list'], check=False).split('\n'):
         ns = ns.split(' ')[0]
         if ns.startswith(prefix + '-'):

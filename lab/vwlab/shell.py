@@ -52,27 +52,48 @@ def read_text(path):
         return ''
 
 
-def kill_pidfile(path, wait=5.0):
+def _gone(pid):
+    """Exited: no such process, or a zombie nobody has reaped yet (a lab
+    tool's child of this process: it will never go by itself)."""
     try:
-        with open(path) as f:
-            pid = int(f.read().strip())
-    except (OSError, ValueError):
-        return
-    try:
-        os.kill(pid, 15)
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().rpartition(')')[2].split()[0] == 'Z'
     except OSError:
-        return
-    end = time.time() + wait
-    while time.time() < end:
+        return True
+
+
+def kill_pidfiles(paths, wait=5.0):
+    """SIGTERM every process named in `paths` at once, give them `wait`
+    seconds together, then SIGKILL what is left. One by one, a lab of
+    seven hosts took over a minute to go."""
+    pids = []
+    for path in paths:
         try:
-            os.kill(pid, 0)
+            with open(path) as f:
+                pids.append(int(f.read().strip()))
+        except (OSError, ValueError):
+            continue
+    live = []
+    for pid in pids:
+        try:
+            os.kill(pid, 15)
+            live.append(pid)
         except OSError:
-            return
-        time.sleep(0.02)
-    try:
-        os.kill(pid, 9)
-    except OSError:
-        pass
+            pass
+    end = time.time() + wait
+    while live and time.time() < end:
+        live = [p for p in live if not _gone(p)]
+        if live:
+            time.sleep(0.02)
+    for pid in live:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+
+
+def kill_pidfile(path, wait=5.0):
+    kill_pidfiles([path], wait)
 
 
 def tail(path, n):
