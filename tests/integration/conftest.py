@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from virtualwire.core import ids
-from vwlab import Lab
+from vwlab import Lab, extenders, sites
 
 _seq = itertools.count(1)
 
@@ -144,3 +144,57 @@ def wired_guest(lab, api):
     for g, wid in made:
         api.req('DELETE', '/v1/wires/%d' % wid)
         lab.destroy_guest(g)
+
+
+# ---- two clouds behind NATs, with extenders (test_clouds*.py) ----------
+LINKS = [('xa', 'xb'), ('xa', 'xr'), ('xb', 'xr')]
+
+
+def links_up(lab, want):
+    """{(extender, peer): up} as the controller sees them, == want."""
+    got = {}
+    for h in Api(lab).ok('GET', '/v1/hosts')['hosts']:
+        for k in h.get('links', ()):
+            got[(h['name'], k['peer'])] = k['up']
+    return all(got.get(x) == up for x, up in want.items())
+
+
+@pytest.fixture(scope='module')
+def clouds():
+    with Lab(3, sites=['cloud-a', 'cloud-b', 'cloud-a'],
+             extenders='xa:cloud-a:nat,xb:cloud-b:nat,xr:relay:public',
+             gateways='gw1:cloud-b', libvirt=True) as lab:
+        lab.start_controller()
+        api = Api(lab)
+        try:
+            wait_until(api.synced, 60, what='controller and 7 hosts')
+            extenders.connect(lab, LINKS)
+            wait_until(lambda: links_up(lab, {
+                (a, b): True for x, y in LINKS for a, b in ((x, y), (y, x))}),
+                30, what='every extender link up')
+            # Migration streams between clouds: routed through the
+            # extenders, over their encrypted link.
+            sites.route_sites(lab)
+        except AssertionError as e:
+            raise AssertionError('%s\n%s' % (e, lab.diagnostics()))
+        yield lab
+
+
+@pytest.fixture
+def cross(clouds):
+    """make() -> (vm in cloud-a on h1, vm in cloud-b on h2, wire view),
+    wired and answering; removed afterwards."""
+    api, made = Api(clouds), []
+
+    def make(n, ip_a='192.0.2.1/24', ip_b='192.0.2.2/24'):
+        va = clouds.host('h1').add_vm('ca%d' % n, [('ca%d-nic' % n, ip_a)])
+        vb = clouds.host('h2').add_vm('cb%d' % n, [('cb%d-nic' % n, ip_b)])
+        w = api.connect('ca%d-nic' % n, 'cb%d-nic' % n)
+        made.append(w['id'])
+        api.wait_state(w['id'], 'extended', timeout=20)
+        wait_until(lambda: va.ping(ip_b.split('/')[0], count=1)[1] == 1, 15,
+                   what='first ping across clouds')
+        return va, vb, api.wire(w['id'])
+    yield make
+    for wid in made:
+        api.req('DELETE', '/v1/wires/%d' % wid)

@@ -6,7 +6,8 @@ import time
 import uuid
 
 from conftest import _seq, wait_until
-from test_migration import MARGIN, _audit, _heads, _migrate_bg, _report
+from migration_helpers import (MARGIN, audit, heads, migrate_bg,
+                               probe_report)
 from vwlab import outage
 from vwlab.capture import Capture, HostCaptures, count_protocol, guest_taps
 from vwlab.capture import ifindexes_of
@@ -57,7 +58,7 @@ def test_a_guest_that_announces_nothing_is_activated_by_its_first_frame(
                    what='wire follows to h2')
         time.sleep(0.5)
         stream.send_signal(signal.SIGINT)
-        r = _report(stream)
+        r = probe_report(stream)
         caps.stop()
         rarps.stop()
         watch.__exit__(None, None, None)
@@ -78,7 +79,7 @@ def test_a_guest_that_announces_nothing_is_activated_by_its_first_frame(
         assert m['state'] == 'completed'
         near = {q for q, t in enumerate(r['sent_times'])
                 if stop - 0.1 <= t <= resume + 0.1}
-        grams = caps.datagrams(_heads([r]) | {q.to_bytes(8, 'big')
+        grams = caps.datagrams(heads([r]) | {q.to_bytes(8, 'big')
                                               for q in near})
         edges = outage.delivery_edges(
             grams, '10.84.0.1', guest_taps_before, dst_taps, stop, resume,
@@ -89,7 +90,7 @@ def test_a_guest_that_announces_nothing_is_activated_by_its_first_frame(
         # paused (under TCG it sent nothing for 20-40 ms after RESUME,
         # its translation cache cold on the new host).
         heard = (stop, window[1], first[0], window[3])
-        causes, bad = _audit(lab, r, grams, '10.84.0.1', '10.84.0.2', taps,
+        causes, bad = audit(lab, r, grams, '10.84.0.1', '10.84.0.2', taps,
                              [heard], caps.overruns())
         why = 'first frame %.1f ms after RESUME, %s; lost %s; %s' % (
             (first[0] - resume) * 1000, sorted(row.items()), r['lost_runs'],
@@ -129,7 +130,7 @@ def test_a_probe_whose_sender_was_silent_across_resume_is_unprobed(
     stream = far.tool_bg('udp-echo', '--dst', '10.85.0.1', '--rate', 1000,
                          '--seconds', 8)
     time.sleep(1)
-    mig = _migrate_bg(g, h1, h2)
+    mig = migrate_bg(g, h1, h2)
     # The destination domain exists (paused, memory being copied) well
     # before the guest's STOP: silence the sender from then on.
     wait_until(lambda: h2.libvirt.virsh('domstate', g.name, check=False
@@ -141,7 +142,7 @@ def test_a_probe_whose_sender_was_silent_across_resume_is_unprobed(
         time.sleep(0.3)
     finally:
         os.kill(stream.pid, signal.SIGCONT)
-    r = _report(stream)
+    r = probe_report(stream)
     watch.__exit__(None, None, None)
     [window] = stop_resume_windows(watch.events, g.name)
     row = outage.judge(r, window, 1000)

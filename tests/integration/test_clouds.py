@@ -4,78 +4,24 @@ extender with a public address (vwlab.sites); the extenders' encrypted
 links are real wireguard-go daemons run by the real extender agent."""
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 
-import pytest
 import requests
 from scapy.all import Dot1Q, Ether, Raw
 
-from conftest import Api, wait_until
-from vwlab import Lab, extenders, outage, sites
+from conftest import LINKS, Api, links_up, wait_until
+from vwlab import extenders
 from vwlab.capture import Capture, frames
 from virtualwire.extender.wireguard import wg_name
 from wire_traffic import sniff_while, special_frames, tcp_transfer, udp_stream
-
-LINKS = [('xa', 'xb'), ('xa', 'xr'), ('xb', 'xr')]
 
 
 def vwctl(lab, *args):
     return subprocess.run([sys.executable, '-m', 'virtualwire.cli',
                            '--config', lab.vwctl_config] + list(args),
                           capture_output=True, text=True, timeout=30)
-
-
-def _links_up(lab, want):
-    """{(extender, peer): up} as the controller sees them, == want."""
-    got = {}
-    for h in Api(lab).ok('GET', '/v1/hosts')['hosts']:
-        for k in h.get('links', ()):
-            got[(h['name'], k['peer'])] = k['up']
-    return all(got.get(x) == up for x, up in want.items())
-
-
-@pytest.fixture(scope='module')
-def clouds():
-    with Lab(3, sites=['cloud-a', 'cloud-b', 'cloud-a'],
-             extenders='xa:cloud-a:nat,xb:cloud-b:nat,xr:relay:public',
-             gateways='gw1:cloud-b', libvirt=True) as lab:
-        lab.start_controller()
-        api = Api(lab)
-        try:
-            wait_until(api.synced, 60, what='controller and 7 hosts')
-            extenders.connect(lab, LINKS)
-            wait_until(lambda: _links_up(lab, {
-                (a, b): True for x, y in LINKS for a, b in ((x, y), (y, x))}),
-                30, what='every extender link up')
-            # Migration streams between clouds: routed through the
-            # extenders, over their encrypted link.
-            sites.route_sites(lab)
-        except AssertionError as e:
-            raise AssertionError('%s\n%s' % (e, lab.diagnostics()))
-        yield lab
-
-
-@pytest.fixture
-def cross(clouds):
-    """make() -> (vm in cloud-a on h1, vm in cloud-b on h2, wire view),
-    wired and answering; removed afterwards."""
-    api, made = Api(clouds), []
-
-    def make(n, ip_a='192.0.2.1/24', ip_b='192.0.2.2/24'):
-        va = clouds.host('h1').add_vm('ca%d' % n, [('ca%d-nic' % n, ip_a)])
-        vb = clouds.host('h2').add_vm('cb%d' % n, [('cb%d-nic' % n, ip_b)])
-        w = api.connect('ca%d-nic' % n, 'cb%d-nic' % n)
-        made.append(w['id'])
-        api.wait_state(w['id'], 'extended', timeout=20)
-        wait_until(lambda: va.ping(ip_b.split('/')[0], count=1)[1] == 1, 15,
-                   what='first ping across clouds')
-        return va, vb, api.wire(w['id'])
-    yield make
-    for wid in made:
-        api.req('DELETE', '/v1/wires/%d' % wid)
 
 
 def test_extenders_show_their_links_through_the_nats(clouds):
@@ -260,7 +206,7 @@ def test_the_public_network_sees_only_ciphertext_and_drops_replays(
 
 
 def _set_links(lab, want, timeout=40):
-    wait_until(lambda: _links_up(lab, want), timeout,
+    wait_until(lambda: links_up(lab, want), timeout,
                what='links %s' % want)
 
 
@@ -432,151 +378,3 @@ def test_a_key_rotated_while_traffic_runs_costs_a_moment(cross, clouds):
     # ten times a second (`hurry`); measured in docs/benchmarks.rst.
     assert hole < 5, r['lost_runs']
     assert va.ping('192.0.2.2', count=3) == (3, 3)
-
-
-SWITCHOVER_MS = 50.0   # RESUME -> first delivery into the destination tap
-
-
-def _wire(api, wid):
-    w = api.wire(wid)
-    return w['state'], w['path']
-
-
-def test_a_guest_migrates_to_another_cloud_and_back(clouds, tmp_path):
-    """A QEMU guest with two NICs on h1 (cloud-a): one wired to a VM on h3
-    (cloud-a), one to a VM on h2 (cloud-b). `virsh migrate --live` to h2
-    (cloud-b), the migration stream routed through the extenders' link,
-    then back; 1 kHz sequenced streams from both far ends throughout."""
-    from test_migration import _audit, _heads, _report
-    from vwlab.capture import HostCaptures, guest_taps
-    from vwlab.qemu_events import EventWatch, stop_resume_windows
-    import uuid
-    api = Api(clouds)
-    h1, h2, h3 = clouds.hosts[:3]
-    e0, e1 = str(uuid.uuid4()), str(uuid.uuid4())
-    g = h1.define_guest('xmig', [(e0, '10.91.0.1/24'), (e1, '10.92.0.1/24')])
-    fa = h3.add_vm('xfa', [('xfa-nic', '10.91.0.2/24')])
-    fb = h2.add_vm('xfb', [('xfb-nic', '10.92.0.2/24')])
-    wa = api.connect(e0, 'xfa-nic')['id']
-    wb = api.connect(e1, 'xfb-nic')['id']
-    # The far VMs keep sending to the guest even while it does not answer
-    # (a stalled TCG guest, below): no ARP entry of theirs may expire.
-    for vm, nic, vid, ip in ((fa, 'xfa-nic', e0, '10.91.0.1'),
-                             (fb, 'xfb-nic', e1, '10.92.0.1')):
-        vm.sh(['ip', 'neigh', 'replace', ip, 'lladdr', g.nics[vid]['mac'],
-               'dev', vm.nics[nic]['ifname'], 'nud', 'permanent'])
-    try:
-        wait_until(lambda: _wire(api, wa) == ('tunnelled', ['h1', 'h3']) and
-                   _wire(api, wb) == ('extended', ['h1', 'xa', 'xb', 'h2']),
-                   20, what='wires before')
-        for vm, dst in ((fa, '10.91.0.1'), (fb, '10.92.0.1')):
-            wait_until(lambda: vm.ping(dst, count=1)[1] == 1, 30,
-                       what='guest answers on %s' % dst)
-        for h in clouds.hosts:
-            h.log_datapath_flow_changes()
-        # The probe's datagrams where they enter and leave the guest and
-        # the far VMs (not inside tunnels: a minute of both streams on every
-        # tunnel hop is gigabytes to read back).
-        caps = HostCaptures([h1, h2, h3], tmp_path,
-                            bpf='udp port 7000').__enter__()
-        taps = guest_taps(h1, g.name)
-        watch = EventWatch([h1, h2]).__enter__()
-        # Until told to stop, after both moves: each move takes 25-35 s.
-        streams = [vm.tool_bg('udp-echo', '--dst', dst, '--rate', 1000,
-                              '--seconds', 240, realtime=True)
-                   for vm, dst in ((fa, '10.91.0.1'), (fb, '10.92.0.1'))]
-        time.sleep(1)
-        # The stream is held to 10 MiB/s, about the link's shaped rate
-        # (the wires' GRE goes first on it). Not --auto-converge: the
-        # guest it throttles stopped answering for ~5 s after RESUME, in a
-        # cloud as well as across (docs/benchmarks.rst).
-        how = dict(timeout=180, options=['--bandwidth', '10'])
-        took = [clouds.migrate(g, h1, h2, **how)]
-        on = [set(taps), guest_taps(h2, g.name)]
-        taps |= on[1]
-        caps.note_interfaces()
-        # Cloud-a's sister now goes through the extenders; cloud-b's is
-        # beside the guest: collapsed.
-        wait_until(lambda: _wire(api, wa) == ('extended',
-                                              ['h2', 'xb', 'xa', 'h3']) and
-                   _wire(api, wb) == ('collapsed', ['h2']), 20,
-                   what='wires in cloud-b')
-        time.sleep(1)
-        took.append(clouds.migrate(g, h2, h1, **how))
-        on.append(guest_taps(h1, g.name))
-        taps |= on[2]
-        wait_until(lambda: _wire(api, wa) == ('tunnelled', ['h1', 'h3']) and
-                   _wire(api, wb) == ('extended', ['h1', 'xa', 'xb', 'h2']),
-                   20, what='wires back in cloud-a')
-        time.sleep(0.5)
-        for p in streams:
-            p.send_signal(signal.SIGINT)
-        reports = [_report(p) for p in streams]
-        caps.stop()
-        watch.__exit__(None, None, None)
-        windows = stop_resume_windows(watch.events, g.name)
-        assert [(w[1], w[3]) for w in windows] == [('h1', 'h2'),
-                                                   ('h2', 'h1')], windows
-        print('cross-cloud migrations took %s s; pauses %s ms; switch '
-              'overruns counted %s' % (
-                  ['%.1f' % t for t in took],
-                  ['%.0f' % ((w[2] - w[0]) * 1e3) for w in windows],
-                  caps.overruns()))
-        near = {q.to_bytes(8, 'big') for r in reports
-                for q, t in enumerate(r['sent_times'])
-                for stop, _, resume, _ in windows
-                if stop - 0.1 <= t <= resume + 0.1}
-        grams = caps.datagrams(_heads(reports) | near)
-        # QEMU's known fault under TCG (docs/benchmarks.rst, guest
-        # crashes): after some migrations the guest's virtio transmit ring
-        # is corrupted and it answers nothing more; frames on a tap cannot
-        # cause it, and what is lost after it is not the network's.
-        console = g.console_text()
-        broken = [l for l in console.splitlines() if 'is not a head' in l]
-        if broken:
-            print('guest virtio ring corrupted: %s' % broken[0])
-        for r, (peer, gip) in zip(reports, (('10.91.0.2', '10.91.0.1'),
-                                            ('10.92.0.2', '10.92.0.1'))):
-            # No duplicates; a lost tail is allowed: the guest at times does
-            # not answer for seconds after RESUME (every datagram handed to
-            # its tap: `first_into_dest_ms` below), docs/benchmarks.rst.
-            assert r['duplicates'] == 0, r
-            causes, bad = _audit(clouds, r, grams, gip, peer, taps, windows,
-                                 caps.overruns())
-            rows = [outage.judge(r, w, 1000, outage.delivery_edges(
-                grams, gip, on[i], on[i + 1], w[0], w[2]))
-                for i, w in enumerate(windows)]
-            print('stream to %s: lost %d %s; per move %s' % (
-                gip, r['lost'], causes, rows))
-            for (stop, _s, resume, _d), row in zip(windows, rows):
-                # The sender sent across STOP and RESUME (a 25 s stream
-                # once ended before the first STOP: it probed nothing).
-                assert row['probed'], (gip, row)
-                # The switchover is the network's: right after RESUME the
-                # destination's switch hands the far end's datagrams to
-                # the guest (QEMU's RARP activates it there; 50 ms covers
-                # the RARP, a TCG guest and two userspace hops), and no
-                # loss around STOP and RESUME is the network's.
-                first = row['capture']['first_into_dest_ms']
-                assert first is not None and first <= SWITCHOVER_MS, (gip,
-                                                                     row)
-                around = [v for v in bad if v.cause in ('network',
-                                                        'ovs-race') and
-                          stop - 0.1 <= v.at <= resume + 0.1]
-                assert not around, (gip, around[:5], causes)
-            # Losses away from the switchover are reported, not failed:
-            # during the copy a saturated link loses some of the cross-cloud
-            # stream's datagrams, and a TCG guest at times stops answering
-            # for seconds after RESUME although its tap got every datagram
-            # (docs/benchmarks.rst); issue 10 keeps them open.
-        # Activation stayed in the switch: each vNIC on its first frame.
-        for m in api.ok('GET', '/v1/migrations')['migrations']:
-            if m['vm_uuid'] == g.uuid:
-                assert m['state'] == 'completed'
-                assert sorted(m['activated']) == sorted([e0, e1]), m
-    finally:
-        for h in clouds.hosts:
-            h.log_datapath_flow_changes(False)
-        for w in (wa, wb):
-            api.req('DELETE', '/v1/wires/%d' % w)
-        clouds.destroy_guest(g)
