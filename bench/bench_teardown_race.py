@@ -35,7 +35,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Api, write_result                          # noqa: E402
+from common import Api, echo_wire, write_result               # noqa: E402
 
 from vwlab import Lab                                          # noqa: E402
 from vwlab.shell import sh                                     # noqa: E402
@@ -75,18 +75,12 @@ def trial(host, name, delay):
 
 def one_round(trials):
     with Lab(3) as lab:
-        h1, _h2, h3 = lab.hosts
+        h1 = lab.hosts[0]
         lab.start_controller()
         api = Api(lab)
         api.wait_hosts(3)
-        a = h1.add_vm('ta', [('ta', '10.78.0.1/24')])
-        b = h3.add_vm('tb', [('tb', '10.78.0.2/24')])
-        api.call('POST', '/v1/wires', {'a': 'ta', 'b': 'tb'})
-        srv = a.tool_bg('echo-server', '--port', 7000)
+        _a, b, srv = echo_wire(lab, api, 't', '10.78.0')
         try:
-            for _ in range(100):
-                if b.ping('10.78.0.1', count=1, wait=1)[1]:
-                    break
             st = b.tool_bg('udp-echo', '--dst', '10.78.0.1', '--rate', 1000,
                            '--seconds', 3600, realtime=True)
             time.sleep(0.5)

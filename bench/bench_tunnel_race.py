@@ -26,7 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Api, write_result                          # noqa: E402
+from common import Api, echo_wire, write_result               # noqa: E402
 
 from vwlab import Lab                                          # noqa: E402
 from vwlab.shell import sh                                     # noqa: E402
@@ -53,18 +53,12 @@ def cycle_taps(host, n, tag, plug_first):
 def one_round(taps):
     out = {}
     with Lab(3) as lab:
-        h1, _h2, h3 = lab.hosts
+        h1 = lab.hosts[0]
         lab.start_controller()
         api = Api(lab)
         api.wait_hosts(3)
-        a = h1.add_vm('ra', [('ra', '10.77.0.1/24')])
-        b = h3.add_vm('rb', [('rb', '10.77.0.2/24')])
-        api.call('POST', '/v1/wires', {'a': 'ra', 'b': 'rb'})
-        srv = a.tool_bg('echo-server', '--port', 7000)
+        _a, b, srv = echo_wire(lab, api, 'r', '10.77.0')
         try:
-            for _ in range(100):
-                if b.ping('10.77.0.1', count=1, wait=1)[1]:
-                    break
             for name, plug_first, route in (
                     ('baseline', False, False),
                     ('add-port first', True, False),

@@ -98,3 +98,18 @@ def ofctl_flow(f):
     return 'table=%d,priority=%d,cookie=%#x%s actions=%s' % (
         f.table, f.priority, f.cookie, (',' + m) if m else '',
         ','.join(acts) or 'drop')
+
+
+def echo_wire(lab, api, prefix, net):
+    """A wire from a VM on h1 (answering the udp-echo probe on port 7000)
+    to one on h3, both up: (VM on h1, VM on h3, the echo server's
+    process). `net` is the /24's first three octets."""
+    h1, h3 = lab.hosts[0], lab.hosts[2]
+    a = h1.add_vm(prefix + 'a', [(prefix + 'a', net + '.1/24')])
+    b = h3.add_vm(prefix + 'b', [(prefix + 'b', net + '.2/24')])
+    api.call('POST', '/v1/wires', {'a': prefix + 'a', 'b': prefix + 'b'})
+    srv = a.tool_bg('echo-server', '--port', 7000)
+    for _ in range(100):
+        if b.ping(net + '.1', count=1, wait=1)[1]:
+            break
+    return a, b, srv

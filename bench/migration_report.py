@@ -36,27 +36,13 @@ def report(systems):
                            for u in sm['unprobed']] +
                           ['#%d guest crashed' % i
                            for i in sm['guest_crashed']])))
-    print("\nthe destination switch's share of frame -> delivery (captures), "
-          'ms p50/p90/max: drops after the frame | delay of the first '
-          'delivery')
-    for s in systems:
-        for k in s.rows:
-            sm = doc[s.name][k]
-            d, w = sm['dropped_after_frame_ms'], sm['switch_latency_ms']
-            print('%-11s %-4s %16s | %s' % (
-                s.name, k, '%s/%s/%s' % (fmt(d['p50']), fmt(d['p90']),
-                                         fmt(d['max'])),
-                '%s/%s/%s' % (fmt(w['p50']), fmt(w['p90']), fmt(w['max']))))
-    print('\nwhere the added outage fell, ms p50/p90/max: lost before STOP '
-          '| after RESUME')
-    for s in systems:
-        for k in s.rows:
-            sm = doc[s.name][k]
-            b, a = sm['added_before_stop_ms'], sm['added_after_resume_ms']
-            print('%-11s %-4s %16s | %s' % (
-                s.name, k, '%s/%s/%s' % (fmt(b['p50']), fmt(b['p90']),
-                                         fmt(b['max'])),
-                '%s/%s/%s' % (fmt(a['p50']), fmt(a['p90']), fmt(a['max']))))
+    _pairs(systems, doc, "\nthe destination switch's share of frame -> "
+           'delivery (captures), ms p50/p90/max: drops after the frame | '
+           'delay of the first delivery',
+           'dropped_after_frame_ms', 'switch_latency_ms')
+    _pairs(systems, doc, '\nwhere the added outage fell, ms p50/p90/max: '
+           'lost before STOP | after RESUME',
+           'added_before_stop_ms', 'added_after_resume_ms')
     ratios = {}
     for k in systems[0].rows:
         vw, ov = doc['virtualwire'][k], doc['ovn'][k]
@@ -77,6 +63,20 @@ def report(systems):
                   'cleanup follows after the settle time)'
                   % (k, c['p50'], c['p90'], c['max']))
     return doc
+
+
+def _pairs(systems, doc, title, left, right):
+    """Two distributions per system and end, side by side."""
+    print(title)
+    for s in systems:
+        for k in s.rows:
+            sm = doc[s.name][k]
+            print('%-11s %-4s %16s | %s' % (
+                s.name, k, _dist(sm[left]), _dist(sm[right])))
+
+
+def _dist(d):
+    return '%s/%s/%s' % (fmt(d['p50']), fmt(d['p90']), fmt(d['max']))
 
 
 def _ratio(a, b):
