@@ -63,17 +63,28 @@ def main():
         for i, v in enumerate(nics):
             w = api.call('POST', '/v1/wires', {'a': v,
                                                'b': sims.vnic_id(i, 0)})
+            # Bits 32-47 say what a flow counts: match the wire's only.
             cookies[i] = '0x%x' % ids.wire_cookie(w['id'])
         seq = [0]
 
-        def guest_on(host):
+        def guest_on(host, paused=False):
+            """The guest's ports on `host`. On a destination it is silent
+            until the RARP (a namespace VM would send IPv6 frames when its
+            NICs come up, and any first frame activates the move)."""
             seq[0] += 1
-            return host.add_vm('rwg%d' % seq[0], [(v, None) for v in nics])
+            if not paused:
+                return host.add_vm('rwg%d' % seq[0],
+                                   [(v, None) for v in nics])
+            return host.add_paused_vm(
+                'rwg%d' % seq[0],
+                [(v, '52:54:00:77:%02x:%02x' % (seq[0] % 256, i))
+                 for i, v in enumerate(nics)])
 
         def sister_dests(k):
             out = subprocess.run(
                 ['ovs-ofctl', '-O', 'OpenFlow14', 'dump-flows',
-                 sims.ofctl_target(k), 'cookie=%s/-1,in_port=1' % cookies[k]],
+                 sims.ofctl_target(k), 'cookie=%s/%#x,in_port=1' % (
+                     cookies[k], ids.COOKIE_WIRE_MASK)],
                 capture_output=True, text=True).stdout
             return out.count('->tun_dst')
 
@@ -92,7 +103,7 @@ def main():
             api.call('POST', '/v1/migrations', {
                 'vm': 'rw-guest', 'vm_uuid': str(uuid.uuid4()),
                 'vnics': nics, 'destination': dst.name})
-            g2 = guest_on(dst)
+            g2 = guest_on(dst, paused=True)
             wait(lambda: all(sister_dests(k) == 2 for k in range(N)),
                  what='every sister sends to both hosts')
             sim_names = {sims.bridge(k) for k in range(N)}
