@@ -47,8 +47,13 @@ def hosts_from_api(api):
     return out
 
 
+def _wire_spec(cid):
+    """Every flow of wire `cid`, whatever its counting bits (32-47)."""
+    return 'cookie=%#x/%#x' % (ids.wire_cookie(cid), ids.COOKIE_WIRE_MASK)
+
+
 def cookie_gone(lab, cid):
-    spec = 'cookie=%#x/-1' % ids.wire_cookie(cid)
+    spec = _wire_spec(cid)
     return all('cookie=' not in h.ofctl('dump-flows', spec)
                for h in lab.hosts[:2])
 
@@ -106,7 +111,8 @@ def run_case(lab, api, rx_name, rx_vm, trials, hand):
             path = os.path.join(tmp, name)
             with open(path, 'w') as f:
                 f.write('\n'.join(ofctl_flow(x) for x in table
-                                  if x.cookie == ids.wire_cookie(cid)) + '\n')
+                                  if x.cookie & ids.COOKIE_WIRE_MASK ==
+                                  ids.wire_cookie(cid)) + '\n')
             h = lab.host(name)
             procs.append(subprocess.Popen(
                 ['ovs-ofctl', '-O', 'OpenFlow14', '--bundle', 'add-flows',
@@ -118,7 +124,7 @@ def run_case(lab, api, rx_name, rx_vm, trials, hand):
 
     def unmake_hand(cid):
         for h in lab.hosts[:2]:
-            h.ofctl('del-flows', 'cookie=%#x/-1' % ids.wire_cookie(cid))
+            h.ofctl('del-flows', _wire_spec(cid))
         wait(lambda: cookie_gone(lab, cid), what='flows removed')
 
     make, unmake = (make_hand, unmake_hand) if hand else (make_ours,
