@@ -2,10 +2,10 @@
 the probe and the captures: the guest's taps, when the source's tap left
 its switch, what a second hole coincided with, and when the controller
 handled each vNIC's activation."""
-import calendar
 import os
 import re
-import time
+
+from vwlab import ovs_log
 
 def controller_log(lab):
     path = os.path.join(lab.dir, 'controller', 'controller.log')
@@ -17,19 +17,15 @@ def tap_deleted_at(host, taps, since):
     """When the last of `taps` ((host, iface)) left host's switch (its
     vswitchd log)."""
     at = None
-    for line in host.vswitchd_log().splitlines():
-        m = _DELETED.match(line)
-        if m and (host.name, m.group(3)) in taps:
-            t = calendar.timegm(time.strptime(m.group(1), '%Y-%m-%dT%H:%M:%S')
-                                ) + int(m.group(2)) / 1e3
-            if t >= since:
-                at = t
+    for t, module, level, text in ovs_log.lines(host.vswitchd_log()):
+        m = _DELETED.match(text)
+        if m and module == 'bridge' and level == 'INFO' and t >= since and \
+                (host.name, m.group(1)) in taps:
+            at = t
     return at
 
 
-_DELETED = re.compile(r'^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})Z\|.*'
-                      r'\|bridge\|INFO\|bridge [^:]+: deleted interface '
-                      r'(\S+) on port')
+_DELETED = re.compile(r'^bridge [^:]+: deleted interface (\S+) on port')
 
 
 def hole_cause(hole, resume, races, gone):

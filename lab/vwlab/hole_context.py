@@ -9,13 +9,11 @@ carries the evidence.
 
 Pure: log texts in, [(ms after a reference time, short text)] out.
 """
-import calendar
 import re
 import time
 
-_OVS = re.compile(r'^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})Z\|\d+\|'
-                  r'([^|]+)\|(\w+)\|(.*)$')
-_FLOW_MOD = re.compile(r'flow_mod: .*?old_actions:(.*), actions:(.*)$')
+from vwlab import ovs_log
+
 # logging's default asctime: local time, milliseconds after a comma.
 _CTL = re.compile(r'^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) \w+ \S+: (.*)$')
 # The controller's lines worth a place: its bundles and activations.
@@ -32,19 +30,13 @@ def vswitchd_events(log_text, start, end, ref):
     bridge/route/interface messages within [start, end] (Unix seconds), as
     [(ms after ref, text)]."""
     out = []
-    for line in log_text.splitlines():
-        m = _OVS.match(line)
-        if not m:
-            continue
-        t = calendar.timegm(time.strptime(m.group(1), '%Y-%m-%dT%H:%M:%S')) \
-            + int(m.group(2)) / 1e3
+    for t, module, level, text in ovs_log.lines(log_text):
         if not start <= t <= end:
             continue
-        module, text = m.group(3), m.group(5)
-        fm = _FLOW_MOD.search(text)
-        if fm:
-            text = 'flow_mod %s -> %s' % (_short(fm.group(1)),
-                                          _short(fm.group(2)))
+        change = ovs_log.flow_change(module, level, text)
+        if change:
+            text = 'flow_mod %s -> %s' % (_short(change[0]),
+                                          _short(change[1]))
         elif not module.startswith(('bridge', 'route', 'netdev', 'tnl')):
             continue
         out.append((round((t - ref) * 1000, 1), '%s: %s' % (module, text)))

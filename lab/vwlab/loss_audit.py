@@ -29,10 +29,9 @@ given one cause:
 
 Pure: captures, windows and the lost list in, verdicts out.
 """
-import calendar
-import re
-import time
 from collections import namedtuple
+
+from vwlab import ovs_log
 
 # seen: where the datagram (or the guest's answer) was captured last,
 # 'host iface in|out', or '' if no capture saw it: what a 'network' verdict
@@ -70,9 +69,6 @@ def _paused_at(windows, t):
     return None
 
 
-_FLOW_MOD = re.compile(r'^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})Z\|[^|]*\|'
-                       r'dpif_netdev\(revalidator[^)]*\)\|DBG\|flow_mod: .*'
-                       r'old_actions:(.*), actions:(.*)$')
 FLIP_BACK = 0.100       # a legitimate rewire does not undo itself this fast
 
 
@@ -85,14 +81,11 @@ def ovs_glitches(log_text):
     re-translated tunnel datapath flows without their tunnel action and put
     it back within FLIP_BACK seconds."""
     lost_at, out = [], []
-    for line in log_text.splitlines():
-        m = _FLOW_MOD.match(line)
-        if not m:
+    for t, module, level, text in ovs_log.lines(log_text):
+        change = ovs_log.flow_change(module, level, text)
+        if change is None:
             continue
-        t = calendar.timegm(
-            time.strptime(m.group(1), '%Y-%m-%dT%H:%M:%S')) \
-            + int(m.group(2)) / 1e3
-        old, new = m.group(3), m.group(4)
+        old, new = change
         if _tunnelled(old) and not _tunnelled(new):
             lost_at.append(t)
         elif not _tunnelled(old) and _tunnelled(new):

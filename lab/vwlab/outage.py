@@ -233,16 +233,15 @@ def summarise(rows):
     """Figures over many migrations of one system: only probed runs count
     towards the outage distributions; unprobed ones are listed with why."""
     probed = [r for r in rows if r['probed']]
+    splits = [x for x in map(split_added, probed) if x]
     return {
         'migrations': len(rows), 'probed': len(probed),
         'unprobed': [{'run': r.get('run', i + 1), 'why': r['unprobed_why']}
                      for i, r in enumerate(rows) if not r['probed']],
         'pause_ms': dist([r['pause_ms'] for r in rows]),
         'added_ms': dist([r['added_ms'] for r in probed]),
-        'added_before_stop_ms': dist([split_added(r)[0] for r in probed
-                                      if split_added(r)]),
-        'added_after_resume_ms': dist([split_added(r)[1] for r in probed
-                                       if split_added(r)]),
+        'added_before_stop_ms': dist([b for b, _a in splits]),
+        'added_after_resume_ms': dist([a for _b, a in splits]),
         'capture_network_ms': dist([r['capture'].get('network_ms')
                                      for r in rows]),
         'first_frame_to_delivery_ms': dist([
