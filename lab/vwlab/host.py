@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Dict, Optional
 
 from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, MGMT_NET,
                          UNDERLAY_MTU, LabError, kill_pidfile, niced, sh)
+from vwlab.pki import OVSDB_SERVER_SSL
 from vwlab.sites import LINK_NET
 from vwlab.guests import Guest, LibvirtGuest, Vm, wait_booted
 
@@ -51,6 +52,11 @@ class LabHost:
         return '%s.%d' % (LINK_NET, self.index - self.lab.n_hosts)
 
     @property
+    def scheme(self):
+        """ssl (the lab's default) or tcp (a plaintext lab)."""
+        return 'ssl' if self.lab.pki else 'tcp'
+
+    @property
     def db(self):
         return 'unix:%s/db.sock' % self.dir
 
@@ -92,7 +98,8 @@ class LabHost:
                 '/usr/share/openvswitch/vswitch.ovsschema'])
         sh(niced(self.lab.ovs_nice, [
             'ovsdb-server', db, '--remote=punix:%s/db.sock' % self.dir,
-            '--remote=db:Open_vSwitch,Open_vSwitch,manager_options',
+            '--remote=db:Open_vSwitch,Open_vSwitch,manager_options'] + (
+                OVSDB_SERVER_SSL if self.lab.pki else []) + [
             '--pidfile=%s/ovsdb-server.pid' % self.dir,
             '--unixctl=%s/ovsdb-server.ctl' % self.dir,
             '--log-file=%s/ovsdb-server.log' % self.dir,
@@ -115,15 +122,19 @@ class LabHost:
     def bootstrap(self, extra=()):
         sh([HOST_SETUP, '--db', self.db, '--name', self.name,
             '--tunnel-ip', self.tunnel_ip,
-            '--controller', 'tcp:%s:%d' % (CONTROLLER_IP, self.lab.of_port),
-            '--manager', 'ptcp:6640:%s' % self.mgmt_ip,
+            '--controller', '%s:%s:%d' % (self.scheme, CONTROLLER_IP,
+                                          self.lab.of_port),
+            '--manager', 'p%s:6640:%s' % (self.scheme, self.mgmt_ip),
             '--site', self.site,
             '--datapath-type', 'netdev',
             '--underlay-bridge', 'br-phy', '--underlay-iface', 'ul0',
             '--underlay-cidr', '%s/24' % self.tunnel_ip,
             '--underlay-mtu', str(UNDERLAY_MTU)] +
            (['--role', 'extender', '--link-cidr', '%s/24' % self.link_ip]
-            if self.spec else []) + list(extra), ns=self.ns, env=self.env())
+            if self.spec else []) + (
+                self.lab.pki.host_setup_args(self.name) if self.lab.pki
+                else ['--insecure-plaintext-lab']) + list(extra),
+           ns=self.ns, env=self.env())
 
     def underlay_mac(self):
         return sh(['cat', '/sys/class/net/br-phy/address'], ns=self.ns).strip()

@@ -2,6 +2,7 @@
 import os
 import subprocess
 
+from vwlab.pki import OVSDB_SERVER_SSL
 from vwlab.shell import CONTROLLER_IP, MGMT_NET, sh
 
 
@@ -69,8 +70,10 @@ class SimHosts:
         sh(['ovsdb-tool', 'create', db,
             '/usr/share/openvswitch/vswitch.ovsschema'])
         env = dict(os.environ, OVS_RUNDIR=d)
+        pki = self.lab.pki
         sh(['ovsdb-server', db, '--remote=punix:%s/db.sock' % d,
-            '--remote=db:Open_vSwitch,Open_vSwitch,manager_options',
+            '--remote=db:Open_vSwitch,Open_vSwitch,manager_options'] +
+           (OVSDB_SERVER_SSL if pki else []) + [
             '--pidfile=%s/ovsdb-server.pid' % d,
             '--unixctl=%s/ovsdb-server.ctl' % d,
             '--log-file=%s/ovsdb-server.log' % d,
@@ -83,11 +86,19 @@ class SimHosts:
             '--unixctl=%s/vswitchd.ctl' % d,
             '--log-file=%s/vswitchd.log' % d, '--detach',
             '--no-chdir'], ns=ns, env=env)
-        if self.connect:
-            sh(vsctl + ['set-manager', 'ptcp:6640:%s' % mgmt_ip])
-        cmd = list(vsctl)
         members = range(g * self.per_switch,
                         min(self.n, (g + 1) * self.per_switch))
+        scheme = 'ssl' if pki else 'tcp'
+        if pki and self.connect:
+            # One vswitchd serves the group's bridges: one certificate
+            # naming every host it may be (vw-pki --dns).
+            names = [self.bridge(k) for k in members]
+            key, cert = pki.issue(names[0], dns=names[1:],
+                                  out=os.path.join(d, 'host'))
+            sh(vsctl + ['set-ssl', key, cert, pki.controller_ca])
+        if self.connect:
+            sh(vsctl + ['set-manager', 'p%s:6640:%s' % (scheme, mgmt_ip)])
+        cmd = list(vsctl)
         for k in members:
             br = self.bridge(k)
             cmd += [
@@ -109,8 +120,8 @@ class SimHosts:
         if self.connect:
             for k in members:
                 br = self.bridge(k)
-                sh(vsctl + ['set-controller', br, 'tcp:%s:%d' % (
-                    CONTROLLER_IP, self.lab.of_port), '--', 'set',
+                sh(vsctl + ['set-controller', br, '%s:%s:%d' % (
+                    scheme, CONTROLLER_IP, self.lab.of_port), '--', 'set',
                     'controller', br, 'max_backoff=1000'])
 
     def ofctl_target(self, k):

@@ -10,6 +10,7 @@ Migrations are `control.migrating`; read-only views are `control.views`.
 import logging
 import time
 
+from virtualwire.control.admission import AdmissionChecks
 from virtualwire.control.extenders import ExtenderHandlers
 from virtualwire.control.gateways import GatewayChecks
 from virtualwire.control.migrating import MigrationHandlers
@@ -27,11 +28,12 @@ LOG = logging.getLogger(__name__)
 DUMP_TIMEOUT = 10.0
 
 
-class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
+class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
+                 AdmissionChecks, Views):
     def __init__(self, loop, intent, runtime, host_dbs=None,
                  ovsdb_port=6640, move_timeout=900.0, clock=time.monotonic,
                  stats_interval=2.0, instruments=None,
-                 activation_settle=0.0):
+                 activation_settle=0.0, require_identity=False):
         self.loop = loop
         self.intent = intent            # store.intent.IntentStore (reads)
         self.runtime = runtime          # store.runtime.RuntimeStore
@@ -55,6 +57,9 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
         self.hurry_until = {}           # extender -> its rotation's hurry
         self.stats = {'syncs': 0, 'bundles': 0, 'flow_mods': 0,
                       'switch_errors': 0}
+        # TLS: only certificates' names are believed (control.admission);
+        # host OVSDBs are then read over ssl:, else tcp: (the lab flag).
+        self.init_admission(require_identity)
         self.instruments = instruments or Instruments()
         loop.observe_lag = self.instruments.loop_lag.observe
         # Reads flow counters on its own timer; never writes a switch.
@@ -106,10 +111,12 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
         return w
 
     # ---- hosts (their OVSDB) -------------------------------------------------
-    def on_hosts(self, remote, hosts):
-        """What one host OVSDB reports now. A name it no longer reports is
-        free again (a bridge renamed, or the host answers elsewhere)."""
+    def on_hosts(self, remote, hosts, identity=None):
+        """What one host OVSDB reports now (`identity`: the names of its
+        server's certificate). A name it no longer reports is free again
+        (a bridge renamed, or the host answers elsewhere)."""
         self.loop.assert_owner()
+        hosts = self.admit_hosts(remote, hosts, identity)
         names = {h.name for h in hosts}
         for name, owner in list(self.host_owner.items()):
             if owner == remote and name not in names:
@@ -121,6 +128,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
                             'second', h.name, owner, remote)
                 continue
             self._placement_events(self.tables.set_host(h))
+            self.evict_unadmitted(h)
             self.taps_seen(h)
             if self.remembered.get(h.name) != h:
                 self.remembered[h.name] = h
@@ -133,15 +141,25 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks, Views):
         return None
 
     # ---- switches ------------------------------------------------------------
-    def on_switch_up(self, dp):
+    def on_switch_up(self, dp, identity=None):
+        """A switch finished its OpenFlow handshake (`identity`: the
+        names of its verified certificate; None without TLS)."""
         self.loop.assert_owner()
-        LOG.info('switch %016x connected from %s', dp.id, dp.address)
-        s = SwitchSession(dp)
+        if not self.admit_switch(dp, identity):
+            dp.close()
+            return
+        LOG.info('switch %016x connected from %s (certificate: %s)', dp.id,
+                 dp.address, ', '.join(sorted(identity or ())) or 'none')
+        s = SwitchSession(dp, identity=identity)
+        old = self.sessions.get(dp.id)
+        if old is not None and old.dp is not dp:
+            old.dp.close()              # the same switch, reconnected
         self.sessions[dp.id] = s
         if self.host_dbs is not None and isinstance(dp.address, tuple) \
                 and dp.address:
-            self.host_dbs.watch('tcp:%s:%d' % (dp.address[0],
-                                               self.ovsdb_port))
+            self.host_dbs.watch('%s:%s:%d' % (
+                'ssl' if self.require_identity else 'tcp', dp.address[0],
+                self.ovsdb_port))
         s.dump(lambda body: self._dumped(s, body))
 
     def on_switch_down(self, dp):

@@ -21,6 +21,8 @@ class ControllerState:
     tables: IncrementalTables         # intent + hosts + placement -> flows
     migrations: MigrationBook
     sessions: Dict[int, SwitchSession]   # dpid -> connected switch
+    require_identity: bool            # TLS: certificates name hosts
+    refusals: Any                     # deque of recent refusals
     host_owner: Dict[str, str]        # host name -> OVSDB remote
     remembered: Dict[str, Host]       # name -> Host, as last persisted
     move_seen: Dict[str, float]       # vnic -> clock() when first seen

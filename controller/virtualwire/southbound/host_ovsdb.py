@@ -106,7 +106,9 @@ def hosts_from_records(records, carrier_types=carriers.TYPES):
 
 
 class HostDb:
-    """Watches one host OVSDB; calls on_hosts(remote, [Host]) on change."""
+    """Watches one host OVSDB; calls on_hosts(remote, [Host], identity)
+    on change, identity the names of the server's certificate (ssl:
+    remotes; None otherwise), read with the rows it vouches for."""
 
     def __init__(self, remote, on_hosts):
         self.remote = remote
@@ -126,7 +128,10 @@ class HostDb:
     def _changed(self, client):
         with client.lock:
             recs = bridge_records(client.idl)
-        self.on_hosts(self.remote, hosts_from_records(recs))
+            identity = client.peer_names()
+        if self.remote.startswith('ssl:') and identity is None:
+            return      # rows from before a reconnect; the next run tells
+        self.on_hosts(self.remote, hosts_from_records(recs), identity)
 
     def stop(self):
         if self.client:
@@ -135,7 +140,7 @@ class HostDb:
 
 class HostDbs:
     """The host OVSDBs being watched. Each one's changes become an event
-    on the control loop: on_hosts(remote, [Host]) runs there."""
+    on the control loop: on_hosts(remote, [Host], identity) runs there."""
 
     def __init__(self, loop, on_hosts=None):
         self.loop = loop
@@ -148,8 +153,8 @@ class HostDbs:
         db = self.dbs[remote] = HostDb(remote, self._post)
         hub.spawn(self._start, db)
 
-    def _post(self, remote, hosts):
-        self.loop.post(self.on_hosts, remote, hosts)
+    def _post(self, remote, hosts, identity):
+        self.loop.post(self.on_hosts, remote, hosts, identity)
 
     @staticmethod
     def _start(db):

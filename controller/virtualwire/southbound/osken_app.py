@@ -9,6 +9,8 @@ from os_ken.controller.handler import (CONFIG_DISPATCHER, DEAD_DISPATCHER,
                                        MAIN_DISPATCHER, set_ev_cls)
 from os_ken.ofproto import ofproto_v1_4
 
+from virtualwire.southbound.tls import peer_names
+
 
 class VirtualWireApp(app_manager.OSKenApp):
     # 1.4 for standard bundles (atomic multi-flow commits).
@@ -24,7 +26,10 @@ class VirtualWireApp(app_manager.OSKenApp):
                 [MAIN_DISPATCHER, DEAD_DISPATCHER])
     def _state_change(self, ev):
         if ev.state == MAIN_DISPATCHER:
-            self.loop.post(self.controller.on_switch_up, ev.datapath)
+            # Who the switch is, by its certificate (None without TLS):
+            # the controller admits it or not (control.admission).
+            self.loop.post(self.controller.on_switch_up, ev.datapath,
+                           peer_names(ev.datapath.socket))
         elif ev.state == DEAD_DISPATCHER and ev.datapath.id is not None:
             self.loop.post(self.controller.on_switch_down, ev.datapath)
 

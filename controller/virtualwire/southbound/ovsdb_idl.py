@@ -74,6 +74,15 @@ class IdlClient:
             join(timeout)
         self._thread = None
 
+    def peer_names(self):
+        """The names of the connected server's verified certificate (an
+        ssl: remote), else None. Call with `lock` held, right after the
+        IDL delivered what this connection sent."""
+        from virtualwire.southbound.tls import peer_names
+        rpc = getattr(getattr(self.idl, '_session', None), 'rpc', None)
+        stream = getattr(rpc, 'stream', None)
+        return peer_names(getattr(stream, 'socket', None))
+
     def wait_connected(self, timeout=10.0):
         waited = 0.0
         while waited < timeout:

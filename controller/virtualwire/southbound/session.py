@@ -9,8 +9,10 @@ from virtualwire.southbound import openflow
 
 
 class SwitchSession:
-    def __init__(self, dp, now=time.time):
+    def __init__(self, dp, now=time.time, identity=None):
         self.dp = dp
+        # Names of the switch's verified certificate (None without TLS).
+        self.identity = identity
         self._now = now
         self.installed: Optional[Dict] = None   # {key: Flow} once dumped
         self.needs_full = True       # diff the whole table on next sync

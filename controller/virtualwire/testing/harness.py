@@ -139,7 +139,7 @@ def _done():
 
 class Harness:
     def __init__(self, intent=None, runtime=None, fabric=None,
-                 move_timeout=900.0):
+                 move_timeout=900.0, require_identity=False):
         self.now = 1000.0
         self.loop = Loop('test')
         self.intent = intent or MemoryIntent()
@@ -147,7 +147,9 @@ class Harness:
         self.fabric = fabric or FakeFabric()
         self.ctl = Controller(self.loop, self.intent, self.runtime,
                               move_timeout=move_timeout,
-                              clock=lambda: self.now)
+                              clock=lambda: self.now,
+                              require_identity=require_identity)
+        self.require_identity = require_identity
         self.intent.on_change = lambda ev, n: self.loop.post(
             self.ctl.on_intent, ev, n)
         self.ports: Dict[str, List] = {}
@@ -158,18 +160,24 @@ class Harness:
     def ip(self, name):
         return '198.19.0.%d' % int(name[1:])
 
-    def host(self, name, *vnics, connect=True, vm=''):
+    def host(self, name, *vnics, connect=True, vm='', identity=None,
+             dpid=None):
         """Host `name` ('h1'...) with vNICs [(id, ofport)] (all of guest
         `vm`, if given): its OVSDB reports them and (the first time) its
-        switch connects."""
+        switch connects. `identity`: the names of the certificate its
+        OVSDB and switch present (default: {name} when the controller
+        requires certificates, else none)."""
         self.ports[name] = list(vnics)
-        h = Host(name, int(name[1:]), (Encap('gre', self.ip(name), TUN),),
+        if identity is None and self.require_identity:
+            identity = frozenset({name})
+        h = Host(name, dpid or int(name[1:]),
+                 (Encap('gre', self.ip(name), TUN),),
                  vnics=tuple(VnicPort(v, 'vnet%d' % p, p, vm_id=vm)
                              for v, p in vnics))
-        self.loop.post(self.ctl.on_hosts, 'tcp:%s' % name, [h])
+        self.loop.post(self.ctl.on_hosts, 'tcp:%s' % name, [h], identity)
         if connect and name not in self.fabric.switches:
             dp = self.fabric.add(name, h.dpid, {TUN: self.ip(name)})
-            self.loop.post(self.ctl.on_switch_up, dp)
+            self.loop.post(self.ctl.on_switch_up, dp, identity)
         self.settle()
         return h
 

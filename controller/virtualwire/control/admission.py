@@ -1,0 +1,115 @@
+"""Which switch connections and host OVSDB reports the controller believes.
+
+A host is known by name: its bridge's `external_ids:vw-host-name`, read
+from its OVSDB. Under TLS every connection carries the names of its
+verified certificate (`southbound.tls.peer_names`, an *identity*):
+
+- a host OVSDB's report of host NAME is believed only if that OVSDB
+  server's certificate names NAME: a machine holding another host's
+  certificate cannot claim NAME, its vNICs or its datapath id;
+- a datapath id belongs to the first host that claims it: a second host
+  reporting the same id is ignored, so it cannot turn the first one's
+  switch away;
+- a switch connection is admitted for host NAME (it gets NAME's flows; its
+  packet-ins, barriers and counters count as NAME's) only if its
+  certificate names NAME; a second connection for a datapath id that is
+  connected is accepted only from the same identity (the switch
+  reconnecting), otherwise it is refused and the connected switch keeps
+  its session.
+
+What this does not stop: a holder of NAME's own key (a compromised
+hypervisor) acts as NAME. Without TLS (the controller's lab flag)
+identities are None and every report is believed, as before.
+Refusals are counted and the last ones kept for `/v1/status`.
+"""
+import collections
+import logging
+import time
+from virtualwire.control.state import ControllerState
+
+LOG = logging.getLogger(__name__)
+KEEP_REFUSALS = 50
+
+
+def _names(identity):
+    return ', '.join(sorted(identity)) if identity else 'none'
+
+
+class AdmissionChecks(ControllerState):
+    """Mixed into the Controller."""
+
+    def init_admission(self, require_identity):
+        self.require_identity = require_identity
+        self.refusals = collections.deque(maxlen=KEEP_REFUSALS)
+        self.stats.update(switches_refused=0, host_reports_refused=0,
+                          tls_handshakes_failed=0)
+
+    def _refuse(self, counter, kind, peer, why):
+        self.stats[counter] += 1
+        self.refusals.append({'at': time.time(), 'kind': kind,
+                              'peer': peer, 'why': why})
+        LOG.warning('refused %s from %s: %s', kind, peer, why)
+
+    def tls_refused(self, peer, why):
+        """The OpenFlow listener turned a peer away before any OpenFlow
+        (no certificate, or one the CA did not sign)."""
+        self.loop.assert_owner()
+        self._refuse('tls_handshakes_failed', 'switch', peer, why)
+
+    def admit_hosts(self, remote, hosts, identity):
+        """The hosts of one OVSDB report that may be believed."""
+        out = []
+        known = {h.dpid: n for n, h in self.tables.hosts.items()}
+        for h in hosts:
+            if self.require_identity and (identity is None or
+                                          h.name not in identity):
+                self._refuse('host_reports_refused', 'host report', remote,
+                             'it reports host %s but its certificate '
+                             'names %s' % (h.name, _names(identity)))
+                continue
+            owner = known.get(h.dpid)
+            if owner is not None and owner != h.name:
+                self._refuse('host_reports_refused', 'host report', remote,
+                             'host %s claims datapath id %016x, which is '
+                             'host %s\'s' % (h.name, h.dpid, owner))
+                continue
+            out.append(h)
+        return out
+
+    def admit_switch(self, dp, identity):
+        """May this new OpenFlow connection be a session? (See above.)"""
+        peer = '%s:%s' % tuple(dp.address[:2]) if isinstance(
+            dp.address, tuple) else str(dp.address)
+        if self.require_identity and not identity:
+            self._refuse('switches_refused', 'switch', peer,
+                         'no verified certificate')
+            return False
+        host = self.host_of_dpid(dp.id)
+        if identity is not None and host is not None and \
+                host not in identity:
+            self._refuse('switches_refused', 'switch', peer,
+                         'datapath %016x is host %s\'s but the certificate '
+                         'names %s' % (dp.id, host, _names(identity)))
+            return False
+        old = self.sessions.get(dp.id)
+        if old is not None and old.dp is not dp and \
+                old.identity != identity:
+            self._refuse('switches_refused', 'switch', peer,
+                         'datapath %016x is connected as %s; a second '
+                         'connection as %s may not take it over'
+                         % (dp.id, _names(old.identity), _names(identity)))
+            return False
+        return True
+
+    def evict_unadmitted(self, host):
+        """After believing `host`: a switch connected with its datapath
+        id whose certificate does not name it loses its session."""
+        s = self.sessions.get(host.dpid)
+        if s is None or s.identity is None or host.name in s.identity:
+            return
+        self._refuse('switches_refused', 'switch', str(s.dp.address),
+                     'datapath %016x is host %s\'s but the certificate '
+                     'names %s' % (host.dpid, host.name,
+                                   _names(s.identity)))
+        del self.sessions[host.dpid]
+        s.dp.close()

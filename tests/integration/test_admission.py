@@ -1,0 +1,169 @@
+"""Attacks on the southbound channels of the real lab (TLS, two CAs from
+ovs-config/vw-pki), tried the way an attacker on the management network
+would: a rogue namespace with its own Open vSwitch claims to be h1 (its
+name, datapath id, a port with the victim's vNIC and a frame from it)
+with no certificate, one from another CA, and h2's real certificate; and
+peers without the right CA's certificate knock on OpenFlow and on a host's
+OVSDB. Meanwhile a 1 kHz stream crosses the victim's wire."""
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import wait_until
+from vwlab import rogue as rogue_mod
+from vwlab.pki import LabPki
+from vwlab.shell import CONTROLLER_IP
+
+SECONDS = 40            # the stream outlasts every attack
+
+
+def _refusals(api):
+    return api.ok('GET', '/v1/status')['admission']['recent_refusals']
+
+
+def _refused(api, rogue, why):
+    return [r for r in _refusals(api)
+            if r['peer'].startswith(rogue.mgmt_ip + ':') and why in r['why']]
+
+
+def _host(api, name):
+    return api.ok('GET', '/v1/hosts/%s' % name)
+
+
+def _our_flows(host):
+    return [line for line in host.dump_flows().splitlines()
+            if 'cookie=0x5657' in line]
+
+
+@pytest.fixture(scope='module')
+def rogue(lab):
+    return rogue_mod.impostor(lab, 'rogue1', index=80)
+
+
+def test_a_rogue_host_cannot_connect_claim_a_name_or_take_a_datapath(
+        lab, api, pair, rogue, tmp_path):
+    va, vb, w = pair('h1', 'h3')
+    victim = lab.host('h1')
+    vnic = next(iter(va.nics))
+    mac = va.nics[vnic]['mac']
+    h1_before = _host(api, 'h1')
+    assert h1_before['certificate'] == ['h1'] and \
+        h1_before['switch_address'] == victim.mgmt_ip
+
+    ready = str(tmp_path / 'rx-ready')
+    rx = vb.tool_bg('udp-recv', '--port', 6201, '--seconds', SECONDS + 4,
+                    '--ready-file', ready)
+    wait_until(lambda: os.path.exists(ready), 10, what='udp receiver')
+    tx = va.tool_bg('udp-send', '--dst', '192.0.2.2', '--port', 6201,
+                    '--rate', 1000, '--seconds', SECONDS, realtime=True)
+    t_start = time.time()
+
+    other = LabPki(str(tmp_path / 'other-ca')).init()
+    okey, ocert = other.issue('h1')
+    h2key, h2cert = lab.pki.files('h2')
+    attacks = [
+        # OpenFlow in the clear to the TLS port.
+        ('no certificate', 'tcp', None, 'TLS handshake failed'),
+        # A certificate naming h1, from a CA the controller does not trust.
+        ('another CA', 'ssl', (okey, ocert, lab.pki.controller_ca),
+         'TLS handshake failed'),
+        # h2's real key and certificate, claiming to be h1.
+        ("h2's certificate", 'ssl', (h2key, h2cert, lab.pki.controller_ca),
+         "is host h1's but the certificate names h2"),
+    ]
+    for what, scheme, ssl, why in attacks:
+        vm = rogue_mod.claim(rogue, victim, vnic, mac,
+                             rogue_mod.controller_target(lab, scheme), ssl)
+        wait_until(lambda: _refused(api, rogue, why), 20,
+                   what='the controller refusing the rogue (%s)' % what)
+        vm.tool('rarp', 'rg0')            # a frame from the victim's vNIC
+        time.sleep(1.5)
+        # Nothing of ours reached the rogue; h1 is still h1.
+        assert _our_flows(rogue) == [], what
+        h1 = _host(api, 'h1')
+        assert (h1['dpid'], h1['switch_address'], h1['certificate']) == (
+            h1_before['dpid'], victim.mgmt_ip, ['h1']), what
+        assert h1['connected'] and h1['synced'], what
+        wire = api.wire(w['id'])
+        assert (wire['host_a'], wire['state'], wire['moving']) == (
+            'h1', 'tunnelled', {}), (what, wire)
+        assert not [m for m in api.ok('GET', '/v1/migrations')['migrations']
+                    if vnic in m.get('vnics', [])], what
+        assert [h['name'] for h in api.ok('GET', '/v1/hosts')['hosts']] == \
+            ['h1', 'h2', 'h3'], what
+    attacks_done = time.time()
+    assert tx.poll() is None, 'the stream ended before the attacks did'
+    sent = tx.communicate(timeout=SECONDS + 30)[0]
+    got = rx.communicate(timeout=SECONDS + 30)[0]
+    sent = json.loads(sent.strip().splitlines()[-1])['sent']
+    got = json.loads(got.strip().splitlines()[-1])
+    assert attacks_done - t_start < SECONDS
+    assert sent == SECONDS * 1000
+    assert (got['received'], got['missing'], got['duplicates']) == \
+        (sent, 0, 0), got
+
+    # h1's switch still takes changes: a new wire through it works.
+    va2, vb2, _w2 = pair('h1', 'h2', '192.0.2.5/24', '192.0.2.6/24')
+    assert va2.ping('192.0.2.6', count=3)[1] == 3
+
+
+def _ovsdb_client(ns, remote, ssl=None, timeout=8):
+    cmd = ['ovsdb-client', '--timeout=%d' % timeout]
+    if ssl:
+        cmd += ['--private-key=' + ssl[0], '--certificate=' + ssl[1],
+                '--ca-cert=' + ssl[2]]
+    cmd += ['list-dbs', remote]
+    p = subprocess.run(['ip', 'netns', 'exec', ns] + cmd,
+                       capture_output=True, text=True, timeout=timeout + 5)
+    return p.returncode, (p.stdout + p.stderr).strip()
+
+
+def test_a_hosts_ovsdb_answers_only_the_controllers_certificate(
+        lab, rogue, tmp_path):
+    """Host OVSDB is pssl: and trusts only the controller CA: another
+    host's key (a compromised hypervisor), another CA's certificate and
+    plain TCP all fail; the controller's certificate reads it."""
+    target = 'ssl:%s:6640' % lab.host('h1').mgmt_ip
+    other = LabPki(str(tmp_path / 'other-ca')).init()
+    okey, ocert = other.issue('controller', role='controller')
+    h2key, h2cert = lab.pki.files('h2')
+    ckey, ccert = lab.pki.files('controller')
+    ca = lab.pki.host_ca
+    for what, remote, ssl in (
+            ('plain TCP', 'tcp:%s:6640' % lab.host('h1').mgmt_ip, None),
+            ("h2's certificate", target, (h2key, h2cert, ca)),
+            ('another CA', target, (okey, ocert, ca))):
+        rc, out = _ovsdb_client(rogue.ns, remote, ssl)
+        assert rc != 0 and 'Open_vSwitch' not in out, (what, out)
+    rc, out = _ovsdb_client(rogue.ns, target, (ckey, ccert, ca))
+    assert rc == 0 and 'Open_vSwitch' in out, out
+
+
+def test_openflow_refuses_a_peer_without_a_host_certificate(lab, api,
+                                                            rogue):
+    """The controller's OpenFlow port completes no TLS handshake without
+    a client certificate the host CA signed (the controller's own
+    certificate, from the other CA, is not one), and says so."""
+    ckey, ccert = lab.pki.files('controller')
+
+    def failed():
+        return api.ok('GET', '/v1/status')['counters'][
+            'tls_handshakes_failed']
+    for what, extra in (('no certificate', []),
+                        ("the controller CA's certificate",
+                         ['-cert', ccert, '-key', ckey])):
+        before = failed()
+        p = subprocess.run(
+            ['ip', 'netns', 'exec', rogue.ns, 'openssl', 's_client',
+             '-connect', '%s:%d' % (CONTROLLER_IP, lab.of_port),
+             '-CAfile', lab.pki.controller_ca] + extra,
+            input='', capture_output=True, text=True, timeout=20)
+        # The server's certificate verifies (the client trusts that CA),
+        # then the server turns the client away.
+        assert 'Verify return code: 0 (ok)' in p.stdout, (what, p.stdout)
+        wait_until(lambda: failed() > before, 10,
+                   what='the controller counting the refusal of %s' % what)
+        assert _refused(api, rogue, 'TLS handshake failed'), what

@@ -1,0 +1,131 @@
+"""Admission (control.admission): which switch connections and host OVSDB
+reports the controller believes when certificates are required. Driven
+against the fake fabric; the same attacks on real OVS over TLS are in
+tests/integration/test_admission.py."""
+from virtualwire.core.model import Encap, Host, VnicPort
+from virtualwire.testing.harness import TUN, Harness
+
+
+def _lab():
+    h = Harness(require_identity=True)
+    h.host('h1', ('a', 1))
+    h.host('h2', ('b', 1))
+    h.host('h3', ('c', 1))
+    w = h.connect('a', 'b')
+    assert h.send('h1', 1) == [('h2', 1)]
+    return h, w
+
+
+def _refusals(h):
+    return h.call(h.ctl.status)['admission']['recent_refusals']
+
+
+def test_a_switch_whose_certificate_names_another_host_is_refused():
+    h, w = _lab()
+    before = h.fabric.switches['h1'].flows()
+    # A machine holding h2's certificate connects with h1's datapath id.
+    rogue = h.fabric.add('rogue', 1, {TUN: '198.19.0.9'},
+                         address=('198.18.0.99', 40000))
+    h.loop.post(h.ctl.on_switch_up, rogue, frozenset({'h2'}))
+    h.settle()
+    assert rogue.closed and rogue.sent == []      # not even a flow dump
+    assert h.fabric.switches['h1'].flows() == before
+    why = _refusals(h)[-1]
+    assert why['peer'] == '198.18.0.99:40000' and \
+        "host h1's but the certificate names h2" in why['why']
+    # The real h1 still gets every change.
+    h.host('h1', ('a', 1), ('x', 2))
+    h.host('h3', ('c', 1), ('y', 2))
+    h.connect('x', 'y')
+    assert h.send('h1', 2) == [('h3', 2)]
+
+
+def test_a_switch_without_a_certificate_is_refused():
+    h, _w = _lab()
+    rogue = h.fabric.add('rogue', 77, {TUN: '198.19.0.9'})
+    h.loop.post(h.ctl.on_switch_up, rogue, None)
+    h.settle()
+    assert rogue.closed and 'no verified certificate' in \
+        _refusals(h)[-1]['why']
+    assert h.call(h.ctl.status)['counters']['switches_refused'] == 1
+
+
+def test_a_second_connection_cannot_take_over_a_connected_datapath():
+    h, w = _lab()
+    victim = h.fabric.switches['h1']
+    # Same datapath id, a certificate naming a host we do not know yet
+    # (so the name check alone would not catch it).
+    rogue = h.fabric.add('rogue', 1, {TUN: '198.19.0.9'})
+    h.loop.post(h.ctl.on_switch_up, rogue, frozenset({'h9'}))
+    h.settle()
+    assert rogue.closed and not victim.closed
+    assert h.ctl.sessions[1].dp is victim
+    # A change still reaches the victim, and only it.
+    h.host('h1', ('a', 1), ('x', 2))
+    h.host('h2', ('b', 1), ('y', 2))
+    h.connect('x', 'y')
+    assert h.send('h1', 2) == [('h2', 2)]
+    assert not any(type(m).__name__ == 'OFPFlowMod' for m in rogue.sent)
+
+
+def test_the_same_switch_reconnecting_replaces_its_session():
+    h, w = _lab()
+    old = h.fabric.switches['h1']
+    again = h.fabric.add('h1-again', 1, {TUN: h.ip('h1')})
+    h.loop.post(h.ctl.on_switch_up, again, frozenset({'h1'}))
+    h.settle()
+    assert old.closed and h.ctl.sessions[1].dp is again
+    assert again.flows() == old.flows()            # dumped, then synced
+
+
+def test_an_ovsdb_report_of_a_host_its_certificate_does_not_name_is_ignored():
+    h, w = _lab()
+    # A rogue OVSDB with h3's certificate reports a bridge named h1 with
+    # the victim's vNIC plugged: neither a host nor a migration of 'a'.
+    fake = Host('h1', 1, (Encap('gre', '198.19.0.9', TUN),),
+                vnics=(VnicPort('a', 'vnet9', 9),))
+    h.loop.post(h.ctl.on_hosts, 'ssl:198.18.0.99:6640', [fake],
+                frozenset({'h3'}))
+    h.settle()
+    assert 'reports host h1 but its certificate names h3' in \
+        _refusals(h)[-1]['why']
+    assert h.send('h1', 1) == [('h2', 1)] and h.send('h2', 1) == [('h1', 1)]
+    assert h.call(h.ctl.migration_views) == []
+    assert h.call(h.ctl.wire_view, w['id'])['host_a'] == 'h1'
+
+
+def test_a_host_claiming_anothers_datapath_id_is_ignored():
+    h, w = _lab()
+    # h3 (its own certificate) reports a second bridge as h4 with h1's
+    # datapath id: believing it would turn h1's switch away.
+    h.host('h4', identity=frozenset({'h4'}), dpid=1, connect=False)
+    assert "claims datapath id 0000000000000001, which is host h1's" in \
+        _refusals(h)[-1]['why']
+    assert not h.fabric.switches['h1'].closed
+    assert h.send('h1', 1) == [('h2', 1)]
+
+
+def test_a_switch_that_connected_first_is_evicted_once_its_host_is_known():
+    h = Harness(require_identity=True)
+    h.host('h2', ('b', 1))
+    # A switch with h2's certificate connects with a datapath id no host
+    # has claimed yet; then h1's own OVSDB says that id is h1's.
+    rogue = h.fabric.add('rogue', 1, {TUN: '198.19.0.9'})
+    h.loop.post(h.ctl.on_switch_up, rogue, frozenset({'h2'}))
+    h.settle()
+    assert not rogue.closed
+    h.host('h1', ('a', 1), connect=False)
+    assert rogue.closed and 1 not in h.ctl.sessions
+    h.connect('a', 'b')
+    assert not any(type(m).__name__ == 'OFPFlowMod' for m in rogue.sent)
+
+
+def test_without_certificates_required_nothing_is_refused():
+    h = Harness()
+    h.host('h1', ('a', 1))
+    again = h.fabric.add('h1-again', 1, {TUN: h.ip('h1')})
+    h.loop.post(h.ctl.on_switch_up, again, None)
+    h.settle()
+    assert h.ctl.sessions[1].dp is again
+    assert h.call(h.ctl.status)['admission'] == {
+        'certificates_required': False, 'recent_refusals': []}
