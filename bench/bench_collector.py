@@ -87,7 +87,8 @@ def main():
         scrape, size = [], 0
         for _ in range(10):
             s = time.perf_counter()
-            r = api.s.get(lab.url + '/metrics', timeout=60)
+            r = api.s.get(lab.url + '/metrics', timeout=60,
+                          verify=api.verify)
             scrape.append(time.perf_counter() - s)
             size = len(r.content)
         rng = random.Random(1)

@@ -59,12 +59,14 @@ def write_result(name, doc):
 class Api:
     def __init__(self, lab):
         self.s = requests.Session()
+        self.verify = lab.verify     # per request: the env would win
         with open(lab.token_file) as f:
             self.s.headers['Authorization'] = 'Bearer ' + f.read().strip()
         self.url = lab.url
 
     def call(self, method, path, body=None):
-        r = self.s.request(method, self.url + path, json=body, timeout=60)
+        r = self.s.request(method, self.url + path, json=body, timeout=60,
+                           verify=self.verify)
         if r.status_code >= 300:
             raise RuntimeError('%s %s -> %d %s' % (method, path,
                                                     r.status_code, r.text))

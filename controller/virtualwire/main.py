@@ -30,6 +30,24 @@ def parse_args(argv=None):
                         'default: start a local ovsdb-server in --state-dir')
     p.add_argument('--of-listen', default='0.0.0.0:6653',
                    help='OpenFlow listen address HOST:PORT')
+    tls = p.add_argument_group(
+        'TLS', 'the controller\'s key and certificate (vw-pki issue --role '
+        'controller) and the host CA (host-ca.pem, ovs-config/vw-pki). '
+        'REST is served over HTTPS with that certificate. '
+        'OpenFlow requires client certificates and '
+        'admits a switch only as the host its certificate names; host '
+        'OVSDBs are read over ssl: and must present their host\'s '
+        'certificate. Files are re-read when they change (rotation needs '
+        'no restart).')
+    tls.add_argument('--private-key', default='', metavar='PEM')
+    tls.add_argument('--certificate', default='', metavar='PEM')
+    tls.add_argument('--ca-cert', default='', metavar='PEM',
+                     help='the CA whose certificates hosts present')
+    tls.add_argument('--insecure-plaintext-lab', action='store_true',
+                     help='no TLS: OpenFlow and host OVSDB over plain TCP '
+                          'and REST over plain HTTP, so anyone on those '
+                          'networks can pose as a host or read tokens. For '
+                          'a lab on one machine only.')
     p.add_argument('--host-ovsdb-port', type=int, default=6640,
                    help="port of each host's OVSDB, at the address its "
                         'switch connects from')
@@ -127,6 +145,32 @@ def read_or_create_token(path):
     return token
 
 
+def load_tls(args):
+    """TlsFiles from the three options, or None with the lab flag; exits
+    saying what is missing otherwise."""
+    given = [o for o in ('private_key', 'certificate', 'ca_cert')
+             if getattr(args, o)]
+    if args.insecure_plaintext_lab:
+        if given:
+            sys.exit('virtualwire-controller: --insecure-plaintext-lab '
+                     'and TLS files (--%s) exclude each other'
+                     % given[0].replace('_', '-'))
+        return None
+    if len(given) < 3:
+        missing = [o for o in ('private_key', 'certificate', 'ca_cert')
+                   if o not in given]
+        sys.exit('virtualwire-controller: TLS needs --private-key, '
+                 '--certificate and --ca-cert (missing: %s; make them with '
+                 'ovs-config/vw-pki), or --insecure-plaintext-lab for a lab '
+                 'without TLS' % ', '.join('--' + m.replace('_', '-')
+                                           for m in missing))
+    from virtualwire.southbound.tls import TlsFiles
+    try:
+        return TlsFiles(args.private_key, args.certificate, args.ca_cert)
+    except (OSError, ValueError) as e:
+        sys.exit('virtualwire-controller: TLS files: %s' % e)
+
+
 def enter_netns(name):
     path = name if name.startswith('/') else '/run/netns/' + name
     fd = os.open(path, os.O_RDONLY)
@@ -152,6 +196,8 @@ def main(argv=None):
     logging.getLogger('os_ken.lib.hub').setLevel(logging.WARNING)
     from os_ken.lib import hub
     hub.patch(thread=False)
+    # After the patch: contexts must be eventlet's to wrap green sockets.
+    tls_files = load_tls(args)
     from os_ken import cfg
     from os_ken.base.app_manager import AppManager
 
@@ -159,7 +205,9 @@ def main(argv=None):
     from virtualwire.api.server import make_server
     from virtualwire.control.controller import Controller
     from virtualwire.control.loop import Loop
+    from virtualwire.southbound import of_listener
     from virtualwire.southbound.host_ovsdb import HostDbs
+    from virtualwire.southbound.tls import configure_ovs_streams
     from virtualwire.store import local as local_ovsdb
     from virtualwire.store.intent import IntentStore
     from virtualwire.store.runtime import RuntimeStore
@@ -170,6 +218,8 @@ def main(argv=None):
                                  os.path.join(args.state_dir, 'api-token'))
     remote = args.intent_db or local_ovsdb.ensure(args.state_dir)
 
+    if tls_files is not None:
+        configure_ovs_streams(tls_files)
     loop = Loop()
     intent = IntentStore(remote)
     runtime = RuntimeStore(intent.client)
@@ -179,14 +229,15 @@ def main(argv=None):
                             move_timeout=args.move_timeout,
                             stats_interval=args.stats_interval,
                             activation_settle=(args.activation_settle_ms /
-                                               1000.0))
+                                               1000.0),
+                            require_identity=tls_files is not None)
     host_dbs.on_hosts = controller.on_hosts
     intent.client.observe = controller.instruments.ovsdb.observe
     api = RestApi(loop, controller, intent, runtime, token)
 
     # REST socket first: it stays in our namespace even if the southbound
     # sockets go into the management one.
-    server = make_server(rest_host, rest_port, api)
+    server = make_server(rest_host, rest_port, api, tls=tls_files)
     if args.southbound_netns:
         enter_netns(args.southbound_netns)
     servers = [server]
@@ -197,7 +248,7 @@ def main(argv=None):
     if args.southbound_rest_listen:
         sb_host, sb_port = _split(args.southbound_rest_listen,
                                   '--southbound-rest-listen')
-        servers.append(make_server(sb_host, sb_port, api))
+        servers.append(make_server(sb_host, sb_port, api, tls=tls_files))
 
     # Wire changes are events from the first one on; the controller's
     # start (a full read) is queued first, so it runs before any of them.
@@ -216,16 +267,24 @@ def main(argv=None):
     mgr = AppManager.get_instance()
     mgr.load_apps(['os_ken.controller.ofp_handler',
                    'virtualwire.southbound.osken_app'])
+    # os-ken's handler with our listener (TLS contexts per connection).
+    mgr.applications_cls['os_ken.controller.ofp_handler'] = \
+        of_listener.handler_class(
+            of_host, of_port, tls_files,
+            lambda peer, why: loop.post(controller.tls_refused, peer, why))
     services = mgr.instantiate_apps(controller=controller, loop=loop,
                                     **mgr.create_contexts())
     services.append(hub.spawn(loop.run))
     loop.every(1.0, controller.tick)
+    if tls_files is not None:       # a broken rotation is logged early
+        loop.every(10.0, tls_files.refresh)
     # The collector paces itself (metrics.collector.BUDGET).
     loop.every(min(0.25, args.stats_interval / 4), controller.collector.due)
     services += [hub.spawn(s.serve_forever) for s in servers]
     logging.getLogger('virtualwire').info(
-        'controller up: OpenFlow %s:%d, REST http://%s:%d/v1, intent %s',
-        of_host, of_port, rest_host, rest_port, remote)
+        'controller up: OpenFlow %s %s:%d, REST %s://%s:%d/v1, intent %s',
+        'TLS' if tls_files else 'PLAIN (lab)', of_host, of_port,
+        'https' if tls_files else 'http', rest_host, rest_port, remote)
 
     def _term(*_):
         logging.getLogger('virtualwire').info('stopping')

@@ -25,6 +25,7 @@ from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, LAB_ROOT, MGMT_NET,
 from vwlab.guests import Guest, LibvirtGuest, Vm
 from vwlab.host import LabHost
 from vwlab import antispoof, gateways
+from vwlab.pki import LabPki
 from vwlab.simhosts import SimHosts
 from vwlab.sites import (CONTROLLER_PUBLIC_IP, RENDEZVOUS_PORT, Sites,
                          parse_extenders)
@@ -46,7 +47,7 @@ class Lab:
 
     def __init__(self, n_hosts=3, prefix=None, sites=None, of_port=6653,
                  libvirt=False, extenders=None, gateways=None,
-                 ovs_nice=OVS_NICE):
+                 ovs_nice=OVS_NICE, tls=True):
         # Niceness of each host's ovsdb-server and ovs-vswitchd: -10 as
         # ovs-ctl (Debian's services) starts them; 0 reproduces a switch
         # that competes with QEMU as an equal (bench_migration --ovs-nice).
@@ -57,6 +58,8 @@ class Lab:
         self.sites = sites
         self.of_port = of_port
         self.dir = os.path.join(LAB_ROOT, self.prefix)
+        # The deployment CA (vwlab.pki); tls=False: the plaintext lab flag.
+        self.pki = LabPki(os.path.join(self.dir, 'pki')) if tls else None
         self.mgmt_ns = self.prefix + '-mgmt'
         self.ul_ns = self.prefix + '-ul'
         self.hosts: List[LabHost] = []
@@ -115,6 +118,10 @@ class Lab:
         with open(os.path.join(self.dir, 'lab.json'), 'w') as f:
             json.dump({'prefix': self.prefix, 'hosts': self.n_hosts,
                        'created': time.time()}, f)
+        if self.pki is not None:
+            self.pki.init()
+            self.pki.issue('controller', role='controller', ips=[CONTROLLER_IP, '127.0.0.1'] +
+                           ([CONTROLLER_PUBLIC_IP] if self.clouds else []))
         for ns in (self.mgmt_ns,) + (() if self.clouds else (self.ul_ns,)):
             sh(['ip', 'netns', 'add', ns])
             sh(['ip', 'link', 'set', 'lo', 'up'], ns=ns)
@@ -234,7 +241,7 @@ class Lab:
                '--of-listen', '%s:%d' % (CONTROLLER_IP, self.of_port),
                '--rest-listen', '127.0.0.1:%d' % self.rest_port,
                '--token-file', self.token_file,
-               '--southbound-netns', self.mgmt_ns,
+               '--southbound-netns', self.mgmt_ns] + self.tls_args() + [
                # For the hosts' libvirt hooks (lab.libvirt_host.HOOK_PORT).
                '--southbound-rest-listen', '%s:8781' % CONTROLLER_IP,
                # Flow counters read every second: what tests and the demo
@@ -249,9 +256,28 @@ class Lab:
         self.controller = subprocess.Popen(cmd, stdout=log,
                                            stderr=subprocess.STDOUT,
                                            env=dict(os.environ, **(env or {})))
-        self.url = 'http://127.0.0.1:%d' % self.rest_port
+        self.url = '%s://127.0.0.1:%d' % (self.scheme, self.rest_port)
         self._write_vwctl_config()
         return self.controller
+
+    @property
+    def scheme(self):
+        """https (the lab's default), or http in a plaintext lab."""
+        return 'https' if self.pki else 'http'
+
+    @property
+    def verify(self):
+        """What API clients verify the controller's certificate with
+        (requests' `verify`): the controller CA."""
+        return self.pki.controller_ca if self.pki else True
+
+    def tls_args(self):
+        """The controller's TLS options (or the plaintext lab flag)."""
+        if self.pki is None:
+            return ['--insecure-plaintext-lab']
+        key, cert = self.pki.files('controller')
+        return ['--private-key', key, '--certificate', cert,
+                '--ca-cert', self.pki.host_ca]
 
     def credential(self, role, name):
         """Issue a scoped credential (`POST /v1/credentials`) with the
@@ -260,7 +286,8 @@ class Lab:
             admin = f.read().strip()
         r = requests.post(self.url + '/v1/credentials',
                           json={'role': role, 'name': name}, timeout=15,
-                          headers={'Authorization': 'Bearer ' + admin})
+                          headers={'Authorization': 'Bearer ' + admin},
+                          verify=self.verify)
         if r.status_code != 201:
             raise LabError('issuing a %s credential for %s: %d %s'
                            % (role, name, r.status_code, r.text))
@@ -276,6 +303,8 @@ class Lab:
         with open(self.vwctl_config, 'w') as f:
             f.write('[vwctl]\nurl = %s\ntoken_file = %s\n'
                     % (self.url, self.token_file))
+            if self.pki:
+                f.write('ca_cert = %s\n' % self.pki.controller_ca)
             if self.libvirt:
                 f.write('\n[libvirt]\n' + ''.join(
                     '%s = %s\n' % (h.name, h.libvirt.uri)

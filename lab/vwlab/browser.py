@@ -1,9 +1,17 @@
 """A real headless browser for the lab: Debian's chromium driven by
 selenium through Debian's chromedriver (no browser or driver download).
 
+Over HTTPS it trusts exactly the controller's key (`trust_cert`: chromium's
+--ignore-certificate-errors-spki-list pins that certificate's public key;
+no other certificate error is ignored), as an operator's browser would
+trust the deployment's CA.
+
 It reaches only the controller on 127.0.0.1: every other host resolves to
 nothing, background networking (updates, sync, safe browsing) is off."""
+import base64
+import hashlib
 import os
+import subprocess
 import time
 
 from selenium import webdriver
@@ -22,14 +30,26 @@ FLAGS = ('--headless=new', '--no-sandbox', '--disable-gpu',
          '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1')
 
 
+def spki_pin(cert_path):
+    """base64(SHA-256(SubjectPublicKeyInfo)) of a PEM certificate."""
+    pub = subprocess.run(['openssl', 'x509', '-in', cert_path, '-noout',
+                          '-pubkey'], capture_output=True, check=True).stdout
+    der = subprocess.run(['openssl', 'pkey', '-pubin', '-outform', 'der'],
+                         input=pub, capture_output=True, check=True).stdout
+    return base64.b64encode(hashlib.sha256(der).digest()).decode()
+
+
 class Browser:
-    def __init__(self, width=1400, height=1000):
+    def __init__(self, width=1400, height=1000, trust_cert=None):
         os.environ.setdefault('SE_AVOID_STATS', 'true')
         o = webdriver.ChromeOptions()
         o.binary_location = CHROMIUM
         for f in FLAGS:
             o.add_argument(f)
         o.add_argument('--window-size=%d,%d' % (width, height))
+        if trust_cert:
+            o.add_argument('--ignore-certificate-errors-spki-list=' +
+                           spki_pin(trust_cert))
         o.set_capability('goog:loggingPrefs', {'browser': 'ALL'})
         self.d = webdriver.Chrome(service=Service(DRIVER), options=o)
 

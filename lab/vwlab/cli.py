@@ -116,7 +116,8 @@ def cmd_demo(args):
         say(2, total, 'starting virtualwire-controller (REST %s)'
             % '127.0.0.1')
         lab.start_controller()
-        client = Client(lab.url, open(lab.token_file).read().strip())
+        client = Client(lab.url, open(lab.token_file).read().strip(),
+                        ca_cert=lab.pki.controller_ca if lab.pki else None)
         seen = {}
 
         def hosts_up():
@@ -179,10 +180,11 @@ def cmd_demo(args):
         if args.keep:
             say(6, total, 'lab %s left running. Try:\n'
                 '      VWCTL_CONFIG=%s vwctl wires\n'
-                '      the dashboard: %s/ui/ (token: the contents of %s)\n'
+                '      the dashboard: %s/ui/ (token: the contents of %s;\n'
+                '      the certificate is from the lab CA %s)\n'
                 '      vwlab down %s' % (lab.prefix, lab.vwctl_config,
                                          lab.url, lab.token_file,
-                                         lab.prefix))
+                                         lab.verify, lab.prefix))
             lab.controller = None      # keep it running after we exit
             return 0
         say(6, total, 'tearing the lab down (use --keep to explore it)')

@@ -31,8 +31,11 @@ def start_agent(x, link_rate=None):
     p = subprocess.Popen(
         ['ip', 'netns', 'exec', x.ns, sys.executable, '-m',
          'virtualwire.extender.agent', '--name', x.name, '--state-dir', state,
-         '--controller', 'http://%s:%d' % (CONTROLLER_IP, SOUTHBOUND_PORT),
-         '--token-file', token_file,
+         '--controller', '%s://%s:%d' % (x.lab.scheme, CONTROLLER_IP,
+                                          SOUTHBOUND_PORT),
+         '--token-file', token_file] + (
+             ['--ca-cert', x.lab.pki.controller_ca] if x.lab.pki
+             else ['--insecure-plaintext-lab']) + [
          '--rendezvous', '%s:%d' % (CONTROLLER_PUBLIC_IP, RENDEZVOUS_PORT),
          '--db', x.db, '--vswitchd-ctl', '%s/vswitchd.ctl' % x.dir,
          '--interval', '0.5'] +
@@ -54,6 +57,7 @@ def api(lab, method, path, body=None):
     with open(lab.token_file) as f:
         token = f.read().strip()
     r = requests.request(method, lab.url + path, timeout=15,
+                         verify=lab.verify,
                          headers={'Authorization': 'Bearer ' + token},
                          data=None if body is None else json.dumps(body))
     if r.status_code >= 300:

@@ -153,12 +153,15 @@ class LibvirtHost:
         shutil.copy(HOOK, os.path.join(self.hook_dir(), 'qemu'))
         with open(os.path.join(self.hook_dir(), 'virtualwire.conf'),
                   'w') as f:
-            f.write('[controller]\nurl = http://%s:%d\ntoken_file = %s\n'
-                    'host = %s\ntimeout = %s\non_unreachable = %s\n' % (
-                        CONTROLLER_IP, HOOK_PORT,
+            lab = self.host.lab
+            f.write('[controller]\nurl = %s://%s:%d\ntoken_file = %s\n'
+                    'host = %s\ntimeout = %s\non_unreachable = %s\n%s' % (
+                        lab.scheme, CONTROLLER_IP, HOOK_PORT,
                         token_file or os.path.join(
                             self.host.lab.dir, 'controller', 'api-token'),
-                        self.host.name, timeout, on_unreachable))
+                        self.host.name, timeout, on_unreachable,
+                        'ca_cert = %s\n' % lab.pki.controller_ca if lab.pki
+                        else 'insecure_plaintext_lab = yes\n'))
 
     def set_incoming_qemu_args(self, args):
         """Extra QEMU arguments for guests migrating into this host (the

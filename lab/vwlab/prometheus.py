@@ -1,6 +1,7 @@
 """A real Prometheus (Debian's package) scraping the lab's controller, as
-an operator would run it: /metrics every second with the API's bearer
-token (a credentials file), queried back over its HTTP API."""
+an operator would run it: /metrics every second over HTTPS (the
+controller CA verifies it) with a bearer token (a credentials file),
+queried back over its HTTP API."""
 import os
 import subprocess
 import time
@@ -15,7 +16,8 @@ CONFIG = """global:
 scrape_configs:
   - job_name: virtualwire
     metrics_path: /metrics
-    authorization:
+    scheme: {scheme}
+{tls}    authorization:
       type: Bearer
       credentials_file: {token_file}
     static_configs:
@@ -37,8 +39,13 @@ class Prometheus:
         os.makedirs(self.dir, exist_ok=True)
         cfg = os.path.join(self.dir, 'prometheus.yml')
         with open(cfg, 'w') as f:
+            # Over HTTPS it verifies the controller against the
+            # controller CA (and the address in its certificate).
+            tls = '    tls_config:\n      ca_file: %s\n' % \
+                self.lab.pki.controller_ca if self.lab.pki else ''
             f.write(CONFIG.format(interval=self.interval,
                                   token_file=self.token_file,
+                                  scheme=self.lab.scheme, tls=tls,
                                   target=self.lab.url.split('//', 1)[1]))
         self.log = os.path.join(self.dir, 'prometheus.log')
         self.proc = subprocess.Popen(

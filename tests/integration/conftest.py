@@ -41,7 +41,7 @@ class Api:
         if auth:
             headers['Authorization'] = 'Bearer ' + self.token
         return requests.request(method, self.lab.url + path, headers=headers,
-                                timeout=15, **kw)
+                                timeout=15, verify=self.lab.verify, **kw)
 
     def ok(self, method, path, **kw):
         r = self.req(method, path, **kw)

@@ -1,6 +1,7 @@
 """The REST API and vwctl against the real controller: right answers, clear
 errors with the right status, and a rejected call changes nothing."""
 import json
+import os
 import subprocess
 import sys
 import uuid
@@ -41,7 +42,8 @@ def test_every_call_needs_the_token(api, headers):
                                ('GET', '/v1/hosts', None),
                                ('POST', '/v1/wires', {'a': 'x1', 'b': 'x2'})):
         r = requests.request(method, api.lab.url + path, json=body,
-                             headers=headers, timeout=10)
+                             headers=headers, timeout=10,
+                             verify=api.lab.verify)
         _err(r, 401, 'token')
         assert r.headers.get('WWW-Authenticate') == 'Bearer'
     assert _state(api) == before
@@ -157,7 +159,7 @@ def vwctl(lab, *args):
                           capture_output=True, text=True, timeout=30)
 
 
-def test_vwctl_tables_json_and_errors(lab, api):
+def test_vwctl_tables_json_and_errors(lab, api, tmp_path):
     p = vwctl(lab, 'connect', 'cli-a', 'cli-b')
     assert p.returncode == 0, p.stderr
     assert 'cli-a <-> cli-b' in p.stdout
@@ -180,11 +182,21 @@ def test_vwctl_tables_json_and_errors(lab, api):
         assert p.returncode == 1 and 'connector id' in p.stderr
     finally:
         assert vwctl(lab, 'disconnect', str(wid['id'])).returncode == 0
+    wrong = tmp_path / 'wrong-token'
+    wrong.write_text('wrong\n')
     p = subprocess.run([sys.executable, '-m', 'virtualwire.cli', '--url',
-                        lab.url, '--token', 'wrong', 'wires'],
+                        lab.url, '--token-file', str(wrong), '--ca-cert',
+                        lab.verify, 'wires'],
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 1 and 'HTTP 401' in p.stderr
+    # Without the controller CA the system's CAs do not vouch for it.
     p = subprocess.run([sys.executable, '-m', 'virtualwire.cli', '--url',
-                        'http://127.0.0.1:1', '--token', 'x', 'wires'],
+                        lab.url, '--token-file', lab.token_file, 'wires'],
+                       capture_output=True, text=True, timeout=30,
+                       env=dict(os.environ, VWCTL_CONFIG='/nonexistent'))
+    assert p.returncode == 1 and 'failed TLS verification' in p.stderr
+    p = subprocess.run([sys.executable, '-m', 'virtualwire.cli', '--url',
+                        'http://127.0.0.1:1', '--token-file', str(wrong),
+                        'wires'],
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 1 and 'cannot reach the controller' in p.stderr

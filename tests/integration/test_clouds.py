@@ -51,10 +51,11 @@ def test_extenders_show_their_links_through_the_nats(clouds):
     with open(x.token_file) as f:
         own = {'Authorization': 'Bearer ' + f.read().strip()}
     r = requests.post(clouds.url + '/v1/extenders/xb/report', headers=own,
-                      json={'public_key': 'A' * 43 + '='}, timeout=15)
+                      json={'public_key': 'A' * 43 + '='}, timeout=15,
+                      verify=clouds.verify)
     assert r.status_code == 403 and "extender xa's" in r.text, r.text
     assert requests.get(clouds.url + '/v1/wires', headers=own,
-                        timeout=15).status_code == 403
+                        timeout=15, verify=clouds.verify).status_code == 403
     assert {(c['role'], c['name']) for c in json.loads(vwctl(
         clouds, '--json', 'credentials').stdout)['credentials']} >= {
             ('extender', 'xa'), ('extender', 'xb'), ('extender', 'xr')}

@@ -34,7 +34,7 @@ def test_the_dashboard_shows_the_lab_live(lab, api, pair, wired_guest,
     h1, h2, _h3 = lab.hosts
     cid = w['connector_id']
     row = '#wires tr[data-wire="%s"] ' % cid
-    with Browser() as b:
+    with Browser(trust_cert=lab.pki.files('controller')[1]) as b:
         b.open(lab.url + '/')                        # redirected to /ui/
         b.sign_in('not-the-token')
         b.wait(lambda: 'Wrong token' in (b.text('#login-error') or ''), 10,
@@ -91,7 +91,7 @@ def test_the_dashboard_shows_the_lab_live(lab, api, pair, wired_guest,
             scoped = {'Authorization': 'Bearer ' + f.read().strip()}
         r = requests.post(lab.url + '/v1/migrations', headers=scoped, json={
             'vm': g.name, 'vm_uuid': str(uuid.uuid4()), 'vnics': ['x'],
-            'destination': h1.name}, timeout=15)
+            'destination': h1.name}, timeout=15, verify=lab.verify)
         assert r.status_code == 403 and 'only announce migrations to h2' \
             in r.text, r.text
         m_css = '.migration[data-vm="%s"]' % g.name

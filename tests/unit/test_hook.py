@@ -2,9 +2,14 @@
 the vNICs, and when the controller cannot be reached it follows the
 configured policy and says so."""
 import os
+import socket
+import ssl
 import subprocess
 import sys
+import threading
+import time
 
+from vwlab.pki import LabPki
 from vwlab.shell import free_port
 
 HOOK = os.path.join(os.path.dirname(__file__), '..', '..', 'migration_hooks',
@@ -18,13 +23,15 @@ XML = """<domain type='qemu'><name>g1</name>
 </devices></domain>"""
 
 
-def run(tmp_path, policy, *args, xml=XML):
+def run(tmp_path, policy, *args, xml=XML, url=None, extra=''):
     tok = tmp_path / 'token'
     tok.write_text('t\n')
     conf = tmp_path / 'vw.conf'
-    conf.write_text('[controller]\nurl = http://127.0.0.1:%d\n'
+    conf.write_text('[controller]\nurl = %s\n'
                     'token_file = %s\nhost = h2\ntimeout = 1\n'
-                    'on_unreachable = %s\n' % (free_port(), tok, policy))
+                    'on_unreachable = %s\n%s' % (
+                        url or 'https://127.0.0.1:%d' % free_port(), tok,
+                        policy, extra))
     return subprocess.run([sys.executable, HOOK] + list(args), input=xml,
                           capture_output=True, text=True, timeout=20,
                           env={'PATH': os.environ['PATH'],
@@ -72,3 +79,61 @@ def test_a_guest_with_no_vnic_of_ours_is_not_reported(tmp_path):
 def test_other_operations_are_ignored(tmp_path):
     p = run(tmp_path, 'refuse', 'g1', 'start', 'begin', '-')
     assert (p.returncode, p.stderr) == (0, '')
+
+
+def test_a_plain_http_url_gets_no_token_unless_the_lab_flag_says(tmp_path):
+    server, got = _listener(tmp_path, None)
+    url = 'http://127.0.0.1:%d' % server.getsockname()[1]
+    p = run(tmp_path, 'refuse', 'g1', 'migrate', 'begin', '-', url=url)
+    assert p.returncode == 1 and 'plain HTTP' in p.stderr
+    time.sleep(0.3)
+    assert got == []                       # never even connected
+
+
+def test_the_token_goes_only_to_a_certificate_of_the_controller_ca(
+        tmp_path):
+    real = LabPki(str(tmp_path / 'real')).init()
+    other = LabPki(str(tmp_path / 'other')).init()
+    key, cert = other.issue('imposter', role='controller', ips=['127.0.0.1'])
+    server, got = _listener(tmp_path, (key, cert))
+    url = 'https://127.0.0.1:%d' % server.getsockname()[1]
+    p = run(tmp_path, 'allow', 'g1', 'migrate', 'begin', '-', url=url,
+            extra='ca_cert = %s\n' % real.controller_ca)
+    assert p.returncode == 0 and 'certificate verify failed' in p.stderr
+    time.sleep(0.3)
+    assert not any(b'Bearer' in g for g in got), got
+    # Control: trusting the CA that signed it, the hook does talk to it.
+    p = run(tmp_path, 'allow', 'g1', 'migrate', 'begin', '-', url=url,
+            extra='ca_cert = %s\n' % other.controller_ca)
+    wait = time.time() + 5
+    while time.time() < wait and not any(b'Bearer t' in g for g in got):
+        time.sleep(0.05)
+    assert any(b'Bearer t' in g for g in got)
+
+
+def _listener(tmp_path, tls):
+    """A server that records what each connection sends (TLS with
+    `tls` = (key, cert))."""
+    srv = socket.socket()
+    srv.bind(('127.0.0.1', 0))
+    srv.listen(8)
+    got = []
+    ctx = None
+    if tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(tls[1], tls[0])
+
+    def serve():
+        while True:
+            conn, _ = srv.accept()
+            try:
+                if ctx:
+                    conn = ctx.wrap_socket(conn, server_side=True)
+                conn.settimeout(2)
+                got.append(conn.recv(65536))
+            except (OSError, ssl.SSLError):
+                got.append(b'')
+            finally:
+                conn.close()
+    threading.Thread(target=serve, daemon=True).start()
+    return srv, got

@@ -46,7 +46,7 @@ def openapi_document():
 
 def _document():
     return {
-        'openapi': '3.0.3',
+        'openapi': '3.1.0',
         'info': {'title': 'VirtualWire controller', 'version': '1',
                  'description': 'Connect and disconnect vNICs with wires: '
                                 'point-to-point L2 tunnels keyed by a '
@@ -257,8 +257,8 @@ def _document():
                              'to b'},
                     'relayed': {'type': 'boolean', 'description': 'through '
                                 "an extender of a site neither end is in"},
-                    'host_a': {'type': 'string', 'nullable': True},
-                    'host_b': {'type': 'string', 'nullable': True},
+                    'host_a': {'type': ['string', 'null']},
+                    'host_b': {'type': ['string', 'null']},
                     'created_at': {'type': 'string'},
                     'moving': {'type': 'object', 'description':
                                'vNIC -> {source, destination, activated} '
@@ -307,8 +307,16 @@ def _document():
                                   'up': {'type': 'boolean'}}}},
                     'connected': {'type': 'boolean'},
                     'synced': {'type': 'boolean'},
+                    'switch_address': {
+                        'type': ['string', 'null'],
+                        'description': 'where its switch connected from'},
+                    'certificate': {
+                        'type': ['array', 'null'],
+                        'items': {'type': 'string'},
+                        'description': "names of its switch's verified "
+                                       'certificate (null without TLS)'},
                     'datapath_type': {'type': 'string'},
-                    'underlay_mtu': {'type': 'integer', 'nullable': True},
+                    'underlay_mtu': {'type': ['integer', 'null']},
                     'vnics': {'type': 'integer'},
                     'warnings': {'type': 'array',
                                  'items': {'type': 'string'}}}},
@@ -316,7 +324,7 @@ def _document():
                     'id': {'type': 'string'}, 'host': {'type': 'string'},
                     'port': {'type': 'string'}, 'ofport': {'type': 'integer'},
                     'mac': {'type': 'string'}, 'vm_id': {'type': 'string'},
-                    'wire': {'type': 'string', 'nullable': True}}},
+                    'wire': {'type': ['string', 'null']}}},
             },
         },
     }
@@ -329,7 +337,7 @@ def _extender_paths():
     link = {'type': 'object', 'properties': {
         'a': _NAME, 'b': _NAME, 'created_at': {'type': 'string'},
         'state': {'type': 'string', 'enum': ['up', 'down']},
-        'why_down': {'type': 'string', 'nullable': True},
+        'why_down': {'type': ['string', 'null']},
         'sides': {'type': 'object', 'description': 'per extender: its UDP '
                   'port, its public endpoint as the rendezvous saw it, its '
                   'NAT kind, link state, peer endpoint, bytes, RTT'}}}

@@ -77,7 +77,12 @@ class Views(ControllerState):
     def _health(self, h):
         """A host's switch as operators watch it (views and /metrics)."""
         s = self.sessions.get(h.dpid)
+        addr = s.dp.address if s is not None else None
         return {'connected': s is not None, 'synced': bool(s and s.synced),
+                # Where its switch connected from, and as whom (TLS).
+                'switch_address': addr[0] if isinstance(addr, tuple) else None,
+                'certificate': sorted(s.identity) if s and s.identity
+                else None,
                 'flows': len(self.tables.table_map(h.name)),
                 # Frames the switch dropped, by why (collector's counters).
                 'drops': self.collector.host(h.name)}
@@ -92,21 +97,27 @@ class Views(ControllerState):
         self.loop.assert_owner()
         out = {}
         for vid in sorted(self.tables.placement.claims):
-            loc = self.tables.location(vid)
-            host = self.tables.hosts.get(loc.host) if loc else None
-            v = host.vnic_map().get(vid) if host else None
-            if v is None:
-                continue
-            cid = self.tables.by_vnic.get(vid)
-            out[vid] = {
-                'id': vid, 'host': loc.host, 'port': v.port_name,
-                'ofport': v.ofport, 'mac': v.mac, 'vm_id': v.vm_id,
-                'wire': ids.fmt_connector(cid) if cid else None}
+            v = self._vnic_view(vid)
+            if v is not None:
+                out[vid] = v
         return out
 
+    def _vnic_view(self, vid):
+        loc = self.tables.location(vid)
+        host = self.tables.hosts.get(loc.host) if loc else None
+        v = host.vnic_map().get(vid) if host else None
+        if v is None:
+            return None
+        cid = self.tables.by_vnic.get(vid)
+        return {'id': vid, 'host': loc.host, 'port': v.port_name,
+                'ofport': v.ofport, 'mac': v.mac, 'vm_id': v.vm_id,
+                'wire': ids.fmt_connector(cid) if cid else None}
+
     def vnic_view(self, vnic_id):
+        self.loop.assert_owner()
         ids.check_vnic_id(vnic_id)
-        v = self.vnic_views().get(vnic_id)
+        v = self._vnic_view(vnic_id) if vnic_id in \
+            self.tables.placement.claims else None
         if v is None:
             raise errors.NotFound('no vNIC %s is plugged on any host'
                                   % vnic_id)
@@ -125,7 +136,10 @@ class Views(ControllerState):
                                  events=self.loop.handled,
                                  loop_lag_max_ms=round(
                                      self.loop.lag_max * 1000, 3)),
-                'collector': self.collector.status()}
+                'collector': self.collector.status(),
+                # Connections and reports turned away (control.admission).
+                'admission': {'certificates_required': self.require_identity,
+                              'recent_refusals': list(self.refusals)}}
 
     def wire_stats(self, cid):
         """A wire's counters each way (entered at one end, delivered at the

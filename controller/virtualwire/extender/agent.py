@@ -332,6 +332,12 @@ def main(argv=None):
                    help="URL of the controller's southbound REST")
     p.add_argument('--token-file', required=True,
                    help='bearer token for the controller')
+    p.add_argument('--ca-cert', default='',
+                   help='the controller CA (controller-ca.pem): the only '
+                        'issuer whose certificate the controller may show')
+    p.add_argument('--insecure-plaintext-lab', action='store_true',
+                   help='allow an http:// controller URL: whoever sits on '
+                        'the path could then swap peers\' keys. Lab only.')
     p.add_argument('--rendezvous', required=True,
                    help="IP:PORT of the controller's rendezvous (it also "
                         'answers on PORT+1)')
@@ -346,13 +352,23 @@ def main(argv=None):
                    help='shape each link to this rate (tc units; below what '
                         'the daemon carries), wires first; "" for none')
     args = p.parse_args(argv)
+    if args.controller.startswith('http://') and \
+            not args.insecure_plaintext_lab:
+        p.error('--controller %s is plain HTTP: anyone on the path could '
+                'read the token and swap peers\' keys; use https:// with '
+                '--ca-cert, or --insecure-plaintext-lab in a lab'
+                % args.controller)
+    if args.controller.startswith('https://') and not args.ca_cert:
+        p.error('an https:// controller needs --ca-cert (the controller '
+                'CA, pinned)')
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format='%(asctime)s %(levelname)s %(message)s')
     with open(args.token_file) as f:
         token = f.read().strip()
     host, _, port = args.rendezvous.rpartition(':')
     agent = Agent(args.name, args.state_dir,
-                  ControllerClient(args.controller, token), (host, int(port)),
+                  ControllerClient(args.controller, token,
+                                   args.ca_cert or None), (host, int(port)),
                   Switch(args.db, vswitchd_ctl=args.vswitchd_ctl),
                   args.wireguard, args.link_rate)
 

@@ -4,6 +4,7 @@ port's public endpoint and the NAT's kind, the host's own addresses, the
 datagram that starts a handshake at once, and a link's round-trip time."""
 import json
 import socket
+import ssl
 import subprocess
 import urllib.request
 from typing import Optional
@@ -12,10 +13,15 @@ from virtualwire.southbound.rendezvous import ask as rendezvous_ask
 
 
 class ControllerClient:
-    """The controller's southbound REST, as the agent uses it."""
+    """The controller's southbound REST, as the agent uses it. Over
+    HTTPS the controller's certificate must chain to `ca_cert` (the
+    controller CA, pinned: not the system's CAs) and name the address
+    dialled: peers' keys and endpoints arrive only from the controller."""
 
-    def __init__(self, url, token):
+    def __init__(self, url, token, ca_cert=None):
         self.url, self.token = url.rstrip('/'), token
+        self.context = ssl.create_default_context(cafile=ca_cert) \
+            if ca_cert else None
 
     def report(self, name, doc):
         req = urllib.request.Request(
@@ -23,7 +29,8 @@ class ControllerClient:
             data=json.dumps(doc).encode(),
             headers={'Authorization': 'Bearer ' + self.token,
                      'Content-Type': 'application/json'})
-        with urllib.request.urlopen(req, timeout=5) as r:
+        with urllib.request.urlopen(req, timeout=5,
+                                    context=self.context) as r:
             return json.loads(r.read())
 
 
