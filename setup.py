@@ -33,7 +33,7 @@ setup(
         'libvirt': ['libvirt-python>=9'],
         'test': ['pytest>=7', 'scapy>=2.5', 'libvirt-python>=9',
                  'ruff>=0.6', 'mypy>=1.10', 'schemathesis>=4,<5',
-                 'selenium>=4.20'],
+                 'selenium>=4.20', 'openapi-spec-validator>=0.7'],
     },
     entry_points={'console_scripts': [
         'virtualwire-controller = virtualwire.main:main',

@@ -46,3 +46,13 @@ def test_api_answers_as_documented(case):
     # be plugged somewhere. Every other check stays on.
     case.validate_response(response, headers=auth,
                            excluded_checks=[positive_data_acceptance])
+
+
+def test_the_document_is_valid_openapi():
+    """Client generators reject an invalid document: check it with a
+    standard validator (3.1: nullable fields are type lists)."""
+    from openapi_spec_validator import validate
+    from virtualwire.api.openapi import openapi_document
+    doc = openapi_document()
+    assert doc['openapi'] == '3.1.0'
+    validate(doc)

@@ -31,7 +31,7 @@ def api():
         resp = req.get_response(rest)
         return resp.status_int, (resp.json if resp.content_type ==
                                  'application/json' else resp.body)
-    call.h = h
+    call.h, call.rest = h, rest
     stop = h.run_threads()          # REST asks the loop, as live
     yield call
     stop()
@@ -119,3 +119,35 @@ def test_only_the_operator_issues_credentials(api):
     assert api('POST', '/v1/credentials', {'role': 'reader', 'name': 'x'},
                token=tok)[0] == 403
     assert api('DELETE', '/v1/credentials/hypervisor/h1', token=tok)[0] == 403
+
+
+@pytest.mark.parametrize('raw, words', [
+    (b'[' * 30000 + b']' * 30000, 'nested too deeply'),
+    (b'{"destination": "h2",', 'not valid JSON'),
+])
+def test_a_hypervisors_malformed_body_is_a_400_that_says_why(api, raw,
+                                                             words):
+    tok = issue(api, 'hypervisor', 'h2')
+    req = webob.Request.blank('/v1/migrations', method='POST')
+    req.headers['Authorization'] = 'Bearer ' + tok
+    req.body = raw
+    resp = req.get_response(api.rest)
+    assert resp.status_int == 400 and words in resp.json['error']['message']
+    assert api('GET', '/v1/migrations')[1] == {'migrations': []}
+
+
+def test_a_migration_the_database_did_not_save_is_a_503(api):
+    """The hook must not take an unsaved announcement as recorded."""
+    from virtualwire.future import Future
+
+    def failing(rec, keep=()):
+        f = Future()
+        f.set(error=OSError('intent database unreachable'))
+        return f
+    api.h.runtime.save_migration = failing
+    tok = issue(api, 'hypervisor', 'h2')
+    status, doc = api('POST', '/v1/migrations', {
+        'vm': 'g', 'vm_uuid': str(uuid.uuid4()), 'vnics': ['a'],
+        'destination': 'h2'}, token=tok)
+    assert status == 503 and 'not saved' in doc['error']['message'] and \
+        'intent database unreachable' in doc['error']['message']

@@ -65,6 +65,15 @@ def test_a_peer_is_added_with_its_endpoint_and_tunnel_address():
     assert len(spec().wg_dev('xa')) <= 15 and spec().dev == 'xl-xb'
 
 
+def test_link_devices_of_peers_sharing_a_long_prefix_are_distinct():
+    names = ['extender-west-1', 'extender-west-2', 'x' * 12, 'x' * 13,
+             'x' * 64]
+    devs = [spec(peer=n).dev for n in names]
+    assert len(set(devs)) == len(names), devs
+    assert all(len(d) <= 15 for d in devs)
+    assert spec(peer='x' * 12).dev == 'xl-' + 'x' * 12    # readable if it fits
+
+
 class Switch:
     def __init__(self):
         self.calls = []

@@ -70,14 +70,20 @@ PUBLIC = frozenset({'openapi', 'home', 'ui'})
 
 
 def _peek_json(req):
-    """The body as JSON for an access check (the handler reads it again
-    and says what is wrong with it), or None."""
+    """The body as JSON for an access check that depends on it (the
+    handler reads it again): a body that is not JSON is refused here,
+    saying why, before any access decision is made on it."""
+    if not req.content_length:
+        return None
+    if req.content_length > MAX_BODY:
+        raise errors.TooLarge('request body over %d bytes' % MAX_BODY)
     try:
-        if req.content_length and req.content_length <= MAX_BODY:
-            return json.loads(req.body)
-    except ValueError:
-        pass
-    return None
+        return json.loads(req.body)
+    except RecursionError:
+        raise errors.Malformed('body is not valid JSON: nested too deeply') \
+            from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise errors.Malformed('body is not valid JSON: %s' % e) from None
 
 
 def read_json_object(req):
@@ -269,8 +275,14 @@ class RestApi:
         try:
             ticket.result(CALL_TIMEOUT)
         except Exception as e:
+            # The hook must not take a move as recorded when it is not:
+            # the controller still follows the vNICs from host OVSDBs.
             LOG.error('migration %s accepted but not saved: %s',
                       view['id'], e)
+            raise errors.Unavailable(
+                'migration %s was not saved in the intent database (%s); '
+                'the controller still follows its vNICs from the hosts'
+                % (view['id'], e)) from None
         return _json(201, view)
 
     def migration_released(self, req, vm_uuid):

@@ -1,12 +1,15 @@
 """`vwctl`: the REST API from a shell. Tables for people, --json for scripts,
 non-zero exit with the controller's message on any error.
 
-Config (first found): --url/--token, $VWCTL_URL/$VWCTL_TOKEN, the file named
-by --config or $VWCTL_CONFIG, ~/.config/virtualwire/vwctl.conf:
+Config (first found): --url/--token-file, $VWCTL_URL/$VWCTL_TOKEN, the file
+named by --config or $VWCTL_CONFIG, ~/.config/virtualwire/vwctl.conf (there
+is no --token: a token on the command line is visible to every user of the
+machine in `ps`):
 
     [vwctl]
-    url = http://127.0.0.1:8780
+    url = https://127.0.0.1:8780
     token_file = /var/lib/virtualwire/api-token     (or: token = ...)
+    ca_cert = /etc/virtualwire/controller-ca.pem    ($VWCTL_CA_CERT)
 """
 import argparse
 import collections
@@ -167,10 +170,15 @@ def cmd_migrate(c, a):
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog='vwctl',
+    # No abbreviations: `--token X` must not be taken as --token-file.
+    p = argparse.ArgumentParser(prog='vwctl', allow_abbrev=False,
                                 description='VirtualWire controller client')
     p.add_argument('--url', help='controller REST URL')
-    p.add_argument('--token', help='bearer token')
+    p.add_argument('--token-file', metavar='FILE',
+                   help='file holding the bearer token')
+    p.add_argument('--ca-cert', metavar='PEM',
+                   help="the controller CA, to verify the controller's "
+                        "certificate (default: the system's CAs)")
     p.add_argument('--config', help='config file (INI, section [vwctl])')
     p.add_argument('--json', action='store_true',
                    help='print the JSON answer (for scripts)')
@@ -221,7 +229,8 @@ def main(argv=None):
             else 'two extender names'), file=sys.stderr)
         return 2
     try:
-        client = Client(*load_config(args))
+        url, token, ca = load_config(args)
+        client = Client(url, token, ca_cert=ca)
         doc, text = args.fn(client, args)
     except CliError as e:
         print('vwctl: error: %s' % e, file=sys.stderr)

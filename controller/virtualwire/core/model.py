@@ -1,6 +1,7 @@
 """The controller's view of the world: intent (wires) and observed host
 state, as plain immutable values, so flow computation is a pure function of
 them. Placement (where a vNIC's traffic goes) is `core.placement`."""
+import functools
 import json
 from dataclasses import asdict, dataclass
 from typing import Dict, Optional, Tuple
@@ -104,8 +105,13 @@ class Host:
     def link_up(self, peer: str) -> bool:
         return any(k.peer == peer and k.up for k in self.links)
 
-    def vnic_map(self) -> Dict[str, VnicPort]:
+    @functools.cached_property
+    def _vnic_index(self) -> Dict[str, VnicPort]:
+        # Built once per Host (it is immutable): views look up every vNIC.
         return {v.vnic_id: v for v in self.vnics}
+
+    def vnic_map(self) -> Dict[str, VnicPort]:
+        return self._vnic_index
 
     def encap(self, type_: str) -> Optional[Encap]:
         return next((e for e in self.encaps if e.type == type_), None)

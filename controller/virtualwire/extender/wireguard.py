@@ -54,8 +54,12 @@ class LinkSpec:
 
     @property
     def dev(self) -> str:
-        """The VXLAN device, the link's port on br-xl."""
-        return ('xl-' + self.peer)[:15]         # IFNAMSIZ
+        """The VXLAN device, the link's port on br-xl: xl-PEER while that
+        fits IFNAMSIZ (15), else xh- and a digest of the name (cutting it
+        made two peers sharing their first 12 characters one device)."""
+        if len(self.peer) <= 12:
+            return 'xl-' + self.peer
+        return 'xh-' + hashlib.sha256(self.peer.encode()).hexdigest()[:12]
 
     def wg_dev(self, me: str) -> str:
         return wg_name(me, self.peer)
