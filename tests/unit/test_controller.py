@@ -117,25 +117,65 @@ def test_restart_changes_nothing_on_switches_that_are_right():
     assert h2.call(h2.ctl.wire_view, w['id'])['state'] == 'tunnelled'
 
 
-def test_restart_removes_flows_nobody_wants():
+def test_restart_holds_flows_of_wires_the_intent_lacks_until_released():
+    """A missing, empty or older intent database must not remove working
+    wires (control.safe_start): their flows stay, counted and reported,
+    until the operator says the database is right."""
     h = Harness()
     h.host('h1', ('a', 1))
     h.host('h2', ('b', 1))
     w = h.connect('a', 'b')
-    h.intent.rows.clear()            # deleted while no controller ran
+    h.intent.rows.clear()            # the database lost it (or is new)
     # ... and a flow of ours that no wire explains (an older controller's).
     stale = Flow(0, 100, (('in_port', 9),), (('output', 1),),
                  ids.wire_cookie(77))
     h.fabric.switches['h2'].apply(FlowDiff([stale], [], []))
-    assert stale in h.fabric.switches['h2'].flows()
+    before = tables(h)
     h2 = Harness(intent=h.intent, runtime=h.runtime, fabric=h.fabric)
     h2.reconnect('h1')
     h2.reconnect('h2')
+    assert tables(h2) == before                      # nothing deleted
+    assert h2.send('h1', 1) == [('h2', 1)]           # the wire still works
+    held = h2.call(h2.ctl.status)['safe_start']
+    assert held == {'held_wires': [ids.fmt_connector(77),
+                                   ids.fmt_connector(w['id'])],
+                    'hosts': {'h1': 2, 'h2': 3}, 'released': False}
+    # A wire the controller saw go is deleted as always.
+    h2.host('h1', ('a', 1), ('c', 2), connect=False)
+    h2.host('h2', ('b', 1), ('d', 2), connect=False)
+    w2 = h2.connect('c', 'd')
+    h2.disconnect(w2['id'])
+    assert h2.send('h1', 2) == []
+    # The operator says the database is right: the held flows go.
+    h2.call(h2.ctl.release_orphans)
     assert {n: of_wires(t) for n, t in tables(h2).items()} == \
         {'h1': set(), 'h2': set()}
     assert h2.send('h1', 1) == []
+    assert h2.call(h2.ctl.status)['safe_start']['held_wires'] == []
     with pytest.raises(errors.NotFound):
         h2.call(h2.ctl.wire, w['id'])
+
+
+def test_a_restored_wire_makes_its_held_flows_right_again():
+    h = Harness()
+    h.host('h1', ('a', 1))
+    h.host('h2', ('b', 1))
+    w = h.connect('a', 'b')
+    saved = dict(h.intent.rows)
+    h.intent.rows.clear()
+    sent = h.flow_mods()
+    h2 = Harness(intent=h.intent, runtime=h.runtime, fabric=h.fabric)
+    h2.reconnect('h1')
+    h2.reconnect('h2')
+    assert h2.call(h2.ctl.status)['safe_start']['held_wires']
+    # The backup is restored: the wire comes back on the change stream.
+    for cid, wire in saved.items():
+        h2.intent.create_wire(wire.end_a, wire.end_b, cid=cid)
+    h2.settle()
+    assert h2.call(h2.ctl.status)['safe_start']['held_wires'] == []
+    assert h2.flow_mods() == sent                    # not one flow mod
+    assert h2.send('h1', 1) == [('h2', 1)]
+    assert h2.call(h2.ctl.wire_view, w['id'])['state'] == 'tunnelled'
 
 
 def test_wire_stats_count_frames_each_way():

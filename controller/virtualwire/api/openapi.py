@@ -1,5 +1,5 @@
 """The OpenAPI 3 description of /v1 (served at /v1/openapi.json)."""
-from virtualwire.api.openapi_access import credential_paths
+from virtualwire.api.openapi_access import credential_paths, intent_paths
 
 
 def _ref(name):
@@ -31,6 +31,7 @@ _WIRE_ID = {'name': 'wire_id', 'in': 'path', 'required': True,
 def openapi_document():
     doc = _document()
     doc['paths'].update(credential_paths())
+    doc['paths'].update(intent_paths())
     # Any request can be malformed (400: e.g. control characters in its
     # path), lack the token (401), or carry a scoped credential that does
     # not allow it (403).

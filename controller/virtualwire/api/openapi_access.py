@@ -1,5 +1,6 @@
-"""The OpenAPI paths of scoped credentials (`core.credentials`): issued,
-listed and revoked with the operator's token."""
+"""The OpenAPI paths of the operator's own business: scoped credentials
+(`core.credentials`: issued, listed and revoked with the operator's
+token) and the intent database's safe start (`control.safe_start`)."""
 from virtualwire.core.credentials import ROLES
 
 _ERR = {'$ref': '#/components/responses/Error'}
@@ -10,6 +11,26 @@ _LISTED = {'type': 'object', 'properties': {
 _ISSUED = {'type': 'object', 'properties': {
     'role': _ROLE, 'name': _HOST, 'created_at': {'type': 'string'},
     'token': {'type': 'string'}}}
+_ORPHANS = {'type': 'object', 'properties': {
+    'held_wires': {'type': 'array', 'items': {'type': 'string'}},
+    'hosts': {'type': 'object',
+              'additionalProperties': {'type': 'integer'}},
+    'released': {'type': 'boolean'}}}
+
+
+def intent_paths():
+    ok = {'description': 'OK', 'content': {
+        'application/json': {'schema': _ORPHANS}}}
+    return {
+        '/v1/intent/orphans': {'get': {
+            'summary': 'Flows on switches of wires the intent database does '
+                       'not have, held (not deleted) since the start',
+            'responses': {'200': ok}}},
+        '/v1/intent/release-orphans': {'post': {
+            'summary': 'The intent database is right: delete the held '
+                       'flows at the next sync (operator only)',
+            'responses': {'200': ok}}},
+    }
 
 
 def credential_paths():

@@ -61,6 +61,8 @@ ROUTES = (
     ('/v1/credentials', 'GET', 'list_credentials'),
     ('/v1/credentials', 'POST', 'issue_credential'),
     ('/v1/credentials/{role}/{name}', 'DELETE', 'revoke_credential'),
+    ('/v1/intent/orphans', 'GET', 'orphans'),
+    ('/v1/intent/release-orphans', 'POST', 'release_orphans'),
 )
 ADMIN = 'admin'
 
@@ -338,6 +340,14 @@ class RestApi:
         if not self.intent.credentials.revoke(role, name):
             raise errors.NotFound('no %s credential for %s' % (role, name))
         return webob.Response(status=204)
+
+    def orphans(self, req):
+        return _json(200, self._call(self.ctl.safe_start_view))
+
+    def release_orphans(self, req):
+        """The operator says the intent database is right (safe_start)."""
+        view = self._call(self.ctl.release_orphans)
+        return _json(200, dict(view, released=True))
 
     def all_stats(self, req):
         return _json(200, self._call(self.ctl.all_wire_stats))

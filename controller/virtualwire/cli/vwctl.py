@@ -21,6 +21,7 @@ import time
 from tabulate import tabulate
 
 from virtualwire.cli import credentials as cli_credentials
+from virtualwire.cli import intent as cli_intent
 from virtualwire.cli import extenders as cli_extenders
 from virtualwire.cli import timeline
 from virtualwire.cli import top as cli_top
@@ -215,6 +216,7 @@ def build_parser():
     s.set_defaults(fn=cmd_migrate)
     cli_extenders.add_parser(sub)
     cli_credentials.add_parser(sub)
+    cli_intent.add_parser(sub)
     cli_top.add_parser(sub)
     return p
 

@@ -15,6 +15,7 @@ from virtualwire.control.extenders import ExtenderHandlers
 from virtualwire.control.gateways import GatewayChecks
 from virtualwire.control.migrating import MigrationHandlers
 from virtualwire.control.migrations import MigrationBook
+from virtualwire.control.safe_start import SafeStart
 from virtualwire.control.views import Views
 from virtualwire.core import errors, ids
 from virtualwire.metrics.collector import Collector
@@ -29,7 +30,7 @@ DUMP_TIMEOUT = 10.0
 
 
 class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
-                 AdmissionChecks, Views):
+                 AdmissionChecks, SafeStart, Views):
     def __init__(self, loop, intent, runtime, host_dbs=None,
                  ovsdb_port=6640, move_timeout=900.0, clock=time.monotonic,
                  stats_interval=2.0, instruments=None,
@@ -60,6 +61,8 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
         # TLS: only certificates' names are believed (control.admission);
         # host OVSDBs are then read over ssl:, else tcp: (the lab flag).
         self.init_admission(require_identity)
+        # Flows of wires never seen in intent are not deleted (safe_start).
+        self.init_safe_start()
         self.instruments = instruments or Instruments()
         loop.observe_lag = self.instruments.loop_lag.observe
         # Reads flow counters on its own timer; never writes a switch.
@@ -82,7 +85,9 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
                     self.tables.placement.start_move(v, src, m.destination)
         for h in self.remembered.values():
             self._placement_events(self.tables.set_host(h))
-        self.tables.set_wires(self.intent.wires())
+        wires = self.intent.wires()
+        self.wires_seen(wires)
+        self.tables.set_wires(wires)
         self.collector.start()
 
     # ---- intent --------------------------------------------------------------
@@ -93,6 +98,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
         self.loop.assert_owner()
         for kind, cid, wire in events:
             if kind == 'upsert':
+                self.known_wires.add(cid)
                 if self.tables.wires.get(cid) != wire:
                     self.tables.add_wire(wire)
             else:
@@ -100,7 +106,9 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
         if n_wires is not None and n_wires != len(self.tables.wires):
             LOG.warning('intent has %d wires, we hold %d: reloading',
                         n_wires, len(self.tables.wires))
-            self.tables.set_wires(self.intent.wires())
+            wires = self.intent.wires()
+            self.wires_seen(wires)
+            self.tables.set_wires(wires)
 
     def wire(self, cid):
         self.loop.assert_owner()
@@ -263,13 +271,15 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
             if s is None or s.installed is None:
                 continue
             table = self.tables.table_map(h.name)
-            if s.needs_full:
+            full = s.needs_full
+            if full:
                 s.needs_full = False
                 diff = diff_flows(s.installed.values(), table.values())
             elif h.name in dirty:
                 diff = diff_keys(s.installed, table, dirty[h.name])
             else:
                 continue
+            diff = self.hold_orphans(h.name, diff, full)
             if diff:
                 self.stats['flow_mods'] += s.send_diff(diff)
                 self.stats['bundles'] += 1

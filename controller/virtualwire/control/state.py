@@ -1,7 +1,7 @@
 """What the controller holds, declared once: the parts of `Controller`
 (`migrating`, `views`) are written against this, so each knows the
 state it may read and write, and the type checker does too."""
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from virtualwire.control.loop import Loop
 from virtualwire.control.migrations import Migration, MigrationBook
@@ -23,6 +23,10 @@ class ControllerState:
     sessions: Dict[int, SwitchSession]   # dpid -> connected switch
     require_identity: bool            # TLS: certificates name hosts
     refusals: Any                     # deque of recent refusals
+    known_wires: Set[int]             # connector ids seen in intent
+
+    def safe_start_view(self) -> dict:
+        raise NotImplementedError
     host_owner: Dict[str, str]        # host name -> OVSDB remote
     remembered: Dict[str, Host]       # name -> Host, as last persisted
     move_seen: Dict[str, float]       # vnic -> clock() when first seen

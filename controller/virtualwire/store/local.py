@@ -3,6 +3,7 @@
 It runs detached with a pidfile, as a service of its own: a controller
 restart leaves it (and the wires in it) untouched.
 """
+import logging
 import os
 import subprocess
 import time
@@ -39,6 +40,10 @@ def ensure(state_dir):
             _run(['ovsdb-client', 'convert', remote, SCHEMA_PATH])
         return remote
     if not os.path.exists(db):
+        # Not silent: against switches that hold wires this is the start
+        # control.safe_start guards (their flows are held, not deleted).
+        logging.getLogger(__name__).warning(
+            'no intent database at %s: creating an empty one', db)
         _run(['ovsdb-tool', 'create', db, SCHEMA_PATH])
     elif _run(['ovsdb-tool', 'needs-conversion', db, SCHEMA_PATH]) == 'yes':
         _run(['ovsdb-tool', 'convert', db, SCHEMA_PATH])

@@ -1,0 +1,104 @@
+"""A safe start: the controller never deletes a wire it has not seen go.
+
+Reconciliation removes from each switch whatever the desired table does not
+hold. Against a missing, empty or older intent database (a new
+--state-dir, a restored backup, a database recreated by mistake) that
+would remove working wires from every switch. So a flow of a wire this
+controller never saw in the intent database (its cookie names a connector
+id that is not there, and was not there since the controller started) is
+*held*: left on the switch, not deleted, and reported (log, `GET
+/v1/status` `safe_start`). Wires removed while the controller runs were
+seen, so their flows go as always.
+
+The operator then either restores the database (the wires come back and
+the held flows are right again) or says the database is right
+(`POST /v1/intent/release-orphans`, `vwctl intent release-orphans`): the
+held flows are deleted at the next sync. What this costs: a wire deleted
+by another writer while this controller was down keeps its flows until
+someone releases them.
+"""
+import logging
+from typing import Dict, Set
+
+from virtualwire.control.state import ControllerState
+from virtualwire.core import ids
+from virtualwire.pipeline.flow import FlowDiff
+
+LOG = logging.getLogger(__name__)
+
+
+class SafeStart(ControllerState):
+    known_wires: Set[int]           # connector ids seen in intent
+    orphans_released: bool
+    held: Dict[str, Dict[int, int]]  # host -> {connector id: flows held}
+
+    def init_safe_start(self):
+        self.known_wires = set()
+        self.orphans_released = False
+        self.held = {}
+
+    def wires_seen(self, cids):
+        self.known_wires.update(cids)
+
+    def hold_orphans(self, host, diff: FlowDiff, full=True) -> FlowDiff:
+        """`diff` without the deletion of flows of never-seen wires. A
+        full diff (the switch's whole table) says what the host holds; an
+        incremental one only adds to it."""
+        if self.orphans_released:
+            self.held.pop(host, None)
+            return diff
+        keep, held = [], {}     # type: list, Dict[int, int]
+        for f in diff.delete:
+            cid = ids.connector_of_cookie(f.cookie)
+            if cid and cid not in self.known_wires:
+                held[cid] = held.get(cid, 0) + 1
+            else:
+                keep.append(f)
+        before = self._held_now().get(host, {})
+        if full:
+            self.held[host] = held
+        else:
+            for cid, n in held.items():
+                self.held.setdefault(host, {})[cid] = n
+        now = self._held_now().get(host, {})
+        if now and now != before:
+            LOG.error(
+                'host %s holds flows of %d wire(s) the intent database does '
+                'not have (%s): NOT deleting them. The database may be empty '
+                'or older than the switches (a new state directory, a '
+                'restored backup). Restore it, or if it is right: vwctl '
+                'intent release-orphans', host, len(now),
+                ', '.join(ids.fmt_connector(c) for c in sorted(now)[:8]))
+        return FlowDiff(diff.add, diff.modify, keep) if held else diff
+
+    def _held_now(self):
+        """Held flows of wires still unknown (a restored wire's are right
+        again), per host."""
+        out = {}
+        for host, cids in self.held.items():
+            left = {c: n for c, n in cids.items()
+                    if c not in self.known_wires}
+            if left:
+                out[host] = left
+        return out
+
+    def safe_start_view(self):
+        held = self._held_now()
+        wires = sorted({c for h in held.values() for c in h})
+        return {'held_wires': [ids.fmt_connector(c) for c in wires],
+                'hosts': {h: sum(v.values()) for h, v in
+                          sorted(held.items())},
+                'released': self.orphans_released}
+
+    def release_orphans(self):
+        """The operator says the intent database is right: delete what it
+        does not hold, on every switch, at the next sync."""
+        self.loop.assert_owner()
+        view = self.safe_start_view()
+        self.orphans_released = True
+        for s in self.sessions.values():
+            s.needs_full = True
+        LOG.warning('orphan flows released by the operator: deleting the '
+                    'flows of %d wire(s) the intent database does not have',
+                    len(view['held_wires']))
+        return view
