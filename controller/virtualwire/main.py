@@ -25,8 +25,9 @@ def parse_args(argv=None):
     p.add_argument('--state-dir', default='/var/lib/virtualwire',
                    help='where the local intent database lives')
     p.add_argument('--intent-db', default='',
-                   help='OVSDB remote of the intent database (e.g. '
-                        'tcp:10.0.0.1:6641,tcp:10.0.0.2:6641 for a cluster); '
+                   help='OVSDB remote of the intent database (unix:PATH; '
+                        'tcp: only with --insecure-plaintext-lab: whoever '
+                        'reaches it can write wires and credentials); '
                         'default: start a local ovsdb-server in --state-dir')
     p.add_argument('--of-listen', default='0.0.0.0:6653',
                    help='OpenFlow listen address HOST:PORT')
@@ -171,6 +172,23 @@ def load_tls(args):
         sys.exit('virtualwire-controller: TLS files: %s' % e)
 
 
+def check_intent_remote(args):
+    """A remote intent database over plain TCP lets anyone who reaches it
+    write wires, or a credential whose token they chose: only in a lab."""
+    for part in filter(None, args.intent_db.split(',')):
+        kind = part.split(':', 1)[0]
+        if kind == 'unix':
+            continue
+        if kind == 'tcp' and args.insecure_plaintext_lab:
+            continue
+        sys.exit('virtualwire-controller: --intent-db %s: %s' % (
+            part, 'plain TCP lets whoever reaches the database write wires '
+            'and credentials; use the local database (no --intent-db) or a '
+            'unix: socket, or --insecure-plaintext-lab in a lab'
+            if kind == 'tcp' else 'only unix: remotes are supported (a TLS '
+            'intent database is not served yet)'))
+
+
 def enter_netns(name):
     path = name if name.startswith('/') else '/run/netns/' + name
     fd = os.open(path, os.O_RDONLY)
@@ -185,6 +203,7 @@ def enter_netns(name):
 
 def main(argv=None):
     args = parse_args(argv)
+    check_intent_remote(args)
     os.environ.setdefault('OSKEN_HUB_TYPE', 'eventlet')
     logging.basicConfig(
         level=args.log_level.upper(), filename=args.log_file or None,

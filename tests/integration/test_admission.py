@@ -5,8 +5,11 @@ name, datapath id, a port with the victim's vNIC and a frame from it)
 with no certificate, one from another CA, and h2's real certificate; and
 peers without the right CA's certificate knock on OpenFlow and on a host's
 OVSDB. Meanwhile a 1 kHz stream crosses the victim's wire."""
+import hashlib
 import json
 import os
+import re
+import ssl
 import subprocess
 import time
 
@@ -74,9 +77,9 @@ def test_a_rogue_host_cannot_connect_claim_a_name_or_take_a_datapath(
         ("h2's certificate", 'ssl', (h2key, h2cert, lab.pki.controller_ca),
          "is host h1's but the certificate names h2"),
     ]
-    for what, scheme, ssl, why in attacks:
+    for what, scheme, creds, why in attacks:
         vm = rogue_mod.claim(rogue, victim, vnic, mac,
-                             rogue_mod.controller_target(lab, scheme), ssl)
+                             rogue_mod.controller_target(lab, scheme), creds)
         wait_until(lambda: _refused(api, rogue, why), 20,
                    what='the controller refusing the rogue (%s)' % what)
         vm.tool('rarp', 'rg0')            # a frame from the victim's vNIC
@@ -110,11 +113,11 @@ def test_a_rogue_host_cannot_connect_claim_a_name_or_take_a_datapath(
     assert va2.ping('192.0.2.6', count=3)[1] == 3
 
 
-def _ovsdb_client(ns, remote, ssl=None, timeout=8):
+def _ovsdb_client(ns, remote, creds=None, timeout=8):
     cmd = ['ovsdb-client', '--timeout=%d' % timeout]
-    if ssl:
-        cmd += ['--private-key=' + ssl[0], '--certificate=' + ssl[1],
-                '--ca-cert=' + ssl[2]]
+    if creds:
+        cmd += ['--private-key=' + creds[0], '--certificate=' + creds[1],
+                '--ca-cert=' + creds[2]]
     cmd += ['list-dbs', remote]
     p = subprocess.run(['ip', 'netns', 'exec', ns] + cmd,
                        capture_output=True, text=True, timeout=timeout + 5)
@@ -132,11 +135,11 @@ def test_a_hosts_ovsdb_answers_only_the_controllers_certificate(
     h2key, h2cert = lab.pki.files('h2')
     ckey, ccert = lab.pki.files('controller')
     ca = lab.pki.host_ca
-    for what, remote, ssl in (
+    for what, remote, creds in (
             ('plain TCP', 'tcp:%s:6640' % lab.host('h1').mgmt_ip, None),
             ("h2's certificate", target, (h2key, h2cert, ca)),
             ('another CA', target, (okey, ocert, ca))):
-        rc, out = _ovsdb_client(rogue.ns, remote, ssl)
+        rc, out = _ovsdb_client(rogue.ns, remote, creds)
         assert rc != 0 and 'Open_vSwitch' not in out, (what, out)
     rc, out = _ovsdb_client(rogue.ns, target, (ckey, ccert, ca))
     assert rc == 0 and 'Open_vSwitch' in out, out
@@ -167,3 +170,60 @@ def test_openflow_refuses_a_peer_without_a_host_certificate(lab, api,
         wait_until(lambda: failed() > before, 10,
                    what='the controller counting the refusal of %s' % what)
         assert _refused(api, rogue, 'TLS handshake failed'), what
+
+
+def _fingerprint_pem(pem):
+    der = ssl.PEM_cert_to_DER_cert(pem)
+    return hashlib.sha256(der).hexdigest()
+
+
+def _openflow_server_cert(lab, host):
+    """The certificate the controller's OpenFlow port shows now (asked
+    from `host`'s namespace with its own certificate, as its switch)."""
+    key, cert = lab.pki.files(host.name)
+    p = subprocess.run(
+        ['ip', 'netns', 'exec', host.ns, 'openssl', 's_client', '-connect',
+         '%s:%d' % (CONTROLLER_IP, lab.of_port), '-cert', cert, '-key', key,
+         '-CAfile', lab.pki.controller_ca], input='', capture_output=True,
+        text=True, timeout=20)
+    m = re.search(r'-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----',
+                  p.stdout, re.S)
+    assert m, p.stdout + p.stderr
+    return _fingerprint_pem(m.group(0))
+
+
+def test_certificates_rotate_without_a_restart(lab, api, pair):
+    """vw-pki re-issues the controller's and h1's certificates in place;
+    the same controller process shows the new one on REST and OpenFlow,
+    and h1's switch, reconnecting with its new one, is admitted as h1."""
+    va, vb, w = pair('h1', 'h2')
+    pid = lab.controller.pid
+    h1 = lab.host('h1')
+
+    def rest_cert():
+        return _fingerprint_pem(ssl.get_server_certificate(
+            ('127.0.0.1', lab.rest_port)))
+    with open(lab.pki.files('controller')[1]) as f:
+        old = _fingerprint_pem(f.read())
+    assert rest_cert() == old and _openflow_server_cert(lab, h1) == old
+    lab.pki.issue('controller', role='controller',
+                  ips=[CONTROLLER_IP, '127.0.0.1'])
+    lab.pki.issue('h1')
+    with open(lab.pki.files('controller')[1]) as f:
+        new = _fingerprint_pem(f.read())
+    assert new != old
+    wait_until(lambda: rest_cert() == new, 15, what='REST showing the new '
+               'certificate')
+    assert _openflow_server_cert(lab, h1) == new
+    # h1's switch reconnects with its new certificate (and checks the
+    # controller's new one against the controller CA): still h1.
+    target = h1.vsctl('get-controller', 'br-int').strip()
+    h1.vsctl('del-controller', 'br-int')
+    wait_until(lambda: not _host(api, 'h1')['connected'], 15,
+               what='h1 disconnected')
+    h1.vsctl('set-controller', 'br-int', target, '--', 'set', 'controller',
+             'br-int', 'max_backoff=1000', 'inactivity_probe=5000')
+    wait_until(api.synced, 30, what='h1 back with its new certificate')
+    assert _host(api, 'h1')['certificate'] == ['h1']
+    assert lab.controller.pid == pid and lab.controller.poll() is None
+    assert va.ping('192.0.2.2', count=3)[1] == 3

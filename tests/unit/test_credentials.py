@@ -151,3 +151,69 @@ def test_a_migration_the_database_did_not_save_is_a_503(api):
         'destination': 'h2'}, token=tok)
     assert status == 503 and 'not saved' in doc['error']['message'] and \
         'intent database unreachable' in doc['error']['message']
+
+
+def _announce(api, tok, vnics, dest='h2', vm_uuid=None):
+    return api('POST', '/v1/migrations', {
+        'vm': 'g', 'vm_uuid': vm_uuid or str(uuid.uuid4()), 'vnics': vnics,
+        'destination': dest}, token=tok)
+
+
+def test_a_hypervisor_cannot_take_over_a_vnic_migrating_elsewhere(api):
+    """h3's token announcing 'a' (moving h1 -> h2 under its own guest's
+    migration) as arriving on h3 would block the real activation."""
+    h = api.h
+    h.host('h3', ('c', 3))
+    real = issue(api, 'hypervisor', 'h2')
+    rogue = issue(api, 'hypervisor', 'h3')
+    vm = str(uuid.uuid4())
+    assert _announce(api, real, ['a'], 'h2', vm)[0] == 201
+    status, doc = _announce(api, rogue, ['a'], 'h3')
+    assert status == 409 and 'already being migrated' in \
+        doc['error']['message']
+    assert 'h1' not in doc['error']['message']      # names no other host
+    [m] = api('GET', '/v1/migrations')[1]['migrations']
+    assert (m['vm_uuid'], m['destination'], m['state']) == (vm, 'h2',
+                                                          'prepared')
+
+
+def test_a_hypervisor_learns_nothing_about_other_hosts(api):
+    tok = issue(api, 'hypervisor', 'h2')
+    status, doc = _announce(api, tok, ['a'])
+    assert status == 201
+    assert 'sources' not in doc and 'h1' not in json.dumps(doc), doc
+    # The operator sees where it came from.
+    [m] = api('GET', '/v1/migrations')[1]['migrations']
+    assert m['sources'] == {'a': 'h1'}
+
+
+def test_announcements_are_bounded_per_destination_and_expire(api):
+    from virtualwire.control.migrations import MAX_PER_DESTINATION
+    h = api.h
+    n = MAX_PER_DESTINATION + 8
+    h.host('h1', ('a', 1), *[('v%d' % i, 10 + i) for i in range(n)])
+    tok = issue(api, 'hypervisor', 'h2')
+    answers = [_announce(api, tok, ['v%d' % i]) for i in range(n)]
+    assert [s for s, _ in answers] == [201] * MAX_PER_DESTINATION + \
+        [409] * 8
+    assert 'the most one host may have' in answers[-1][1]['error']['message']
+    assert _announce(api, tok, [])[0] == 422        # nothing to follow
+    # Nothing arrives: past the move timeout every record has ended.
+    h.loop.call(h.ctl.tick)                  # the timer sees the moves
+    h.now += h.ctl.move_timeout + 1
+    h.loop.call(h.ctl.tick)
+    states = [m['state'] for m in api('GET', '/v1/migrations')[1][
+        'migrations']]
+    assert len(states) == MAX_PER_DESTINATION and \
+        set(states) == {'timed-out'}, set(states)
+
+
+def test_a_vnic_of_another_guest_cannot_be_announced(api):
+    h = api.h
+    owner = str(uuid.uuid4())
+    h.host('h1', ('a', 1), vm=owner)
+    tok = issue(api, 'hypervisor', 'h2')
+    status, doc = _announce(api, tok, ['a'])
+    assert status == 409 and "is not guest" in doc['error']['message']
+    assert api('GET', '/v1/migrations')[1] == {'migrations': []}
+    assert _announce(api, tok, ['a'], vm_uuid=owner)[0] == 201

@@ -155,7 +155,7 @@ def _document():
                          'responses': {'201': _ok(_ref('Migration')),
                                        '400': _ERR, '401': _ERR, '404': _ERR,
                                        '409': _ERR, '413': _ERR,
-                                       '422': _ERR}}},
+                                       '422': _ERR, '503': _ERR}}},
             '/v1/migrations/{vm_uuid}/released': {
                 'parameters': [{'name': 'vm_uuid', 'in': 'path',
                                 'required': True,

@@ -116,6 +116,19 @@ def read_json_object(req):
     return doc
 
 
+# What a hypervisor's hook is told of a migration: not where its vNICs
+# were (other hosts), nor anyone's timeline.
+HOOK_VIEW = ('id', 'vm', 'vm_uuid', 'vnics', 'destination', 'state',
+             'started_at', 'ended_at')
+
+
+def _for_caller(req, view):
+    who = req.environ.get('virtualwire.principal')
+    if isinstance(who, tuple) and who[0] == 'hypervisor':
+        return {k: view[k] for k in HOOK_VIEW if k in view}
+    return view
+
+
 class RestApi:
     def __init__(self, loop, controller, intent, runtime, token):
         self.loop, self.ctl = loop, controller
@@ -166,6 +179,7 @@ class RestApi:
                     _peek_json(req) if who[0] == 'hypervisor' else None)
                 if why is not None:
                     return error(403, why)
+                req.environ['virtualwire.principal'] = who
             return getattr(self, action)(req, **match)
         except errors.VwError as e:
             return error(status_of(e), e.message)
@@ -285,14 +299,15 @@ class RestApi:
                 'migration %s was not saved in the intent database (%s); '
                 'the controller still follows its vNICs from the hosts'
                 % (view['id'], e)) from None
-        return _json(201, view)
+        return _json(201, _for_caller(req, view))
 
     def migration_released(self, req, vm_uuid):
         doc = read_json_object(req)
         if set(doc) != {'host'} or not isinstance(doc['host'], str):
             raise errors.Malformed('body must be {"host": host name}')
         view = self._call(self.ctl.migration_released, vm_uuid, doc['host'])
-        return _json(200, {'migration': view})
+        return _json(200, {'migration': _for_caller(req, view)
+                           if view else view})
 
     def list_extender_links(self, req):
         return _json(200, {

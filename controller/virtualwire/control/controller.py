@@ -50,6 +50,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
         self.host_owner = {}            # host name -> OVSDB remote
         self.remembered = {}            # name -> Host, as last persisted
         self.move_seen = {}             # vnic -> clock() when first seen
+        self.announced_at = {}          # vm_uuid -> clock() at announcement
         self.changed_records = {}       # id -> Migration to persist
         self.sisters_pending = {}       # vnic -> activation's other switches
         self.sister_hosts = {}

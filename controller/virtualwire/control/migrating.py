@@ -64,15 +64,22 @@ class MigrationHandlers(ControllerState):
         def location(v):
             loc = placement.location(v)
             return loc.host if loc else None
+
+        def vm_id(v):
+            host = self.tables.hosts.get(location(v) or '')
+            port = host.vnic_map().get(v) if host else None
+            return port.vm_id if port else ''
         try:
             m = self.migrations.announce(doc, set(self.tables.hosts),
-                                         self.connected_hosts(), location)
+                                         self.connected_hosts(), location,
+                                         vm_id)
         except errors.VwError as e:
             LOG.warning('migration refused: %s', e.message)
             raise
         for v, src in m.sources.items():
             if src != m.destination:
                 self.tables.start_move(v, src, m.destination)
+        self.announced_at[m.vm_uuid] = self.clock()
         LOG.info('migration %s: %s (%s) %s -> %s', m.id, m.vm, m.vm_uuid,
                  sorted({s for s in m.sources.values() if s}), m.destination)
         # Durable before the hook lets libvirt go on: a controller that
@@ -227,3 +234,16 @@ class MigrationHandlers(ControllerState):
                 LOG.warning('vNIC %s: move to %s not activated in %gs, '
                             'cancelled', v, m.destination, self.move_timeout)
                 self._cancel(v, TIMED_OUT)
+        # An announcement whose vNICs never moved (no tap on the
+        # destination, or nothing to follow) ends too: records are bounded.
+        for vm_uuid, at in list(self.announced_at.items()):
+            rec = self.migrations.active.get(vm_uuid)
+            if rec is None:
+                del self.announced_at[vm_uuid]
+            elif now - at > self.move_timeout and not any(
+                    v in moves for v in rec.vnics):
+                LOG.warning('migration %s of %s: announced %gs ago and '
+                            'never started, expired', rec.id, rec.vm,
+                            self.move_timeout)
+                del self.announced_at[vm_uuid]
+                self._record(self.migrations.expire(vm_uuid))

@@ -17,6 +17,9 @@ from virtualwire.core import errors, ids
 from virtualwire.core.placement import ABORTED, COMPLETED, TIMED_OUT
 
 HISTORY = 200          # finished migrations kept for `GET /v1/migrations`
+# Announced migrations in progress to one destination at most: a host's
+# hook (or a compromised host) cannot pile up records without bound.
+MAX_PER_DESTINATION = 32
 
 # A vNIC's move, step by step (besides the migration's `started_at`, when
 # it was announced, and `activated`): its tap appeared on the destination
@@ -85,8 +88,8 @@ def parse_announce(doc):
     if not isinstance(vm, str) or not vm or len(vm) > 256:
         raise errors.Invalid('vm must be a domain name')
     vm_uuid = parse_vm_uuid(vm_uuid)
-    if not isinstance(vnics, list) or len(vnics) > 64:
-        raise errors.Invalid('vnics must be a list of up to 64 vNIC ids')
+    if not isinstance(vnics, list) or not 1 <= len(vnics) <= 64:
+        raise errors.Invalid('vnics must be a list of 1 to 64 vNIC ids')
     for v in vnics:
         ids.check_vnic_id(v)
     if len(set(vnics)) != len(vnics):
@@ -94,6 +97,13 @@ def parse_announce(doc):
     if not isinstance(dest, str) or not dest:
         raise errors.Invalid('destination must be a host name')
     return vm, vm_uuid, tuple(vnics), dest
+
+
+def _uuid_or_none(text):
+    try:
+        return str(uuidlib.UUID(text)) if text else None
+    except ValueError:
+        return None
 
 
 def parse_vm_uuid(value):
@@ -112,9 +122,15 @@ class MigrationBook:
         self.active: Dict[str, Migration] = {}           # vm_uuid -> record
         self.history: "OrderedDict[str, Migration]" = OrderedDict()
 
-    def announce(self, doc, hosts, connected, location):
+    def announce(self, doc, hosts, connected, location, vm_id=None):
         """hosts: known host names; connected: names with a live switch;
-        location(vnic) -> host name or None. Returns the Migration."""
+        location(vnic) -> host name or None; vm_id(vnic) -> the guest UUID
+        its port carries (libvirt's external_ids:vm-id) or ''. Returns the
+        Migration. What a hook may announce is bounded: only vNICs of the
+        guest it names (when their ports say whose they are), not already
+        on the destination, not moving under another guest's migration,
+        and at most MAX_PER_DESTINATION in progress per destination;
+        refusals name no other host."""
         vm, vm_uuid, vnics, dest = parse_announce(doc)
         if dest not in hosts:
             raise errors.NotFound('destination host %s is unknown to the '
@@ -127,6 +143,7 @@ class MigrationBook:
             raise errors.NotFound('vNIC(s) %s not plugged on any host: the '
                                   'controller cannot follow them'
                                   % ', '.join(missing))
+        self._check_claim(vm_uuid, vnics, dest, location, vm_id)
         for key, other in list(self.active.items()):
             if other.found_by == 'ovsdb' and set(other.vnics) & set(vnics):
                 del self.active[key]    # the announcement supersedes it
@@ -139,6 +156,36 @@ class MigrationBook:
                       destination=dest)
         self.active[vm_uuid] = m
         return m
+
+    def _check_claim(self, vm_uuid, vnics, dest, location, vm_id):
+        here = [v for v in vnics if location(v) == dest]
+        if here:
+            raise errors.Conflict('vNIC(s) %s already on %s: nothing to '
+                                  'migrate' % (', '.join(here), dest))
+        for v in vnics:
+            owner = _uuid_or_none(vm_id(v)) if vm_id else None
+            if owner is not None and owner != vm_uuid:
+                raise errors.Conflict('vNIC %s is not guest %s\'s'
+                                      % (v, vm_uuid))
+        for other in self.active.values():
+            taken = sorted(set(other.vnics) & set(vnics))
+            if taken and other.found_by == 'hook' and \
+                    other.vm_uuid != vm_uuid:
+                raise errors.Conflict('vNIC(s) %s already being migrated '
+                                      '(migration %s)'
+                                      % (', '.join(taken), other.id))
+        busy = [m for m in self.active.values() if m.destination == dest
+                and m.found_by == 'hook' and m.vm_uuid != vm_uuid]
+        if len(busy) >= MAX_PER_DESTINATION:
+            raise errors.Conflict('%s has %d migrations in progress, the '
+                                  'most one host may have; retry when one '
+                                  'ends' % (dest, len(busy)))
+
+    def expire(self, vm_uuid):
+        """An announced migration none of whose vNICs started moving
+        within the move timeout. Returns the ended record or None."""
+        m = self.active.get(vm_uuid)
+        return self._end(m, TIMED_OUT) if m is not None else None
 
     def inferred(self, vnic, vm_uuid, source, destination):
         """A vNIC plugged on a second host with no announcement (the hook

@@ -30,6 +30,7 @@ class ControllerState:
     host_owner: Dict[str, str]        # host name -> OVSDB remote
     remembered: Dict[str, Host]       # name -> Host, as last persisted
     move_seen: Dict[str, float]       # vnic -> clock() when first seen
+    announced_at: Dict[str, float]    # vm_uuid -> clock() at announcement
     changed_records: Dict[str, Migration]   # to persist after the sync
     # vNIC -> (destination, {host: barrier xid} or None before the sync
     # that moves the other switches, clock() at activation)
