@@ -44,6 +44,38 @@ def wait_flows(sim, expected, timeout):
     raise RuntimeError('switches did not converge: %s' % counts[:10])
 
 
+def connect_all(lab, sim, pairs, n_hosts):
+    """Our set-up: every pair connected over REST, one after the other,
+    until each simulated switch holds all its flows."""
+    api = Api(lab)
+    api.wait_hosts(n_hosts)
+    # Expected per-host flow count, from the pure model.
+    # The miss and the tunnel port's reject flow, then 2 per wire end.
+    expected = [2] * n_hosts
+    for (ka, _), (kb, _) in pairs:
+        expected[ka] += 2
+        expected[kb] += 2
+    print('connecting %d wires over REST' % len(pairs), flush=True)
+    lat, wires = [], []
+    t0 = time.time()
+    for j, ((ka, ma), (kb, mb)) in enumerate(pairs):
+        s = time.perf_counter()
+        w = api.call('POST', '/v1/wires', {'a': sim.vnic_id(ka, ma),
+                                           'b': sim.vnic_id(kb, mb)})
+        lat.append(time.perf_counter() - s)
+        wires.append(w['id'])
+        if (j + 1) % 1000 == 0:
+            print('  %d wires, %.1fs' % (j + 1, time.time() - t0),
+                  flush=True)
+    t_posted = time.time()
+    t_done = wait_flows(sim, expected, 600)
+    print('ours: %.2fs (REST %.2fs, then converged in %.2fs)'
+          % (t_done - t0, t_posted - t0, t_done - t_posted), flush=True)
+    return {'seconds': t_done - t0, 'latencies': lat, 'wires': wires,
+            'expected': expected, 't0': t0, 'posted': t_posted,
+            'done': t_done}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--hosts', type=int, default=50)
@@ -61,33 +93,10 @@ def main():
         print('building %d baseline bridges (no controller)' % args.hosts,
               flush=True)
         base.up()
-        api = Api(lab)
-        api.wait_hosts(args.hosts)
-
-        # Expected per-host flow count, from the pure model.
-        # The miss and the tunnel port's reject flow, then 2 per wire end.
-        expected = [2] * args.hosts
-        for (ka, _), (kb, _) in pairs:
-            expected[ka] += 2
-            expected[kb] += 2
-
-        print('connecting %d wires over REST' % args.wires, flush=True)
-        lat, wires = [], []
-        t0 = time.time()
-        for j, ((ka, ma), (kb, mb)) in enumerate(pairs):
-            s = time.perf_counter()
-            w = api.call('POST', '/v1/wires', {'a': sim.vnic_id(ka, ma),
-                                               'b': sim.vnic_id(kb, mb)})
-            lat.append(time.perf_counter() - s)
-            wires.append(w['id'])
-            if (j + 1) % 1000 == 0:
-                print('  %d wires, %.1fs' % (j + 1, time.time() - t0),
-                      flush=True)
-        t_posted = time.time()
-        t_done = wait_flows(sim, expected, 600)
-        ours = t_done - t0
-        print('ours: %.2fs (REST %.2fs, then converged in %.2fs)'
-              % (ours, t_posted - t0, t_done - t_posted), flush=True)
+        res = connect_all(lab, sim, pairs, args.hosts)
+        ours, lat, wires, expected = (res['seconds'], res['latencies'],
+                                      res['wires'], res['expected'])
+        t_posted, t0, t_done = res['posted'], res['t0'], res['done']
 
         # Baseline: the same flows, by hand, on the baseline bridges.
         hosts = {}

@@ -42,10 +42,24 @@ def machine():
             'kernel': platform.release()}
 
 
+def commit():
+    """The checkout's commit, '+dirty' if it has uncommitted changes."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        rev = subprocess.run(['git', '-C', here, 'rev-parse', 'HEAD'],
+                             capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(['git', '-C', here, 'status', '--porcelain',
+                                '--untracked-files=no'], capture_output=True,
+                               text=True).stdout.strip()
+    except OSError:
+        return None
+    return (rev + ('+dirty' if dirty else '')) or None
+
+
 def write_result(name, doc):
     os.makedirs(RESULTS, exist_ok=True)
-    doc = dict(doc, benchmark=name, command=' '.join([sys.executable] +
-                                                      sys.argv),
+    doc = dict(doc, benchmark=name, commit=commit(),
+               command=' '.join([sys.executable] + sys.argv),
                when=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
                machine=machine())
     path = os.path.join(RESULTS, name + '.json')
