@@ -140,25 +140,31 @@ def run_case(lab, api, rx_name, rx_vm, trials, hand):
     return out, stale
 
 
+def prepare(lab, interval_us):
+    """The controller, VM a on h1 beaconing, b on h2 and c on h1: returns
+    (api, {vm name: Vm}, the beacon process)."""
+    h1, h2 = lab.hosts
+    lab.start_controller()
+    api = Api(lab)
+    a = h1.add_vm('vm-a', [('lat-a', None)])
+    vms = {'vm-b': h2.add_vm('vm-b', [('lat-b', None)]),
+           'vm-c': h1.add_vm('vm-c', [('lat-c', None)])}
+    api.wait_hosts(2)
+    wait(lambda: len(api.call('GET', '/v1/vnics')['vnics']) == 3, 30,
+         'vNICs seen')
+    beacon = a.tool_bg('beacon', 'eth0', '--interval-us', interval_us,
+                       '--src-mac', a.nics['lat-a']['mac'])
+    return api, vms, beacon
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--trials', type=int, default=200)
     ap.add_argument('--interval-us', type=int, default=250)
     args = ap.parse_args()
     with Lab(2) as lab:
-        h1, h2 = lab.hosts
         print('lab up; starting controller', flush=True)
-        lab.start_controller()
-        api = Api(lab)
-        a = h1.add_vm('vm-a', [('lat-a', None)])
-        vms = {'vm-b': h2.add_vm('vm-b', [('lat-b', None)]),
-               'vm-c': h1.add_vm('vm-c', [('lat-c', None)])}
-        api.wait_hosts(2)
-        wait(lambda: len(api.call('GET', '/v1/vnics')['vnics']) == 3, 30,
-             'vNICs seen')
-        beacon = a.tool_bg('beacon', 'eth0', '--interval-us',
-                           args.interval_us,
-                           '--src-mac', a.nics['lat-a']['mac'])
+        api, vms, beacon = prepare(lab, args.interval_us)
         results = {}
         try:
             for hand in (False, True):

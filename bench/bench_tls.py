@@ -16,9 +16,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_latency import CASES, run_case, wait              # noqa: E402
+from bench_latency import CASES, prepare, run_case           # noqa: E402
 from bench_scale import connect_all, plan                    # noqa: E402
-from common import Api, summary, write_result               # noqa: E402
+from common import summary, write_result                    # noqa: E402
 
 from vwlab import Lab, SimHosts                              # noqa: E402
 
@@ -27,18 +27,7 @@ MODES = ('tls', 'plain')
 
 def latency_lab(tls, interval_us):
     lab = Lab(2, tls=tls).__enter__()
-    h1, h2 = lab.hosts
-    lab.start_controller()
-    api = Api(lab)
-    a = h1.add_vm('vm-a', [('lat-a', None)])
-    vms = {'vm-b': h2.add_vm('vm-b', [('lat-b', None)]),
-           'vm-c': h1.add_vm('vm-c', [('lat-c', None)])}
-    api.wait_hosts(2)
-    wait(lambda: len(api.call('GET', '/v1/vnics')['vnics']) == 3, 30,
-         'vNICs seen')
-    beacon = a.tool_bg('beacon', 'eth0', '--interval-us', interval_us,
-                       '--src-mac', a.nics['lat-a']['mac'])
-    return lab, api, vms, beacon
+    return (lab,) + prepare(lab, interval_us)
 
 
 def latencies(trials, interval_us):

@@ -1,7 +1,7 @@
 """Admission (control.admission): which switch connections and host OVSDB
 reports the controller believes when certificates are required. Driven
 against the fake fabric; the same attacks on real OVS over TLS are in
-tests/integration/test_admission.py."""
+tests/integration/test_southbound_trust.py."""
 from virtualwire.core.model import Encap, Host, VnicPort
 from virtualwire.testing.harness import TUN, Harness
 
