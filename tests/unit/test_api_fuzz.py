@@ -24,6 +24,11 @@ def _app():
 
 HARNESS, APP = _app()
 schema = schemathesis.openapi.from_wsgi('/v1/openapi.json', APP)
+# Scoped credentials (core.credentials): what each may do is narrower, and
+# nothing any of them sends may make the server fail.
+SCOPED = {role: HARNESS.intent.credentials.issue(role, name)[0]
+          for role, name in (('reader', 'noc'), ('hypervisor', 'h2'),
+                             ('extender', 'h1'))}
 
 
 @pytest.fixture(scope='module', autouse=True)
@@ -44,6 +49,19 @@ def test_api_answers_as_documented(case):
     # A schema-valid request may still be refused for rules the document
     # cannot declare: a wire's two ends must differ, an announced vNIC must
     # be plugged somewhere. Every other check stays on.
+    case.validate_response(response, headers=auth,
+                           excluded_checks=[positive_data_acceptance])
+
+
+@schema.parametrize()
+@settings(max_examples=10, deadline=None,
+          suppress_health_check=list(HealthCheck))
+@pytest.mark.parametrize('role', sorted(SCOPED))
+def test_scoped_credentials_never_make_the_server_fail(case, role):
+    auth = {'Authorization': 'Bearer ' + SCOPED[role]}
+    response = case.call(headers=auth)
+    assert response.status_code < 500, (role, case.method,
+                                        case.formatted_path, response.text)
     case.validate_response(response, headers=auth,
                            excluded_checks=[positive_data_acceptance])
 
