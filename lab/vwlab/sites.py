@@ -20,6 +20,7 @@ NAT kinds (lab notes, section 13):
                destination, punching fails; a relay is needed;
   'public':    no NAT, the extender's wan0 is on the public segment.
 """
+import time
 from dataclasses import dataclass
 
 from vwlab.shell import LabError, sh
@@ -162,6 +163,7 @@ class Sites:
         sh(['ip', 'link', 'set', 'lo', 'up'], ns=ns)
         self._veth(ns, 'eth0', self.pub_ns, 'pub0', name[:15])
         sh(['ip', 'addr', 'add', '%s/24' % ip, 'dev', 'eth0'], ns=ns)
+        wait_link_ready(ns, 'eth0')
         return ns
 
     def set_nat(self, site, kind):
@@ -177,6 +179,20 @@ class Sites:
         """Forget every NAT mapping of the site (a NAT reboot, or a
         binding timed out)."""
         sh(['conntrack', '-F'], ns=self.nat_ns(site), check=False)
+
+
+def wait_link_ready(ns, dev, timeout=10.0):
+    """Until `dev` can send: a new link transmits through the kernel's
+    noop qdisc (every frame dropped) until linkwatch activates it, up to
+    a second later and longer on a loaded machine; a test that sends at
+    once (the replay attack in test_clouds) lost its first datagrams."""
+    end = time.time() + timeout
+    while time.time() < end:
+        out = sh(['ip', '-o', 'link', 'show', 'dev', dev], ns=ns)
+        if 'state UP' in out and 'qdisc noop' not in out:
+            return
+        time.sleep(0.05)
+    raise LabError('%s in %s not up after %.0fs' % (dev, ns, timeout))
 
 
 def route_sites(lab):
