@@ -36,6 +36,7 @@ class Limits:
     def __init__(self, per_client=PER_CLIENT, total=MAX_CONNECTIONS):
         self.per_client, self.total = per_client, total
         self.active: collections.Counter = collections.Counter()
+        self.held = 0           # sum of `active`, kept as it changes
         self.refused = 0
         self._lock = threading.Lock()
 
@@ -43,14 +44,16 @@ class Limits:
         ip = addr[0] if isinstance(addr, tuple) else str(addr)
         with self._lock:
             if self.active[ip] >= self.per_client or \
-                    sum(self.active.values()) >= self.total:
+                    self.held >= self.total:
                 self.refused += 1
                 return None
             self.active[ip] += 1
+            self.held += 1
             return ip
 
     def give(self, ip):
         with self._lock:
+            self.held -= 1
             self.active[ip] -= 1
             if self.active[ip] <= 0:
                 del self.active[ip]
@@ -144,7 +147,7 @@ class _ThreadingServer(socketserver.ThreadingMixIn,
 def make_server(host, port, app, tls=None, limits=None):
     limits = limits or Limits()
     if getattr(hub, 'HUB_TYPE', '') == 'eventlet':
-        return _EventletServer((host, port), app, tls, limits)
+        return _eventlet_server((host, port), app, tls, limits)
     srv = wsgiref.simple_server.make_server(
         host, port, app, server_class=_ThreadingServer,
         handler_class=_Quiet)
@@ -154,20 +157,22 @@ def make_server(host, port, app, tls=None, limits=None):
     return srv
 
 
-class _EventletServer:
-    def __init__(self, listen_info, app, tls, limits):
-        self.sock = hub.listen(listen_info)
-        self.app, self.tls, self.limits = app, tls, limits
+def _eventlet_server(listen_info, app, tls, limits):
+    """os-ken's hub.WSGIServer (it opens the listening socket), serving
+    with what its own serve_forever cannot pass to eventlet.wsgi.server:
+    the socket timeout, the bounded pool, TLS per connection."""
+    import eventlet.wsgi
 
-    def serve_forever(self):
-        import eventlet.wsgi
-        sock = _TlsListener(self.sock, self.tls) if self.tls else self.sock
-        # The listener hides the TLS socket from eventlet's own check:
-        # say it, so redirects (absolute Locations) keep https.
-        environ = {'wsgi.url_scheme': 'https', 'HTTPS': 'on'} \
-            if self.tls else None
-        eventlet.wsgi.server(sock, self.app, log=hub.LoggingWrapper(),
-                             environ=environ,
-                             socket_timeout=SOCKET_TIMEOUT,
-                             custom_pool=_LimitedPool(self.limits),
-                             log_output=False, debug=False)
+    class Server(hub.WSGIServer):
+        def serve_forever(self):
+            sock = _TlsListener(self.server, tls) if tls else self.server
+            # The listener hides the TLS socket from eventlet's own check:
+            # say it, so redirects (absolute Locations) keep https.
+            environ = {'wsgi.url_scheme': 'https', 'HTTPS': 'on'} \
+                if tls else None
+            eventlet.wsgi.server(sock, self.handle, log=hub.LoggingWrapper(),
+                                 environ=environ,
+                                 socket_timeout=SOCKET_TIMEOUT,
+                                 custom_pool=_LimitedPool(limits),
+                                 log_output=False, debug=False)
+    return Server(listen_info, app)

@@ -25,7 +25,7 @@ def load_config(args):
     url = args.url or os.environ.get('VWCTL_URL')
     token = read_token_file(args.token_file) if args.token_file \
         else os.environ.get('VWCTL_TOKEN')
-    ca = getattr(args, 'ca_cert', None) or os.environ.get('VWCTL_CA_CERT')
+    ca = args.ca_cert or os.environ.get('VWCTL_CA_CERT')
     path = args.config or os.environ.get('VWCTL_CONFIG') or DEFAULT_CONFIG
     if os.path.exists(path):
         cp = configparser.ConfigParser()

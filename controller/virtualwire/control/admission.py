@@ -25,6 +25,7 @@ Refusals are counted and the last ones kept for `/v1/status`.
 import collections
 import logging
 import time
+
 from virtualwire.control.state import ControllerState
 
 LOG = logging.getLogger(__name__)
@@ -59,7 +60,6 @@ class AdmissionChecks(ControllerState):
     def admit_hosts(self, remote, hosts, identity):
         """The hosts of one OVSDB report that may be believed."""
         out = []
-        known = {h.dpid: n for n, h in self.tables.hosts.items()}
         for h in hosts:
             if self.require_identity and (identity is None or
                                           h.name not in identity):
@@ -67,7 +67,7 @@ class AdmissionChecks(ControllerState):
                              'it reports host %s but its certificate '
                              'names %s' % (h.name, _names(identity)))
                 continue
-            owner = known.get(h.dpid)
+            owner = self.host_of_dpid(h.dpid)
             if owner is not None and owner != h.name:
                 self._refuse('host_reports_refused', 'host report', remote,
                              'host %s claims datapath id %016x, which is '

@@ -99,13 +99,6 @@ def parse_announce(doc):
     return vm, vm_uuid, tuple(vnics), dest
 
 
-def _uuid_or_none(text):
-    try:
-        return str(uuidlib.UUID(text)) if text else None
-    except ValueError:
-        return None
-
-
 def parse_vm_uuid(value):
     """A libvirt domain UUID in canonical form, or Invalid."""
     try:
@@ -163,7 +156,10 @@ class MigrationBook:
             raise errors.Conflict('vNIC(s) %s already on %s: nothing to '
                                   'migrate' % (', '.join(here), dest))
         for v in vnics:
-            owner = _uuid_or_none(vm_id(v)) if vm_id else None
+            try:        # a port without a UUID for vm-id cannot be checked
+                owner = parse_vm_uuid(vm_id(v)) if vm_id else None
+            except errors.Invalid:
+                owner = None
             if owner is not None and owner != vm_uuid:
                 raise errors.Conflict('vNIC %s is not guest %s\'s'
                                       % (v, vm_uuid))

@@ -47,6 +47,8 @@ class SafeStart(ControllerState):
         if self.orphans_released:
             self.held.pop(host, None)
             return diff
+        if not diff.delete and not (full and host in self.held):
+            return diff         # the usual sync: nothing to hold or forget
         keep, held = [], {}     # type: list, Dict[int, int]
         for f in diff.delete:
             cid = ids.connector_of_cookie(f.cookie)
@@ -54,13 +56,13 @@ class SafeStart(ControllerState):
                 held[cid] = held.get(cid, 0) + 1
             else:
                 keep.append(f)
-        before = self._held_now().get(host, {})
+        before = self._held_on(host)
         if full:
             self.held[host] = held
         else:
             for cid, n in held.items():
                 self.held.setdefault(host, {})[cid] = n
-        now = self._held_now().get(host, {})
+        now = self._held_on(host)
         if now and now != before:
             LOG.error(
                 'host %s holds flows of %d wire(s) the intent database does '
@@ -71,13 +73,16 @@ class SafeStart(ControllerState):
                 ', '.join(ids.fmt_connector(c) for c in sorted(now)[:8]))
         return FlowDiff(diff.add, diff.modify, keep) if held else diff
 
+    def _held_on(self, host):
+        """Held flows of wires still unknown on `host` (a restored wire's
+        are right again)."""
+        return {c: n for c, n in self.held.get(host, {}).items()
+                if c not in self.known_wires}
+
     def _held_now(self):
-        """Held flows of wires still unknown (a restored wire's are right
-        again), per host."""
         out = {}
-        for host, cids in self.held.items():
-            left = {c: n for c, n in cids.items()
-                    if c not in self.known_wires}
+        for host in self.held:
+            left = self._held_on(host)
             if left:
                 out[host] = left
         return out

@@ -24,9 +24,6 @@ class ControllerState:
     require_identity: bool            # TLS: certificates name hosts
     refusals: Any                     # deque of recent refusals
     known_wires: Set[int]             # connector ids seen in intent
-
-    def safe_start_view(self) -> dict:
-        raise NotImplementedError
     host_owner: Dict[str, str]        # host name -> OVSDB remote
     remembered: Dict[str, Host]       # name -> Host, as last persisted
     move_seen: Dict[str, float]       # vnic -> clock() when first seen
@@ -44,6 +41,9 @@ class ControllerState:
         raise NotImplementedError
 
     def host_of_dpid(self, dpid: int):
+        raise NotImplementedError
+
+    def safe_start_view(self) -> dict:
         raise NotImplementedError
 
     def extender_link_views(self) -> list:

@@ -16,8 +16,9 @@ credential leaves every other caller working. What it does not: the host
 can still do what its role allows (a hypervisor may announce migrations
 to itself, bounded by `control.migrations`: only a guest's own vNICs, none
 moving under another guest's migration, at most MAX_PER_DESTINATION in
-progress, each expiring), and the operator's token can do everything. Only a SHA-256 of
-each token is stored: a copy of the database does not hand out tokens.
+progress, each expiring), and the operator's token can do everything.
+Only a SHA-256 of each token is stored: a copy of the database does not
+hand out tokens.
 """
 import hashlib
 import re

@@ -8,8 +8,8 @@ the new files are in place use them, open ones keep theirs.
 `peer_names` is what admission checks: the names a verified peer
 certificate carries (its CN and DNS subjectAltNames). It protects against a
 peer that has no certificate from the deployment CA; it does not protect
-against a peer that holds a stolen key (revoke by re-issuing the CA, or by
-removing the host's name from the intent of who may connect).
+against a peer that holds a stolen key (there is no revocation list yet:
+re-issue the CA).
 """
 import logging
 import os
@@ -35,8 +35,6 @@ class TlsFiles:
         self._stamp: tuple = ()
         self._server: ssl.SSLContext
         self._https: ssl.SSLContext
-        self._client: ssl.SSLContext
-        self.reloads = 0
         self._load()            # a bad file is an error at start, not later
 
     @property
@@ -60,24 +58,15 @@ class TlsFiles:
 
     def _load(self):
         stamp = self._stat()
-        server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        client = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        for ctx in (server, client):
-            ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-            ctx.load_cert_chain(self.certificate, self.private_key)
-            ctx.load_verify_locations(self.ca_cert)
-            ctx.verify_mode = ssl.CERT_REQUIRED
-        # Peers are identified by their certificate's names, checked by the
-        # caller against what they claim (a host name), not by an address.
-        client.check_hostname = False
+        # OpenFlow: both sides prove who they are (the switch's names are
+        # then checked against the host it claims, control.admission).
+        server = _context(self.certificate, self.private_key)
+        server.load_verify_locations(self.ca_cert)
+        server.verify_mode = ssl.CERT_REQUIRED
         # REST: the server proves who it is; clients prove it with a
         # bearer token (API users have no certificates).
-        https = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        https.minimum_version = ssl.TLSVersion.TLSv1_2
-        https.load_cert_chain(self.certificate, self.private_key)
-        self._server, self._https, self._client = server, https, client
-        self._stamp = stamp
-        self.reloads += 1
+        https = _context(self.certificate, self.private_key)
+        self._server, self._https, self._stamp = server, https, stamp
 
     def refresh(self):
         """Rebuild the contexts if a file changed. A half-written or broken
@@ -88,7 +77,6 @@ class TlsFiles:
                     self._load()
                     LOG.info('TLS files changed: key, certificate and CA '
                              'reloaded (%s)', self.certificate)
-                    configure_ovs_streams(self)
             except (OSError, ssl.SSLError, ValueError) as e:
                 LOG.error('TLS files changed but cannot be loaded (%s); '
                           'keeping the previous ones', e)
@@ -102,14 +90,18 @@ class TlsFiles:
         self.refresh()
         return self._https
 
-    def client_context(self) -> ssl.SSLContext:
-        self.refresh()
-        return self._client
+
+def _context(certificate, private_key):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(certificate, private_key)
+    return ctx
 
 
 def configure_ovs_streams(tls: TlsFiles):
-    """The `ovs` library's SSL settings are process-wide and read at each
-    connect: point them at our files (again after a rotation)."""
+    """The `ovs` library's SSL settings are process-wide paths, read at
+    each connect (so a rotation in place needs nothing more): set them
+    once, at start."""
     import ovs.stream
     ovs.stream.Stream.ssl_set_private_key_file(tls.private_key)
     ovs.stream.Stream.ssl_set_certificate_file(tls.certificate)
