@@ -89,6 +89,9 @@ def parse_args(argv=None):
                    help="read every switch's flow counters this often, "
                         '1-5 s (REST stats, /metrics, the dashboard answer '
                         'from the last reading; default: %(default)s)')
+    p.add_argument('--audit-log', default='', metavar='FILE',
+                   help='append a JSON line per change asked for, refused '
+                        'ones included (default: STATE_DIR/audit.log)')
     p.add_argument('--log-file', default='')
     p.add_argument('--log-level', default='INFO')
     return p.parse_args(argv)
@@ -220,6 +223,7 @@ def main(argv=None):
     from os_ken import cfg
     from os_ken.base.app_manager import AppManager
 
+    from virtualwire.api.audit import AuditLog
     from virtualwire.api.rest import RestApi
     from virtualwire.api.server import make_server
     from virtualwire.control.controller import Controller
@@ -252,7 +256,8 @@ def main(argv=None):
                             require_identity=tls_files is not None)
     host_dbs.on_hosts = controller.on_hosts
     intent.client.observe = controller.instruments.ovsdb.observe
-    api = RestApi(loop, controller, intent, runtime, token)
+    api = RestApi(loop, controller, intent, runtime, token, AuditLog(
+        args.audit_log or os.path.join(args.state_dir, 'audit.log')))
 
     # REST socket first: it stays in our namespace even if the southbound
     # sockets go into the management one.

@@ -18,6 +18,9 @@ def _app():
     h.host('h1', ('a', 1), ('b', 2), ('c', 3))
     h.host('h2', ('d', 1))
     h.connect('a', 'd')
+    for v in ('a', 'b', 'd'):
+        h.intent.ownership.assign(v, 'acme')
+    h.intent.ownership.assign('c', 'globex')
     h.collect()         # stats answer from the collector's first reading
     return h, RestApi(h.loop, h.ctl, h.intent, h.runtime, TOKEN)
 
@@ -28,7 +31,8 @@ schema = schemathesis.openapi.from_wsgi('/v1/openapi.json', APP)
 # nothing any of them sends may make the server fail.
 SCOPED = {role: HARNESS.intent.credentials.issue(role, name)[0]
           for role, name in (('reader', 'noc'), ('hypervisor', 'h2'),
-                             ('extender', 'h1'))}
+                             ('extender', 'h1'), ('tenant', 'acme'),
+                             ('tenant-reader', 'acme'))}
 
 
 @pytest.fixture(scope='module', autouse=True)

@@ -104,7 +104,7 @@ def test_revoked_or_reissued_tokens_are_refused_and_only_digests_kept(api):
 
 @pytest.mark.parametrize('body, words', [
     ({'role': 'root', 'name': 'x'}, 'role must be one of'),
-    ({'role': 'reader', 'name': '../x'}, 'name must be a host name'),
+    ({'role': 'reader', 'name': '../x'}, 'name must be a host or tenant name'),
     ({'role': 'reader'}, 'missing field: name'),
     ({'role': 'reader', 'name': 'x', 'scope': '*'}, 'unknown field'),
 ])

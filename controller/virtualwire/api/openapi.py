@@ -1,5 +1,6 @@
 """The OpenAPI 3 description of /v1 (served at /v1/openapi.json)."""
 from virtualwire.api.openapi_access import credential_paths, intent_paths
+from virtualwire.api.openapi_tenants import tenant_paths
 
 
 def _ref(name):
@@ -32,6 +33,7 @@ def openapi_document():
     doc = _document()
     doc['paths'].update(credential_paths())
     doc['paths'].update(intent_paths())
+    doc['paths'].update(tenant_paths(_VNIC))
     # Any request can be malformed (400: e.g. control characters in its
     # path), lack the token (401), or carry a scoped credential that does
     # not allow it (403).
@@ -325,7 +327,8 @@ def _document():
                     'id': {'type': 'string'}, 'host': {'type': 'string'},
                     'port': {'type': 'string'}, 'ofport': {'type': 'integer'},
                     'mac': {'type': 'string'}, 'vm_id': {'type': 'string'},
-                    'wire': {'type': ['string', 'null']}}},
+                    'wire': {'type': ['string', 'null']},
+                    'tenant': {'type': ['string', 'null']}}},
             },
         },
     }

@@ -3,7 +3,6 @@ control loop (`loop.call`) or the intent store, and render JSON. Every
 error is JSON {"error": {"status", "message"}}; domain errors get their
 status from `api.errors`, nowhere else."""
 import hmac
-import json
 import logging
 import time
 
@@ -12,24 +11,19 @@ import webob
 import webob.dec
 
 from virtualwire.api import dashboard
-from virtualwire.api.errors import LengthRequired, status_of
+from virtualwire.api.audit import FIELDS, AuditLog
+from virtualwire.api.errors import status_of
 from virtualwire.api.openapi import openapi_document
-from virtualwire.core import credentials, errors, ids
-from virtualwire.metrics.exporter import CONTENT_TYPE, LoopCollector, exposition
+from virtualwire.api.render import (error, json_response, peek_json,
+                                    read_json_object)
+from virtualwire.api.rest_operator import OperatorHandlers
+from virtualwire.core import credentials, errors, ids, tenancy
+from virtualwire.metrics.exporter import (CONTENT_TYPE, LoopCollector,
+                                          exposition, scoped_exposition)
+from virtualwire.store.errors import VnicTaken
 
 LOG = logging.getLogger(__name__)
-MAX_BODY = 64 * 1024
 CALL_TIMEOUT = 30.0          # the control loop answers long before this
-
-
-def _json(status, doc):
-    return webob.Response(status=status, charset='utf-8',
-                          content_type='application/json',
-                          body=(json.dumps(doc, indent=1) + '\n').encode())
-
-
-def error(status, message):
-    return _json(status, {'error': {'status': status, 'message': message}})
 
 
 ROUTES = (
@@ -44,6 +38,10 @@ ROUTES = (
     ('/v1/hosts/{name}', 'GET', 'show_host'),
     ('/v1/vnics', 'GET', 'list_vnics'),
     ('/v1/vnics/{vnic_id}', 'GET', 'show_vnic'),
+    ('/v1/vnics/{vnic_id}/tenant', 'PUT', 'assign_tenant'),
+    ('/v1/vnics/{vnic_id}/tenant', 'DELETE', 'release_tenant'),
+    ('/v1/tenants', 'GET', 'list_tenants'),
+    ('/v1/audit', 'GET', 'audit'),
     ('/v1/wires', 'GET', 'list_wires'),
     ('/v1/wires', 'POST', 'connect'),
     ('/v1/wires/{wire_id}', 'GET', 'show_wire'),
@@ -71,67 +69,26 @@ ADMIN = 'admin'
 PUBLIC = frozenset({'openapi', 'home', 'ui'})
 
 
-def _peek_json(req):
-    """The body as JSON for an access check that depends on it (the
-    handler reads it again): a body that is not JSON is refused here,
-    saying why, before any access decision is made on it."""
-    if not req.content_length:
-        return None
-    if req.content_length > MAX_BODY:
-        raise errors.TooLarge('request body over %d bytes' % MAX_BODY)
-    try:
-        return json.loads(req.body)
-    except RecursionError:
-        raise errors.Malformed('body is not valid JSON: nested too deeply') \
-            from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise errors.Malformed('body is not valid JSON: %s' % e) from None
-
-
-def read_json_object(req):
-    """The request body as a JSON object, or a domain error saying why not
-    (too large, undelimited, not JSON, nested too deeply, not an object)."""
-    if req.content_length is not None and req.content_length > MAX_BODY:
-        raise errors.TooLarge('request body over %d bytes' % MAX_BODY)
-    chunked = 'chunked' in req.headers.get('Transfer-Encoding', '').lower()
-    if chunked:
-        raw_in = req.body_file_raw
-        if not getattr(raw_in, 'chunked_input', False):
-            raise LengthRequired('chunked request bodies are not supported '
-                                 'by this server; send Content-Length')
-        raw = raw_in.read(MAX_BODY + 1)
-    else:
-        raw = req.body_file.read(MAX_BODY + 1)
-    if len(raw) > MAX_BODY:
-        raise errors.TooLarge('request body over %d bytes' % MAX_BODY)
-    try:
-        doc = json.loads(raw or b'null')
-    except RecursionError:
-        raise errors.Malformed('body is not valid JSON: nested too deeply') \
-            from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise errors.Malformed('body is not valid JSON: %s' % e) from None
-    if not isinstance(doc, dict):
-        raise errors.Malformed('body must be a JSON object')
-    return doc
-
-
-# What a hypervisor's hook is told of a migration: not where its vNICs
-# were (other hosts), nor anyone's timeline.
-HOOK_VIEW = ('id', 'vm', 'vm_uuid', 'vnics', 'destination', 'state',
-             'started_at', 'ended_at')
-
-
 def _for_caller(req, view):
+    """What a hypervisor's hook is told of a migration: not where its
+    vNICs were (other hosts), nor anyone's timeline."""
     who = req.environ.get('virtualwire.principal')
     if isinstance(who, tuple) and who[0] == 'hypervisor':
-        return {k: view[k] for k in HOOK_VIEW if k in view}
+        return {k: view[k] for k in tenancy.MIGRATION_VIEW if k in view}
     return view
 
 
-class RestApi:
-    def __init__(self, loop, controller, intent, runtime, token):
+def _scope(req):
+    """The tenant's `core.tenancy.Scope`, or None for the operator and
+    the cloud's own credentials."""
+    return req.environ.get('virtualwire.scope')
+
+
+class RestApi(OperatorHandlers):
+    def __init__(self, loop, controller, intent, runtime, token,
+                 audit_log=None):
         self.loop, self.ctl = loop, controller
+        self.audit_log = audit_log or AuditLog('')
         self.instruments = controller.instruments
         self.instruments.registry.register(LoopCollector(loop, controller))
         self.intent, self.runtime = intent, runtime
@@ -146,6 +103,8 @@ class RestApi:
         t0 = time.monotonic()
         route = ['unmatched']
         resp = self._handle(req, route)
+        if req.method != 'GET':
+            self._audit(req, route[0], resp)
         self.instruments.rest.labels(req.method, route[0],
                                      str(resp.status_code)).observe(
             time.monotonic() - t0)
@@ -176,10 +135,15 @@ class RestApi:
                     return resp
                 why = None if who == ADMIN else credentials.refusal(
                     who[0], who[1], req.method, action, match,
-                    _peek_json(req) if who[0] == 'hypervisor' else None)
+                    peek_json(req) if who[0] == 'hypervisor' else None)
+                req.environ['virtualwire.principal'] = who
+                if action in FIELDS:
+                    self._keep_body(req)
                 if why is not None:
                     return error(403, why)
-                req.environ['virtualwire.principal'] = who
+                if who != ADMIN and who[0] in credentials.TENANT_ROLES:
+                    req.environ['virtualwire.scope'] = tenancy.Scope(
+                        who[1], self.intent.ownership.owners())
             return getattr(self, action)(req, **match)
         except errors.VwError as e:
             return error(status_of(e), e.message)
@@ -191,7 +155,7 @@ class RestApi:
 
     def _allowed(self, path):
         """The methods some route takes on `path` (for 405's Allow)."""
-        return [m for m in ('GET', 'POST', 'DELETE')
+        return [m for m in ('GET', 'POST', 'PUT', 'DELETE')
                 if self.mapper.match(environ={'PATH_INFO': path,
                                               'REQUEST_METHOD': m})]
 
@@ -206,12 +170,30 @@ class RestApi:
             return ADMIN
         return self.intent.credentials.holder(token)
 
+    @staticmethod
+    def _keep_body(req):
+        """The body's fields for the audit log, read before the handler
+        (which reads it again)."""
+        try:
+            req.environ['virtualwire.body'] = peek_json(req)
+        except errors.VwError:
+            pass                # the handler says why; nothing to keep
+
+    def _audit(self, req, action, resp):
+        body = req.environ.get('virtualwire.body')
+        message = None
+        if resp.status_int >= 400 and resp.content_type == 'application/json':
+            message = (resp.json.get('error') or {}).get('message')
+        self.audit_log.record(req.environ.get('virtualwire.principal'),
+                              req.remote_addr, req.method, req.path_info,
+                              action, body, resp.status_int, message)
+
     def _call(self, fn, *args):
         return self.loop.call(fn, *args, timeout=CALL_TIMEOUT)
 
     # ---- handlers ------------------------------------------------------------
     def openapi(self, req):
-        return _json(200, openapi_document())
+        return json_response(200, openapi_document())
 
     def home(self, req):
         resp = webob.Response(status=302)
@@ -224,30 +206,57 @@ class RestApi:
             404, 'no such file of the dashboard: %s' % name)
 
     def metrics(self, req):
-        """Prometheus text format; bearer token as for the rest."""
-        resp = webob.Response(status=200, body=exposition(
-            self.instruments.registry))
+        """Prometheus text format; bearer token as for the rest. A
+        tenant's has only its wires' series."""
+        scope = _scope(req)
+        body = exposition(self.instruments.registry) if scope is None \
+            else scoped_exposition(scope.metrics(self._call(
+                self.ctl.metrics_view)))
+        resp = webob.Response(status=200, body=body)
         resp.headers['Content-Type'] = CONTENT_TYPE
         return resp
 
     def status(self, req):
-        return _json(200, self._call(self.ctl.status))
+        return json_response(200, self._call(self.ctl.status))
 
     def list_hosts(self, req):
-        return _json(200, {'hosts': self._call(self.ctl.host_views)})
+        return json_response(200, {'hosts': self._call(self.ctl.host_views)})
 
     def show_host(self, req, name):
-        return _json(200, self._call(self.ctl.host_view, name))
+        return json_response(200, self._call(self.ctl.host_view, name))
 
     def list_vnics(self, req):
-        return _json(200, {'vnics': list(self._call(
-            self.ctl.vnic_views).values())})
+        views = list(self._call(self.ctl.vnic_views).values())
+        scope = _scope(req)
+        owners = self.intent.ownership.owners()
+        return json_response(200, {'vnics': [
+            dict(v, tenant=owners.get(v['id'])) for v in
+            (views if scope is None else scope.vnics(views))]})
 
     def show_vnic(self, req, vnic_id):
-        return _json(200, self._call(self.ctl.vnic_view, vnic_id))
+        ids.check_vnic_id(vnic_id)
+        scope = _scope(req)
+        if scope is not None:
+            scope.check_vnic(vnic_id)
+        view = self._call(self.ctl.vnic_view, vnic_id)
+        return json_response(200, dict(
+            view, tenant=self.intent.ownership.owners().get(vnic_id)))
 
     def list_wires(self, req):
-        return _json(200, {'wires': self._call(self.ctl.wire_views)})
+        views = self._call(self.ctl.wire_views)
+        scope = _scope(req)
+        return json_response(200, {'wires': views if scope is None
+                                   else scope.wires(views)})
+
+    def _visible_wire(self, req, wire_id):
+        """The connector id asked for, once it is known to exist for this
+        caller (a tenant's 404 for another's wire reads as for none)."""
+        cid = ids.parse_connector_id(wire_id)
+        wire = self._call(self.ctl.wire, cid)        # 404 if unknown
+        scope = _scope(req)
+        if scope is not None:
+            scope.check_wire(wire)
+        return cid
 
     def connect(self, req):
         doc = read_json_object(req)
@@ -261,29 +270,43 @@ class RestApi:
             raise errors.Malformed('unknown field(s): %s'
                                    % ', '.join(unknown))
         ids.check_wire_ends(doc['a'], doc['b'])
+        scope = _scope(req)
+        if scope is not None:
+            scope.check_ends(doc['a'], doc['b'])
         self._call(self.ctl.check_gateway_ends, doc['a'], doc['b'])
         # The database is the arbiter between writers (Binding's unique
         # index: a vNIC already wired is refused there, with its wire's
         # id); the loop applies the wire when it comes back from it.
-        wire = self.intent.create_wire(doc['a'], doc['b'])
-        resp = _json(201, self._call(self.ctl.wire_view, wire.connector_id))
+        try:
+            wire = self.intent.create_wire(doc['a'], doc['b'])
+        except VnicTaken:
+            if scope is None:
+                raise
+            for v in (doc['a'], doc['b']):
+                held = self._call(self.ctl.wire_of_vnic, v)
+                if held is not None:
+                    raise scope.taken(v, held) from None
+            raise
+        resp = json_response(201, self._call(self.ctl.wire_view,
+                                             wire.connector_id))
         resp.headers['Location'] = '/v1/wires/%d' % wire.connector_id
         return resp
 
     def show_wire(self, req, wire_id):
-        return _json(200, self._call(self.ctl.wire_view,
-                                     ids.parse_connector_id(wire_id)))
+        return json_response(200, self._call(
+            self.ctl.wire_view, self._visible_wire(req, wire_id)))
 
     def disconnect(self, req, wire_id):
-        cid = ids.parse_connector_id(wire_id)
-        self._call(self.ctl.wire, cid)               # 404 if unknown
+        cid = self._visible_wire(req, wire_id)
         self.intent.delete_wire(cid)
         self._call(lambda: None)                     # applied before we answer
         return webob.Response(status=204)
 
     def list_migrations(self, req):
-        return _json(200, {'migrations': self._call(
-            self.ctl.migration_views)})
+        views = self._call(self.ctl.migration_views)
+        scope = _scope(req)
+        return json_response(200, {'migrations': views if scope is None
+                                   else scope.migrations(views)})
 
     def announce_migration(self, req):
         view, ticket = self._call(self.ctl.announce_migration,
@@ -299,18 +322,18 @@ class RestApi:
                 'migration %s was not saved in the intent database (%s); '
                 'the controller still follows its vNICs from the hosts'
                 % (view['id'], e)) from None
-        return _json(201, _for_caller(req, view))
+        return json_response(201, _for_caller(req, view))
 
     def migration_released(self, req, vm_uuid):
         doc = read_json_object(req)
         if set(doc) != {'host'} or not isinstance(doc['host'], str):
             raise errors.Malformed('body must be {"host": host name}')
         view = self._call(self.ctl.migration_released, vm_uuid, doc['host'])
-        return _json(200, {'migration': _for_caller(req, view)
-                           if view else view})
+        return json_response(200, {'migration': _for_caller(req, view)
+                                   if view else view})
 
     def list_extender_links(self, req):
-        return _json(200, {
+        return json_response(200, {
             'links': self._call(self.ctl.extender_link_views),
             'sites': self._call(self.ctl.site_path_views)})
 
@@ -323,7 +346,7 @@ class RestApi:
         link = self.intent.create_link(doc['a'], doc['b'])
         views = self._call(self.ctl.extender_link_views)
         view = next(v for v in views if (v['a'], v['b']) == (link.a, link.b))
-        resp = _json(201, view)
+        resp = json_response(201, view)
         resp.headers['Location'] = '/v1/extender-links/%s/%s' % (link.a,
                                                                 link.b)
         return resp
@@ -335,38 +358,19 @@ class RestApi:
         return webob.Response(status=204)
 
     def extender_report(self, req, name):
-        return _json(200, self._call(self.ctl.extender_report, name,
+        return json_response(200, self._call(self.ctl.extender_report, name,
                                      read_json_object(req)))
 
     def rotate_key(self, req, name):
-        return _json(202, self._call(self.ctl.rotate_key, name))
-
-    def list_credentials(self, req):
-        return _json(200, {'credentials': self.intent.credentials.list()})
-
-    def issue_credential(self, req):
-        role, name = credentials.parse_request(read_json_object(req))
-        token, created = self.intent.credentials.issue(role, name)
-        return _json(201, {'role': role, 'name': name, 'token': token,
-                           'created_at': created})
-
-    def revoke_credential(self, req, role, name):
-        role, name = credentials.check(role, name)
-        if not self.intent.credentials.revoke(role, name):
-            raise errors.NotFound('no %s credential for %s' % (role, name))
-        return webob.Response(status=204)
-
-    def orphans(self, req):
-        return _json(200, self._call(self.ctl.safe_start_view))
-
-    def release_orphans(self, req):
-        """The operator says the intent database is right (safe_start)."""
-        view = self._call(self.ctl.release_orphans)
-        return _json(200, dict(view, released=True))
+        return json_response(202, self._call(self.ctl.rotate_key, name))
 
     def all_stats(self, req):
-        return _json(200, self._call(self.ctl.all_wire_stats))
+        doc = self._call(self.ctl.all_wire_stats)
+        scope = _scope(req)
+        if scope is not None:
+            doc = dict(doc, wires=scope.wires(doc['wires']))
+        return json_response(200, doc)
 
     def wire_stats(self, req, wire_id):
-        return _json(200, self._call(self.ctl.wire_stats,
-                                     ids.parse_connector_id(wire_id)))
+        return json_response(200, self._call(
+            self.ctl.wire_stats, self._visible_wire(req, wire_id)))

@@ -17,7 +17,7 @@ from virtualwire.control.migrating import MigrationHandlers
 from virtualwire.control.migrations import MigrationBook
 from virtualwire.control.safe_start import SafeStart
 from virtualwire.control.views import Views
-from virtualwire.core import errors, ids
+from virtualwire.core import tenancy
 from virtualwire.metrics.collector import Collector
 from virtualwire.metrics.instruments import Instruments
 from virtualwire.pipeline.flow import diff_flows, diff_keys
@@ -115,8 +115,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
         self.loop.assert_owner()
         w = self.tables.wires.get(cid)
         if w is None:
-            raise errors.NotFound('no wire with connector id %s'
-                                  % ids.fmt_connector(cid))
+            raise tenancy.no_wire(cid)
         return w
 
     # ---- hosts (their OVSDB) -------------------------------------------------

@@ -2,7 +2,7 @@
 `Controller`, on the control loop). Each returns plain JSON-ready values;
 nothing here changes state."""
 from virtualwire.control.state import ControllerState
-from virtualwire.core import errors, ids
+from virtualwire.core import errors, ids, tenancy
 from virtualwire.pipeline import carriers, paths
 from virtualwire.pipeline.wire import wire_path, wire_state
 
@@ -119,9 +119,16 @@ class Views(ControllerState):
         v = self._vnic_view(vnic_id) if vnic_id in \
             self.tables.placement.claims else None
         if v is None:
-            raise errors.NotFound('no vNIC %s is plugged on any host'
-                                  % vnic_id)
+            raise tenancy.no_vnic(vnic_id)
         return v
+
+    def wire_of_vnic(self, vnic_id):
+        """(connector id, end a, end b) of the wire holding a vNIC, or
+        None."""
+        self.loop.assert_owner()
+        cid = self.tables.by_vnic.get(vnic_id)
+        w = self.tables.wires.get(cid) if cid is not None else None
+        return (cid, w.end_a, w.end_b) if w is not None else None
 
     def migration_views(self):
         self.loop.assert_owner()

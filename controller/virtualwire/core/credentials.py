@@ -6,6 +6,10 @@ its role needs (pure: the REST edge asks `refusal`).
                    POST /v1/migrations/UUID/released with host NAME (the
                    libvirt hook on NAME)
   reader NAME      every GET (Prometheus, dashboards, vwctl to look)
+  tenant NAME      tenant NAME's vNICs and wires: list, connect,
+                   disconnect, stats, metrics (`core.tenancy` scopes them)
+  tenant-reader NAME  the same, GETs only (the tenant's Prometheus and
+                   dashboard)
 
 What this protects against: a compromised extender or hypervisor (or its
 token file read by someone) can no longer create or delete wires, read
@@ -26,7 +30,14 @@ import secrets
 
 from virtualwire.core import errors
 
-ROLES = ('extender', 'hypervisor', 'reader')
+ROLES = ('extender', 'hypervisor', 'reader', 'tenant', 'tenant-reader')
+TENANT_ROLES = ('tenant', 'tenant-reader')
+# What a tenant's credential may call at all (`core.tenancy` then hides
+# what is not its own); everything else is the cloud's.
+TENANT_READS = frozenset({'list_vnics', 'show_vnic', 'list_wires',
+                          'show_wire', 'wire_stats', 'all_stats', 'metrics',
+                          'list_migrations'})
+TENANT_WRITES = frozenset({'connect', 'disconnect'})
 _NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
 
 
@@ -55,8 +66,9 @@ def check(role, name):
         raise errors.Invalid('role must be one of %s, got %r'
                              % (', '.join(ROLES), role))
     if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise errors.Invalid('name must be a host name (letters, digits, '
-                             '".", "_", "-"; up to 64), got %r' % (name,))
+        raise errors.Invalid('name must be a host or tenant name (letters, '
+                             'digits, ".", "_", "-"; up to 64), got %r'
+                             % (name,))
     return role, name
 
 
@@ -64,9 +76,18 @@ def refusal(role, name, method, action, match, body):
     """None if a credential (role, name) may make this call, else why not.
     `body` is the parsed JSON body (or None)."""
     if role == 'reader':
-        if method == 'GET' and action != 'list_credentials':
+        if method == 'GET' and action not in ('list_credentials', 'audit'):
             return None
-        return 'reader %s may only read (GET), not the credentials' % name
+        return ('reader %s may only read (GET), not the credentials or the '
+                'audit log' % name)
+    if role in TENANT_ROLES:
+        if action in TENANT_READS and method == 'GET':
+            return None
+        if role == 'tenant' and action in TENANT_WRITES:
+            return None
+        return ('this token is %s %s\'s: it may only %s its own vNICs and '
+                'wires' % (role, name, 'read' if role == 'tenant-reader'
+                           else 'list, wire and disconnect'))
     if role == 'extender':
         if action in ('extender_report', 'rotate_key') and \
                 match.get('name') == name:

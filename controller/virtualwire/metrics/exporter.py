@@ -7,7 +7,7 @@ Names and units follow Prometheus conventions: `_total` counters, seconds
 and bytes. What describes a wire (its ends, state, sites) is an info
 series, `virtualwire_wire_info`, so that a wire's counters keep one
 series while its state changes (join on `wire` in PromQL)."""
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
                                     InfoMetricFamily)
 
@@ -126,4 +126,21 @@ def other_families(doc):
 
 
 def exposition(registry):
+    return generate_latest(registry)
+
+
+class _Fixed:
+    def __init__(self, families):
+        self.families = families
+
+    def collect(self):
+        return self.families
+
+
+def scoped_exposition(doc):
+    """Only the wires of a metrics view already cut to a tenant's
+    (`core.tenancy.Scope.metrics`): no host, link, migration, collector
+    or controller series."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Fixed(list(wire_families(doc['wires']))))
     return generate_latest(registry)

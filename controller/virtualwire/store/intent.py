@@ -25,6 +25,7 @@ from virtualwire.core.model import ExtenderLink, Wire
 from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
 from virtualwire.store import txn as store_txn
 from virtualwire.store.credentials import CredentialStore
+from virtualwire.store.ownership import OwnershipStore
 from virtualwire.store.errors import LinkExists, StoreError, VnicTaken
 
 __all__ = ['IntentStore', 'LinkExists', 'StoreError', 'VnicTaken',
@@ -71,6 +72,7 @@ class IntentStore:
         self.client.on_change = self._changed
         self.on_change = on_change
         self.credentials = CredentialStore(self.client)
+        self.ownership = OwnershipStore(self.client)
         self._rng = random.SystemRandom()
 
     def _changed(self, client):

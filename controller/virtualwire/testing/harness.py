@@ -13,7 +13,7 @@ from typing import Callable, Dict, List
 from virtualwire.control.controller import Controller
 from virtualwire.control.loop import Loop
 from virtualwire.future import Future
-from virtualwire.core import credentials, ids, links
+from virtualwire.core import credentials, ids, links, tenancy
 from virtualwire.core.model import Encap, ExtenderLink, Host, VnicPort, Wire
 from virtualwire.store.errors import LinkExists, VnicTaken
 from virtualwire.testing.fakeswitch import FakeFabric
@@ -29,6 +29,7 @@ class MemoryIntent:
         self.rows: Dict[int, Wire] = {}
         self.link_rows: Dict[tuple, ExtenderLink] = {}
         self.credentials = MemoryCredentials()
+        self.ownership = MemoryOwnership()
         self.on_change: Callable = lambda events, n: None
         self._next = 0x1000
         # Commits are serialized and their changes handed on in commit
@@ -101,6 +102,25 @@ class MemoryCredentials:
     def list(self):
         return [{'role': r, 'name': n, 'created_at': at}
                 for (r, n), (_d, at) in sorted(self.rows.items())]
+
+
+class MemoryOwnership:
+    """store.ownership.OwnershipStore's interface, in memory."""
+
+    def __init__(self):
+        self.rows: Dict[str, str] = {}
+
+    def assign(self, vnic_id, tenant):
+        ids.check_vnic_id(vnic_id)
+        self.rows[vnic_id] = tenancy.check_name(tenant)
+        return 'now'
+
+    def release(self, vnic_id):
+        ids.check_vnic_id(vnic_id)
+        return self.rows.pop(vnic_id, None) is not None
+
+    def owners(self):
+        return dict(self.rows)
 
 
 class MemoryRuntime:

@@ -1,0 +1,65 @@
+"""REST handlers of the operator's own business (a part of `RestApi`):
+scoped credentials, tenants' vNICs, the audit log and the intent
+database's safe start. Only the operator's token reaches them
+(`core.credentials.refusal`), but for a reader's GET /v1/tenants."""
+from typing import Any
+
+import webob
+
+from virtualwire.api.render import json_response, read_json_object
+from virtualwire.core import credentials, errors, ids, tenancy
+
+
+class OperatorHandlers:
+    intent: Any
+    audit_log: Any
+    ctl: Any
+
+    def _call(self, fn, *args):
+        raise NotImplementedError
+
+    def list_credentials(self, req):
+        return json_response(200, {'credentials':
+                                   self.intent.credentials.list()})
+
+    def issue_credential(self, req):
+        role, name = credentials.parse_request(read_json_object(req))
+        token, created = self.intent.credentials.issue(role, name)
+        return json_response(201, {'role': role, 'name': name,
+                                   'token': token, 'created_at': created})
+
+    def revoke_credential(self, req, role, name):
+        role, name = credentials.check(role, name)
+        if not self.intent.credentials.revoke(role, name):
+            raise errors.NotFound('no %s credential for %s' % (role, name))
+        return webob.Response(status=204)
+
+    def list_tenants(self, req):
+        return json_response(200, {'tenants': tenancy.tenants_view(
+            self.intent.ownership.owners(), self.intent.credentials.list())})
+
+    def assign_tenant(self, req, vnic_id):
+        ids.check_vnic_id(vnic_id)
+        tenant = tenancy.parse_assignment(read_json_object(req))
+        at = self.intent.ownership.assign(vnic_id, tenant)
+        return json_response(200, {'vnic': vnic_id, 'tenant': tenant,
+                                   'assigned_at': at})
+
+    def release_tenant(self, req, vnic_id):
+        if not self.intent.ownership.release(vnic_id):
+            raise errors.NotFound('vNIC %s has no tenant' % vnic_id)
+        return webob.Response(status=204)
+
+    def audit(self, req):
+        raw = req.GET.get('limit', '100')
+        if not raw.isdigit() or not 1 <= int(raw) <= 1000:
+            raise errors.Invalid('limit must be 1 to 1000, got %r' % raw)
+        return json_response(200, self.audit_log.view(int(raw)))
+
+    def orphans(self, req):
+        return json_response(200, self._call(self.ctl.safe_start_view))
+
+    def release_orphans(self, req):
+        """The operator says the intent database is right (safe_start)."""
+        view = self._call(self.ctl.release_orphans)
+        return json_response(200, dict(view, released=True))
