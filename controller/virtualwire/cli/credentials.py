@@ -6,6 +6,7 @@ import os
 from tabulate import tabulate
 
 from virtualwire.cli.client import CliError
+from virtualwire.core.credentials import ROLES
 
 
 def cmd_credentials(c, a):
@@ -38,13 +39,15 @@ def cmd_credentials(c, a):
 
 def add_parser(sub):
     s = sub.add_parser('credentials', help='scoped tokens for extenders, '
-                       'hypervisors and readers: list, issue ROLE NAME, '
+                       'hypervisors, readers and tenants: list, issue ROLE '
+                       'NAME, '
                        'revoke ROLE NAME')
     s.add_argument('action', nargs='?', default='list',
                    choices=['list', 'issue', 'revoke'])
     s.add_argument('role', nargs='?',
-                   choices=['extender', 'hypervisor', 'reader'])
-    s.add_argument('name', nargs='?', help='the host (or reader) it is for')
+                   choices=list(ROLES))
+    s.add_argument('name', nargs='?', help='the host, reader or tenant it '
+                   'is for')
     s.add_argument('--out', help='write the token to this file (0600) '
                    'instead of printing it')
     s.set_defaults(fn=cmd_credentials)

@@ -22,6 +22,7 @@ from tabulate import tabulate
 
 from virtualwire.cli import credentials as cli_credentials
 from virtualwire.cli import intent as cli_intent
+from virtualwire.cli import tenants as cli_tenants
 from virtualwire.cli import extenders as cli_extenders
 from virtualwire.cli import timeline
 from virtualwire.cli import top as cli_top
@@ -45,7 +46,8 @@ def cmd_hosts(c, a):
 
 def cmd_vnics(c, a):
     doc = c.call('GET', '/v1/vnics')
-    return doc, _table(doc['vnics'], ['id', 'host', 'port', 'mac', 'wire'])
+    return doc, _table(doc['vnics'], ['id', 'host', 'port', 'mac', 'wire',
+                                      'tenant'])
 
 
 def moving_text(wire):
@@ -217,6 +219,7 @@ def build_parser():
     cli_extenders.add_parser(sub)
     cli_credentials.add_parser(sub)
     cli_intent.add_parser(sub)
+    cli_tenants.add_parsers(sub)
     cli_top.add_parser(sub)
     return p
 

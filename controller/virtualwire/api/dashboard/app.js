@@ -62,7 +62,11 @@ async function poll() {
       get('/v1/stats'), get('/v1/migrations')]);
     const byId = {};
     for (const s of (stats.wires || [])) byId[s.connector_id] = s;
-    render({status, hosts: hosts.hosts || [], wires: wires.wires || [],
+    // A tenant's credential may not see the cloud's hosts: draw the hosts
+    // its own vNICs are on, from what it may see.
+    const scoped = hosts.status === 403;
+    render({status, scoped, wires: wires.wires || [],
+            hosts: scoped ? hostsOf(vnics.vnics || []) : hosts.hosts || [],
             vnics: vnics.vnics || [], stats: byId, statsError: stats.error,
             migrations: migrations.migrations || []});
     $('banner').hidden = !stats.error;
@@ -78,11 +82,20 @@ async function poll() {
   timer = setTimeout(poll, POLL_MS);
 }
 
+export function hostsOf(vnics) {
+  const names = [...new Set(vnics.map((v) => v.host))].sort();
+  return names.map((name) => ({name, site: '', role: 'host', connected: true,
+                               synced: true, flows: '-', scoped: true}));
+}
+
 function render(d) {
   const up = d.hosts.filter((h) => h.connected && h.synced).length;
   const moving = d.migrations.filter((m) => m.state === 'prepared').length;
-  $('summary').textContent = `${up}/${d.hosts.length} hosts up · ` +
+  $('summary').textContent = (d.scoped ?
+    `tenant view: ${d.vnics.length} vNICs · ` :
+    `${up}/${d.hosts.length} hosts up · `) +
     `${d.wires.length} wires · ${moving} migrating`;
+  $('hosts-card').hidden = d.scoped;
   drawTopology($('topology'), d);
   wireTable(d);
   drawMigrations($('migrations'), d.migrations);

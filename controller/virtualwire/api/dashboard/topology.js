@@ -40,7 +40,7 @@ function chipsOf(d) {
 function layout(d) {
   const chips = chipsOf(d);
   const sites = {};
-  for (const h of d.hosts) (sites[h.site || 'no site'] ||= []).push(h);
+  for (const h of d.hosts) (sites[h.scoped ? '' : h.site || 'no site'] ||= []).push(h);
   const boxes = {}, frames = [], at = {};
   let x = 10;
   for (const name of Object.keys(sites).sort()) {
@@ -95,7 +95,8 @@ export function drawTopology(root, d) {
   for (const f of L.frames) {
     const g = root.appendChild(svg('g', {class: 'site', 'data-site': f.name}));
     g.appendChild(svg('rect', {x: f.x, y: f.y, width: f.w, height: f.h, rx: 8}));
-    g.appendChild(svg('text', {x: f.x + 10, y: f.y + 15}, 'site ' + f.name));
+    g.appendChild(svg('text', {x: f.x + 10, y: f.y + 15},
+      f.name ? 'site ' + f.name : 'your hosts'));
   }
   for (const [name, b] of Object.entries(L.boxes)) {
     const h = b.host, ok = h.connected && h.synced;
@@ -103,6 +104,7 @@ export function drawTopology(root, d) {
     g.appendChild(svg('rect', {x: b.x, y: b.y, width: b.w, height: b.h, rx: 5}));
     g.appendChild(svg('text', {x: b.x + 8, y: b.y + 16, class: 'name'}, name));
     g.appendChild(svg('text', {x: b.x + 8, y: b.y + 31, class: 'sub'},
+      h.scoped ? 'your vNICs here' :
       `${h.role} · ${ok ? 'connected' : h.connected ? 'syncing' : 'NOT CONNECTED'} · ${h.flows} flows`));
     for (const c of L.chips[name] || []) {
       const cg = g.appendChild(svg('g', {class: 'vnic ' + c.kind, 'data-end': c.id}));
