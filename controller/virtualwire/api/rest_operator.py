@@ -51,6 +51,10 @@ class OperatorHandlers:
         return webob.Response(status=204)
 
     def audit(self, req):
+        unknown = sorted(set(req.GET) - {'limit'})
+        if unknown:
+            raise errors.Invalid('unknown query parameter(s): %s (only '
+                                 'limit)' % ', '.join(unknown))
         raw = req.GET.get('limit', '100')
         if not raw.isdigit() or not 1 <= int(raw) <= 1000:
             raise errors.Invalid('limit must be 1 to 1000, got %r' % raw)
