@@ -38,7 +38,7 @@ setup(
     entry_points={'console_scripts': [
         'virtualwire-controller = virtualwire.main:main',
         'vwctl = virtualwire.cli.vwctl:main',
-        'virtualwire-extender = virtualwire.extender.agent:main',
+        'virtualwire-extender = virtualwire.extender.command:main',
         'vwlab = vwlab.cli:main',
     ]},
 )

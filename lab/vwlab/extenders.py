@@ -30,7 +30,7 @@ def start_agent(x, link_rate=None):
     log = open(os.path.join(state, 'agent.log'), 'a')
     p = subprocess.Popen(
         ['ip', 'netns', 'exec', x.ns, sys.executable, '-m',
-         'virtualwire.extender.agent', '--name', x.name, '--state-dir', state,
+         'virtualwire.extender.command', '--name', x.name, '--state-dir', state,
          '--controller', '%s://%s:%d' % (x.lab.scheme, CONTROLLER_IP,
                                           SOUTHBOUND_PORT),
          '--token-file', token_file] + (

@@ -66,8 +66,8 @@ def test_linked_extenders_learn_each_others_key_and_endpoint(rest):
         {'xa': 51820, 'xb': 51820}
     # xa reports before xb: nothing to connect to yet.
     assert report(rest, 'xa', 51820, '203.0.113.11') == \
-        (200, {'links': [], 'ports': [51820], 'rotate_key': False,
-               'hurry': False})
+        (200, {'links': [], 'relays': [], 'ports': [51820],
+               'rotate_key': False, 'hurry': False})
     status, got = report(rest, 'xb', 51820, '203.0.113.12')
     # Inside the tunnel: addresses from the link addresses' host parts
     # (.11 and .12), and a VXLAN id of the pair.
@@ -76,7 +76,7 @@ def test_linked_extenders_learn_each_others_key_and_endpoint(rest):
         'remote_port': 51820, 'local_port': 51820,
         'peer_link_ip': '100.64.0.11', 'pinned': False,
         'inner': '169.254.16.12', 'peer_inner': '169.254.16.11',
-        'vni': 11 << 12 | 12}]
+        'vni': 11 << 12 | 12, 'via': ''}]
     _, got = report(rest, 'xa', 51820, '203.0.113.11')
     assert got['links'][0]['peer_key'] == FP['xb']
     assert (got['links'][0]['inner'], got['links'][0]['peer_inner'],
@@ -98,16 +98,68 @@ def test_the_view_says_why_two_symmetric_nats_stay_down(rest):
     assert k['sides']['xa']['public'] == '203.0.113.11:51820'
 
 
+def _relayed(rest):
+    """xa and xb behind symmetric NATs, xr public and linked to both."""
+    for a, b in (('xa', 'xb'), ('xa', 'xr'), ('xb', 'xr')):
+        assert rest('POST', '/v1/extender-links', {'a': a, 'b': b})[0] == 201
+    report(rest, 'xr', 51820, '198.51.100.3', nat='public')
+    report(rest, 'xa', 51820, '203.0.113.11', nat='symmetric')
+    report(rest, 'xb', 51820, '203.0.113.12', nat='symmetric')
+
+
+def test_two_symmetric_nats_link_through_a_relay_that_cannot_read(rest):
+    _relayed(rest)
+    # The relay is told its two ports for link xa-xb (the first link in
+    # intent order) and whose public address may send to each ...
+    _, got = report(rest, 'xr', 51820, '198.51.100.3', nat='public')
+    assert got['relays'] == [{'a': 'xa', 'b': 'xb', 'port_a': 53820,
+                              'port_b': 53821, 'allow_a': '203.0.113.11',
+                              'allow_b': '203.0.113.12'}]
+    assert {53820, 53821} <= set(got['ports'])
+    # ... and each side is given the peer's key, but the relay's endpoint
+    # for its side, once the relay has learned it at the rendezvous.
+    _, got = report(rest, 'xa', 51820, '203.0.113.11', nat='symmetric')
+    assert [k['peer'] for k in got['links']] == ['xr']
+    rest('POST', '/v1/extenders/xr/report', {
+        'public_key': FP['xr'], 'nat': 'public', 'endpoints': {
+            '51820': '198.51.100.3:51820', '51821': '198.51.100.3:51821',
+            '53820': '198.51.100.3:53820', '53821': '198.51.100.3:53821'}})
+    _, got = report(rest, 'xa', 51820, '203.0.113.11', nat='symmetric')
+    to_xb = next(k for k in got['links'] if k['peer'] == 'xb')
+    assert (to_xb['peer_key'], to_xb['remote'], to_xb['remote_port'],
+            to_xb['via']) == (FP['xb'], '198.51.100.3', 53820, 'xr')
+    _, got = report(rest, 'xb', 51820, '203.0.113.12', nat='symmetric')
+    to_xa = next(k for k in got['links'] if k['peer'] == 'xa')
+    assert (to_xa['remote_port'], to_xa['via']) == (53821, 'xr')
+    # The relay holds no key of the link it relays.
+    _, got = report(rest, 'xr', 51820, '198.51.100.3', nat='public')
+    assert FP['xa'] not in json.dumps(got['relays'])
+    _, view = rest('GET', '/v1/extender-links')
+    ab = next(k for k in view['links'] if (k['a'], k['b']) == ('xa', 'xb'))
+    assert ab['relay'] == 'xr' and 'through relay xr' in ab['why_down']
+
+
 def test_site_paths_show_direct_and_relayed(rest):
+    _relayed(rest)
     h = rest.h
-    for host in (extender('xa', 11, ['xr']), extender('xb', 12, ['xr']),
+    for host in (extender('xa', 11, ['xb', 'xr']),
+                 extender('xb', 12, ['xa', 'xr']),
                  extender('xr', 13, ['xa', 'xb'])):
         h.loop.post(h.ctl.on_hosts, 'tcp:%s' % host.name, [host])
     h.settle()
     _, view = rest('GET', '/v1/extender-links')
     ab = next(s for s in view['sites'] if s['sites'] == ['cloud-a',
                                                          'cloud-b'])
-    assert ab['path'] == ['xa', 'xr', 'xb'] and ab['relayed']
+    # The path is the direct link's: the relay only forwards its
+    # datagrams.
+    assert ab['path'] == ['xa', 'xb'] and ab['relayed']
+    assert ab['relays'] == ['xr']
+    # Punchable NATs again: the link goes direct.
+    report(rest, 'xa', 51820, '203.0.113.11')
+    _, view = rest('GET', '/v1/extender-links')
+    ab = next(s for s in view['sites'] if s['sites'] == ['cloud-a',
+                                                         'cloud-b'])
+    assert ab['path'] == ['xa', 'xb'] and not ab['relayed']
 
 
 @pytest.mark.parametrize('body,status,words', [

@@ -27,7 +27,9 @@ def link_rows(links):
     for k in links:
         a, b = k['sides'][k['a']], k['sides'][k['b']]
         rows.append([
-            '%s <-> %s' % (k['a'], k['b']), k['state'],
+            '%s <-> %s' % (k['a'], k['b']) + (' (via relay %s)' % k['relay']
+                                              if k.get('relay') else ''),
+            k['state'],
             '%s (%s)' % (a.get('public') or '?', a.get('nat') or '?'),
             '%s (%s)' % (b.get('public') or '?', b.get('nat') or '?'),
             # WireGuard's latest handshake (it renews the session every
@@ -58,7 +60,8 @@ def cmd_extenders(c, a):
         'link', 'state', 'a public (nat)', 'b public (nat)', 'handshake',
         'rtt', 'sent a / b (encrypted)', 'why down'])
     sites = tabulate([[' - '.join(s['sites']), s['state'],
-                       'relayed' if s['relayed'] else 'direct'
+                       'relayed via %s' % ', '.join(s['relays'])
+                       if s.get('relayed') else 'direct'
                        if s['path'] else '-', ' > '.join(s['path']) or '-']
                       for s in doc['sites']],
                      headers=['sites', 'state', 'path', 'extenders'])

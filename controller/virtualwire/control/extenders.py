@@ -49,10 +49,12 @@ class ExtenderHandlers(ControllerState):
         mine = self.intent.links()
         peers = {k.peer_of(name) for k in mine if name in (k.a, k.b)}
         now = self.clock()
-        return {'links': links.link_specs(name, mine, self.tables.hosts,
-                                          self.reports),
+        hosts = self.tables.hosts
+        return {'links': links.link_specs(name, mine, hosts, self.reports),
+                'relays': links.relay_specs(name, mine, hosts, self.reports),
                 'ports': sorted(k.port_of(name) for k in mine
-                                if name in (k.a, k.b)),
+                                if name in (k.a, k.b)) +
+                links.relayed_ports(name, mine, hosts, self.reports),
                 'rotate_key': name in self.rotations,
                 'hurry': any(self.hurry_until.get(x, 0.0) > now
                              for x in peers | {name})}
@@ -73,7 +75,8 @@ class ExtenderHandlers(ControllerState):
         self.loop.assert_owner()
         now = self.clock()
         out = []
-        for k in self.intent.links():
+        mine = self.intent.links()
+        for k in mine:
             sides = {}
             for me in (k.a, k.b):
                 rep = self.reports.get(me)
@@ -90,17 +93,20 @@ class ExtenderHandlers(ControllerState):
                     'up': bool(h and h.link_up(k.peer_of(me))),
                     **stats}
             up = all(s['up'] for s in sides.values())
+            relay = links.relay_of(k, mine, self.tables.hosts, self.reports)
             why = None
             if not up and not links.punchable(self.reports.get(k.a),
                                               self.reports.get(k.b)):
                 why = 'both behind symmetric NATs: hole punching cannot ' \
-                    'work, wires between their sites need a relay'
+                    'work; ' + ('its datagrams go through relay %s' % relay
+                                if relay else 'no relay is linked to both')
             elif not up and any(s['reported_s_ago'] is None or
                                 s['reported_s_ago'] > SILENT_AFTER
                                 for s in sides.values()):
                 why = 'an agent is not reporting'
             out.append({'a': k.a, 'b': k.b, 'created_at': k.created_at,
                         'state': 'up' if up else 'down', 'why_down': why,
+                        'relay': relay,
                         'sides': sides})
         return out
 
@@ -118,8 +124,25 @@ class ExtenderHandlers(ControllerState):
                 xb = paths.extenders(hosts, sb)
                 path = paths.route(hosts, xa[0], xb[0]) if xa and xb \
                     else None
+                relays = self.relays_on(path)
                 out.append({'sites': [sa, sb],
                             'path': list(path or ()),
-                            'relayed': paths.relayed(path, hosts),
+                            'relayed': bool(relays), 'relays': relays,
                             'state': 'up' if path else 'down'})
+        return out
+
+    def relays_on(self, path) -> List[str]:
+        """The relays carrying the extender links a path crosses (they
+        forward its links' ciphertext: `core.links.relay_of`)."""
+        if not path:
+            return []
+        mine = self.intent.links()
+        by_pair = {frozenset((k.a, k.b)): k for k in mine}
+        out = []
+        for x, y in zip(path, path[1:]):
+            k = by_pair.get(frozenset((x, y)))
+            via = k and links.relay_of(k, mine, self.tables.hosts,
+                                       self.reports)
+            if via:
+                out.append(via)
         return out

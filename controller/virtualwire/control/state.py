@@ -48,3 +48,6 @@ class ControllerState:
 
     def extender_link_views(self) -> list:
         raise NotImplementedError
+
+    def relays_on(self, path) -> list:
+        raise NotImplementedError

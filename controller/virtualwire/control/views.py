@@ -3,7 +3,7 @@
 nothing here changes state."""
 from virtualwire.control.state import ControllerState
 from virtualwire.core import errors, ids, tenancy
-from virtualwire.pipeline import carriers, paths
+from virtualwire.pipeline import carriers
 from virtualwire.pipeline.wire import wire_path, wire_state
 
 # A 1500-byte guest frame, its Ethernet header and one 802.1Q tag.
@@ -34,7 +34,8 @@ class Views(ControllerState):
             'created_at': wire.created_at,
             # Hosts its frames cross from a to b (extenders between sites).
             'path': list(path or ()),
-            'relayed': paths.relayed(path, self.tables.hosts),
+            # Extender links on it whose ciphertext a relay forwards.
+            'relayed': bool(self.relays_on(path)),
             # Ends being live-migrated: both hosts receive the wire until
             # the guest's first frame there activates the destination.
             'moving': {v: {'source': m.source, 'destination': m.destination,

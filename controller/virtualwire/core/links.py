@@ -6,8 +6,11 @@ endpoint the outside sees for each link port, how its NAT maps ports) and
 gets back the links it should keep, each naming the peer's public key and
 public endpoint, and the link's addresses inside the tunnel. Both sides then send to each other at
 once, which opens both NATs (hole punching); two NATs that map every
-destination to a new port (symmetric) cannot be punched, and the wires
-between those sites go through a relay extender (`pipeline.paths`).
+destination to a new port (symmetric) cannot be punched: the link's
+WireGuard datagrams then go through a relay extender (one linked to both,
+with a public address), which forwards them between two UDP ports without
+holding either side's key (Tailscale's DERP): it sees ciphertext only,
+and the link stays end to end.
 """
 import base64
 import binascii
@@ -24,6 +27,11 @@ NAT_KINDS = ('public', 'endpoint-independent', 'symmetric', 'unknown')
 LINK_KEY = 'vw-link-'
 # Extender links' UDP ports: WireGuard's customary port, then upwards.
 LINK_BASE_PORT = 51820
+# A relay's two ports for the k-th link (intent order) it relays.
+RELAY_BASE_PORT = 53820
+# A relay must be reachable at the endpoint the rendezvous saw from any
+# address: a public one, or a NAT that maps endpoint-independently.
+RELAY_NATS = ('public', 'endpoint-independent')
 LINK_STATS = ('state', 'since', 'endpoint', 'rx_bytes', 'tx_bytes', 'rtt_ms',
               'restarts', 'peer_key', 'handshake')
 # Inside each link's tunnel an extender has one address, from the host part
@@ -163,6 +171,69 @@ def check_link(a: str, b: str, hosts: Dict[str, Host]):
                 % (other, n, HOST_BITS, 32 - HOST_BITS))
 
 
+def relay_of(k: ExtenderLink, links: List[ExtenderLink],
+             hosts: Dict[str, Host],
+             reports: Dict[str, ExtenderReport]) -> Optional[str]:
+    """The extender that relays link k, or None while the link can go
+    direct. A relay is linked to both sides (the operator's say that it may
+    carry their datagrams), in a third site, reachable (RELAY_NATS)."""
+    if punchable(reports.get(k.a), reports.get(k.b)):
+        return None
+    near: Dict[str, set] = {}
+    for x in links:
+        near.setdefault(x.a, set()).add(x.b)
+        near.setdefault(x.b, set()).add(x.a)
+    ha, hb = hosts.get(k.a), hosts.get(k.b)
+    for xr in sorted(near.get(k.a, set()) & near.get(k.b, set())):
+        h, rep = hosts.get(xr), reports.get(xr)
+        if h is not None and h.role == EXTENDER and ha and hb and \
+                h.site not in (ha.site, hb.site) and rep and \
+                rep.nat in RELAY_NATS:
+            return xr
+    return None
+
+
+def relay_ports(k: ExtenderLink, links: List[ExtenderLink]):
+    """{side: the relay's port for it} of link k (stable while the set
+    of links is)."""
+    i = sorted((x.a, x.b) for x in links).index((k.a, k.b))
+    return {k.a: RELAY_BASE_PORT + 2 * i, k.b: RELAY_BASE_PORT + 2 * i + 1}
+
+
+def _ip(endpoint: Optional[str]) -> Optional[str]:
+    return endpoint.rpartition(':')[0] if endpoint else None
+
+
+def relay_specs(me: str, links: List[ExtenderLink], hosts: Dict[str, Host],
+                reports: Dict[str, ExtenderReport]) -> List[dict]:
+    """The links extender `me` relays now: per link, its two ports and
+    the public address each side's datagrams must come from (a datagram
+    from elsewhere is dropped: it could otherwise steer the other side's
+    ciphertext away, though never read it)."""
+    out = []
+    for k in links:
+        if relay_of(k, links, hosts, reports) != me:
+            continue
+        ports = relay_ports(k, links)
+        allow = {n: _ip(reports[n].endpoints.get(k.port_of(n)))
+                 for n in (k.a, k.b)}
+        if all(allow.values()):
+            out.append({'a': k.a, 'b': k.b, 'port_a': ports[k.a],
+                        'port_b': ports[k.b], 'allow_a': allow[k.a],
+                        'allow_b': allow[k.b]})
+    return out
+
+
+def relayed_ports(me: str, links: List[ExtenderLink],
+                  hosts: Dict[str, Host],
+                  reports: Dict[str, ExtenderReport]) -> List[int]:
+    """The ports extender `me` relays on (their public endpoints are
+    learned at the rendezvous, as link ports' are)."""
+    return sorted(p for k in links
+                  if relay_of(k, links, hosts, reports) == me
+                  for p in relay_ports(k, links).values())
+
+
 def link_specs(me: str, links: List[ExtenderLink], hosts: Dict[str, Host],
                reports: Dict[str, ExtenderReport]) -> List[dict]:
     """The links extender `me` should keep now: those whose peer has
@@ -179,6 +250,12 @@ def link_specs(me: str, links: List[ExtenderLink], hosts: Dict[str, Host],
         rep, host = reports.get(peer), hosts.get(peer)
         enc = host.encap('xl') if host else None
         endpoint = rep.endpoints.get(k.port_of(peer)) if rep else None
+        via = relay_of(k, links, hosts, reports)
+        if via is not None:
+            # Our datagrams go to the relay's port for us; it hands them
+            # to the peer (and the peer's to us) without reading them.
+            endpoint = reports[via].endpoints.get(
+                relay_ports(k, links)[me])
         if rep is None or enc is None or my_enc is None or not endpoint:
             continue
         ip, _, port = endpoint.rpartition(':')
@@ -193,7 +270,8 @@ def link_specs(me: str, links: List[ExtenderLink], hosts: Dict[str, Host],
                     'remote': ip, 'remote_port': int(port),
                     'local_port': k.port_of(me),
                     'peer_link_ip': enc.ip, 'inner': inner,
-                    'peer_inner': peer_inner, 'vni': vni})
+                    'peer_inner': peer_inner, 'vni': vni,
+                    'via': via or ''})
     return out
 
 

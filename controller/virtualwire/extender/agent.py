@@ -12,21 +12,19 @@ br-xl's flows and pinned neighbours, and writes each link up or down to the host
 The last links it was given are kept on disk: an agent restarted while
 the controller is down keeps its links.
 """
-import argparse
 import json
 import logging
 import os
-import signal
 import subprocess
-import sys
 import time
 import urllib.error
 from typing import Dict, Optional, Tuple
 
 from virtualwire.extender import keys, wireguard
+from virtualwire.extender.relay import Relays
 from virtualwire.extender.wireguard import LinkSpec, LinkState
-from virtualwire.extender.switch import Switch, link_mac
-from virtualwire.extender.network_io import (ControllerClient, local_addresses,
+from virtualwire.extender.switch import link_mac
+from virtualwire.extender.network_io import (local_addresses,
                                              nudge, probe, rtt_ms)
 
 LOG = logging.getLogger('virtualwire.extender')
@@ -34,6 +32,9 @@ RTT_EVERY = 5.0
 
 
 REPROBE_AFTER = 15.0        # s a link stays down before its port is re-probed
+# While a link goes through a relay, this often our NAT is asked again
+# (from a spare port) whether it still defeats hole punching.
+RELAY_RECHECK = 30.0
 HURRY_FACTOR = 10            # cycles this much faster during a key rotation
 
 
@@ -76,6 +77,9 @@ class Agent:
         self.last_rtt = 0.0
         self.flow_ports: Optional[Dict[int, str]] = None
         self.hurry = False                # a key rotation is in flight
+        self.relays = Relays()            # links whose ciphertext we relay
+        self.relay_specs: list = []
+        self.relay_checked = time.time()
 
     def start(self, spec: LinkSpec):
         wg = spec.wg_dev(self.name)
@@ -164,6 +168,7 @@ class Agent:
             self.hurry = False      # no faster reports to a controller away
             return
         self.ports = list(reply.get('ports', ()))
+        self.relay_specs = list(reply.get('relays', ()))
         # Whether a peer pins our key is only known from a reply to a
         # report that carried it.
         self.reply_gen = sent_gen
@@ -200,7 +205,9 @@ class Agent:
                 self.stop(peer, remove=False)
                 self.public.pop(spec.local_port, None)
                 self.down_since[peer] = now
-        busy = {s.local_port for s, _p in self.procs.values()}
+        self.recheck_relayed(now)
+        busy = {s.local_port for s, _p in self.procs.values()} | \
+            self.relays.busy_ports()
         for port in self.ports:
             if port not in self.public and port not in busy:
                 self.public[port] = probe(port, self.rendezvous,
@@ -210,7 +217,30 @@ class Agent:
                 if self.public[port][0] is None:
                     del self.public[port]      # ask again next time
 
+    def recheck_relayed(self, now):
+        """A link relayed because our NAT was symmetric goes direct again
+        once it is not: its port is probed afresh (its daemon stopped for
+        that), and the report tells the controller."""
+        relayed = [p for p, (spec, _) in self.procs.items() if spec.via]
+        if not relayed or now - self.relay_checked < RELAY_RECHECK:
+            return
+        self.relay_checked = now
+        _ep, kind = probe(0, self.rendezvous, local_addresses())
+        if kind in ('symmetric', 'unknown'):
+            return
+        for peer in relayed:
+            spec = self.procs[peer][0]
+            LOG.info('link to %s: our NAT is %s now; re-probing port %d to '
+                     'go direct', peer, kind, spec.local_port)
+            self.stop(peer, remove=False)
+            self.public.pop(spec.local_port, None)
+
     def reconcile(self):
+        # A relay's port is bound once its public endpoint is known (the
+        # probe needs the port free).
+        self.relays.configure([r for r in self.relay_specs
+                               if {r['port_a'], r['port_b']} <=
+                               set(self.public) | self.relays.busy_ports()])
         want = self.want
         for peer in [p for p in self.procs if p not in want]:
             self.stop(peer)
@@ -318,68 +348,6 @@ class Agent:
             time.sleep(interval / HURRY_FACTOR if self.hurry else interval)
 
     def shutdown(self):
+        self.relays.close()
         for peer in list(self.procs):
             self.stop(peer, remove=False)
-
-
-def main(argv=None):
-    p = argparse.ArgumentParser(prog='virtualwire-extender',
-                                description=__doc__.split('\n\n')[0])
-    p.add_argument('--name', required=True, help="this extender's host name")
-    p.add_argument('--state-dir', required=True,
-                   help='identity (WireGuard key), logs, links cache')
-    p.add_argument('--controller', required=True,
-                   help="URL of the controller's southbound REST")
-    p.add_argument('--token-file', required=True,
-                   help='bearer token for the controller')
-    p.add_argument('--ca-cert', default='',
-                   help='the controller CA (controller-ca.pem): the only '
-                        'issuer whose certificate the controller may show')
-    p.add_argument('--insecure-plaintext-lab', action='store_true',
-                   help='allow an http:// controller URL: whoever sits on '
-                        'the path could then swap peers\' keys. Lab only.')
-    p.add_argument('--rendezvous', required=True,
-                   help="IP:PORT of the controller's rendezvous (it also "
-                        'answers on PORT+1)')
-    p.add_argument('--db', help='OVSDB of this host (ovs-vsctl --db)')
-    p.add_argument('--vswitchd-ctl', default='ovs-vswitchd',
-                   help='ovs-appctl target of this host\'s ovs-vswitchd')
-    p.add_argument('--wireguard', default='boringtun-cli',
-                   help='the userspace WireGuard daemon: boringtun-cli '
-                        '(measured faster here) or wireguard-go')
-    p.add_argument('--interval', type=float, default=1.0)
-    p.add_argument('--link-rate', default='80mbit',
-                   help='shape each link to this rate (tc units; below what '
-                        'the daemon carries), wires first; "" for none')
-    args = p.parse_args(argv)
-    if args.controller.startswith('http://') and \
-            not args.insecure_plaintext_lab:
-        p.error('--controller %s is plain HTTP: anyone on the path could '
-                'read the token and swap peers\' keys; use https:// with '
-                '--ca-cert, or --insecure-plaintext-lab in a lab'
-                % args.controller)
-    if args.controller.startswith('https://') and not args.ca_cert:
-        p.error('an https:// controller needs --ca-cert (the controller '
-                'CA, pinned)')
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format='%(asctime)s %(levelname)s %(message)s')
-    with open(args.token_file) as f:
-        token = f.read().strip()
-    host, _, port = args.rendezvous.rpartition(':')
-    agent = Agent(args.name, args.state_dir,
-                  ControllerClient(args.controller, token,
-                                   args.ca_cert or None), (host, int(port)),
-                  Switch(args.db, vswitchd_ctl=args.vswitchd_ctl),
-                  args.wireguard, args.link_rate)
-
-    def bye(*_):
-        agent.shutdown()
-        sys.exit(0)
-    signal.signal(signal.SIGTERM, bye)
-    signal.signal(signal.SIGINT, bye)
-    LOG.info('extender %s, public key %s', args.name, agent.public_key)
-    agent.run(args.interval)
-
-
-if __name__ == '__main__':
-    main()

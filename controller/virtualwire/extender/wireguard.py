@@ -51,6 +51,7 @@ class LinkSpec:
     peer_inner: str             # its address inside the tunnel
     vni: int                    # the VXLAN id of this link
     pinned: bool = True         # the peer uses our current key
+    via: str = ''               # the relay carrying its datagrams, if any
 
     @property
     def dev(self) -> str:

@@ -7,11 +7,12 @@ to the far end's host (the paper's section 3.2):
 
     h1 -> x-a ==link==> x-b -> h4
 
-If the two extenders have no link up (both behind NATs that defeat hole
-punching), it goes through a relay: an extender of a third site linked
-to both (x-a ==> x-r ==> x-b). A site may have several extenders; the
-first (by name) with a working path is used, so another takes over when
-its link goes down. Pure: hosts in, host names out.
+A frame is never decrypted between the two sites' extenders: when their
+NATs defeat hole punching, their link's encrypted datagrams go through a
+relay extender that cannot read them (`core.links.relay_of`), and the path
+is still x-a ==link==> x-b. A site may have several extenders; the first
+(by name) with a working path is used, so another takes over when its
+link goes down. Pure: hosts in, host names out.
 """
 from typing import Dict, List, Optional, Tuple
 
@@ -50,15 +51,10 @@ def route(hosts: Dict[str, Host], a: str, b: str) -> Optional[Path]:
         return (a,)
     if ha.site == hb.site:
         return (a, b) if _hop(hosts, a, b) else None
-    relays = [n for n, h in sorted(hosts.items())
-              if h.role == EXTENDER and h.site not in (ha.site, hb.site)]
     candidates: List[Tuple[str, ...]] = []
     for xa in extenders(hosts, ha.site):
         for xb in extenders(hosts, hb.site):
             candidates.append((a, xa, xb, b))
-    for xa in extenders(hosts, ha.site):
-        for xb in extenders(hosts, hb.site):
-            candidates += [(a, xa, xr, xb, b) for xr in relays]
     for c in candidates:
         path = _join(*c)
         if all(_hop(hosts, x, y) for x, y in zip(path, path[1:])):
@@ -72,11 +68,3 @@ def hop(hosts: Dict[str, Host], here: str, peer: str):
     c = carriers.choose(hosts.get(here), hosts.get(peer))
     assert c is not None, 'no carrier %s -> %s' % (here, peer)
     return c
-
-
-def relayed(path: Optional[Path], hosts: Dict[str, Host]) -> bool:
-    """True if the path crosses an extender of a site neither end is in."""
-    if not path or len(path) < 3:
-        return False
-    ends = {hosts[path[0]].site, hosts[path[-1]].site}
-    return any(hosts[n].site not in ends for n in path[1:-1])

@@ -1,0 +1,76 @@
+"""virtualwire-extender: the command that runs an extender's agent
+(`extender.agent`): its arguments, checked, and its signals."""
+import argparse
+import logging
+import signal
+import sys
+
+from virtualwire.extender.agent import Agent
+from virtualwire.extender.network_io import ControllerClient
+from virtualwire.extender.switch import Switch
+
+LOG = logging.getLogger('virtualwire.extender')
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog='virtualwire-extender',
+                                description="keeps an extender's encrypted "
+                                'links as its controller says')
+    p.add_argument('--name', required=True, help="this extender's host name")
+    p.add_argument('--state-dir', required=True,
+                   help='identity (WireGuard key), logs, links cache')
+    p.add_argument('--controller', required=True,
+                   help="URL of the controller's southbound REST")
+    p.add_argument('--token-file', required=True,
+                   help='bearer token for the controller')
+    p.add_argument('--ca-cert', default='',
+                   help='the controller CA (controller-ca.pem): the only '
+                        'issuer whose certificate the controller may show')
+    p.add_argument('--insecure-plaintext-lab', action='store_true',
+                   help='allow an http:// controller URL: whoever sits on '
+                        'the path could then swap peers\' keys. Lab only.')
+    p.add_argument('--rendezvous', required=True,
+                   help="IP:PORT of the controller's rendezvous (it also "
+                        'answers on PORT+1)')
+    p.add_argument('--db', help='OVSDB of this host (ovs-vsctl --db)')
+    p.add_argument('--vswitchd-ctl', default='ovs-vswitchd',
+                   help='ovs-appctl target of this host\'s ovs-vswitchd')
+    p.add_argument('--wireguard', default='boringtun-cli',
+                   help='the userspace WireGuard daemon: boringtun-cli '
+                        '(measured faster here) or wireguard-go')
+    p.add_argument('--interval', type=float, default=1.0)
+    p.add_argument('--link-rate', default='80mbit',
+                   help='shape each link to this rate (tc units; below what '
+                        'the daemon carries), wires first; "" for none')
+    args = p.parse_args(argv)
+    if args.controller.startswith('http://') and \
+            not args.insecure_plaintext_lab:
+        p.error('--controller %s is plain HTTP: anyone on the path could '
+                'read the token and swap peers\' keys; use https:// with '
+                '--ca-cert, or --insecure-plaintext-lab in a lab'
+                % args.controller)
+    if args.controller.startswith('https://') and not args.ca_cert:
+        p.error('an https:// controller needs --ca-cert (the controller '
+                'CA, pinned)')
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format='%(asctime)s %(levelname)s %(message)s')
+    with open(args.token_file) as f:
+        token = f.read().strip()
+    host, _, port = args.rendezvous.rpartition(':')
+    agent = Agent(args.name, args.state_dir,
+                  ControllerClient(args.controller, token,
+                                   args.ca_cert or None), (host, int(port)),
+                  Switch(args.db, vswitchd_ctl=args.vswitchd_ctl),
+                  args.wireguard, args.link_rate)
+
+    def bye(*_):
+        agent.shutdown()
+        sys.exit(0)
+    signal.signal(signal.SIGTERM, bye)
+    signal.signal(signal.SIGINT, bye)
+    LOG.info('extender %s, public key %s', args.name, agent.public_key)
+    agent.run(args.interval)
+
+
+if __name__ == '__main__':
+    main()
