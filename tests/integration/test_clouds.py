@@ -211,41 +211,78 @@ def _set_links(lab, want, timeout=40):
                what='links %s' % want)
 
 
-def test_symmetric_nats_on_both_sides_go_through_the_relay(clouds, cross):
+def test_symmetric_nats_on_both_sides_go_through_a_relay_that_cannot_read(
+        clouds, cross, tmp_path):
     va, vb, w = cross(5)
     api = Api(clouds)
+    xr = clouds.host('xr')
     try:
         for site in ('cloud-a', 'cloud-b'):
             clouds.clouds.set_nat(site, 'symmetric')
-        # The direct link cannot punch through two symmetric NATs; each
-        # side still reaches the relay, which has a public address.
-        _set_links(clouds, {('xa', 'xb'): False, ('xb', 'xa'): False,
-                            ('xa', 'xr'): True, ('xb', 'xr'): True}, 60)
+        # The direct endpoints cannot be punched through two symmetric
+        # NATs; once both agents have re-probed (15 s down), the controller
+        # hands each the relay's port for its side instead, and the same
+        # xa <-> xb WireGuard link comes up through xr.
+        link = wait_until(lambda: (lambda k: k if k['relay'] == 'xr' and
+                                   k['state'] == 'up' else None)(
+            extenders.link_view(clouds, 'xa', 'xb')), 90,
+            what='link xa-xb up through relay xr')
+        assert link['sides']['xa']['nat'] == 'symmetric'
         wire = wait_until(lambda: (lambda x: x if x['relayed'] else None)(
             api.wire(w['id'])), 20, what='wire relayed')
-        assert wire['path'] == ['h1', 'xa', 'xr', 'xb', 'h2'], wire
+        # The wire's path is the direct link's: xr is no hop of it.
+        assert wire['path'] == ['h1', 'xa', 'xb', 'h2'], wire
         assert wire['state'] == 'extended'
         wait_until(lambda: va.ping('192.0.2.2', count=1)[1] == 1, 15,
                    what='ping through the relay')
-        # The operator sees why (once the agents, their link down for a
-        # while, have asked the rendezvous again): both NATs symmetric,
-        # cloud-a - cloud-b relayed through xr.
-        out = wait_until(lambda: (lambda o: o if 'symmetric NATs' in o
-                                  else None)(vwctl(clouds, 'extenders').stdout),
-                         45, what='vwctl extenders saying why')
-        assert any(
-            l.startswith('cloud-a - cloud-b') and 'relayed' in l and
-            'xa > xr > xb' in l for l in out.splitlines()), out
-        assert va.ping('192.0.2.2', count=5) == (5, 5)
-        sent, got = udp_stream(va, vb, '192.0.2.2', seconds=1.0)
+        # A capture on the relay's public leg while a marker crosses: the
+        # datagrams are there (the relay forwarded them) and the marker is
+        # not (it holds no key of the link).
+        marker = b'VW-RELAY-MUST-NOT-READ-' * 8
+        frame = bytes(Ether(dst='02:00:00:00:00:57', src='02:00:00:00:00:47',
+                            type=0x88b5) / Raw(marker))
+        pcap = str(tmp_path / 'relay.pcap')
+        with Capture(xr.ns, 'wan0', pcap, 'udp portrange 53820-53899',
+                     snaplen=2000):
+            seen = sniff_while([vb], lambda: va.tool('frames-send', 'eth0',
+                                                     frame.hex()))
+            sent, got = udp_stream(va, vb, '192.0.2.2', seconds=1.0)
+        assert frame in seen[vb.name]
         assert got['received'] == sent['sent'], got
+        with open(pcap, 'rb') as f:
+            raw = f.read()
+        relayed = sum(1 for _ in frames(pcap))
+        # In and out of the relay: at least twice the stream's datagrams.
+        assert relayed >= 2 * sent['sent'], (relayed, sent)
+        assert marker[:23] not in raw
+        assert bytes.fromhex('020000000057') not in raw
+        # The relay has no WireGuard device for xa-xb: no key of it.
+        devs = subprocess.run(['ip', 'netns', 'exec', xr.ns, 'ip', '-o',
+                               'link'], capture_output=True, text=True,
+                              check=True).stdout
+        assert wg_name('xr', 'xa') in devs          # its own links' only
+        assert wg_name('xa', 'xb') not in devs and \
+            wg_name('xb', 'xa') not in devs
+        # The operator sees it: the link via relay xr, the sites relayed.
+        out = vwctl(clouds, 'extenders').stdout
+        assert any(l.startswith('xa <-> xb (via relay xr)') and ' up ' in l
+                   for l in out.splitlines()), out
+        assert any(l.startswith('cloud-a - cloud-b') and
+                   'relayed via xr' in l and 'xa > xb' in l
+                   for l in out.splitlines()), out
     finally:
         for site in ('cloud-a', 'cloud-b'):
             clouds.clouds.set_nat(site, 'nat')
-    # Punchable NATs again: the direct link comes back and is preferred.
-    _set_links(clouds, {('xa', 'xb'): True, ('xb', 'xa'): True}, 60)
-    wait_until(lambda: api.wire(w['id'])['path'] == ['h1', 'xa', 'xb', 'h2'],
-               20, what='wire direct again')
+    # Punchable NATs again: the agents find out (agent.RELAY_RECHECK) and
+    # the link goes direct.
+    wait_until(lambda: extenders.link_view(clouds, 'xa', 'xb')['relay']
+               is None and links_up(clouds, {('xa', 'xb'): True,
+                                             ('xb', 'xa'): True}), 120,
+               what='link xa-xb direct again')
+    wait_until(lambda: not api.wire(w['id'])['relayed'], 20,
+               what='wire direct again')
+    wait_until(lambda: va.ping('192.0.2.2', count=1)[1] == 1, 20,
+               what='ping direct again')
     assert va.ping('192.0.2.2', count=3) == (3, 3)
 
 
