@@ -25,10 +25,18 @@ def parse_args(argv=None):
     p.add_argument('--state-dir', default='/var/lib/virtualwire',
                    help='where the local intent database lives')
     p.add_argument('--intent-db', default='',
-                   help='OVSDB remote of the intent database (unix:PATH; '
-                        'tcp: only with --insecure-plaintext-lab: whoever '
-                        'reaches it can write wires and credentials); '
-                        'default: start a local ovsdb-server in --state-dir')
+                   help='OVSDB remote of the intent database: unix:PATH, or '
+                        'ssl:IP:PORT[,ssl:IP:PORT...] (the members of a '
+                        'cluster; needs --intent-db-ca); tcp: only with '
+                        '--insecure-plaintext-lab (whoever reaches it can '
+                        'write wires and credentials); default: start a '
+                        'local ovsdb-server in --state-dir')
+    p.add_argument('--intent-db-ca', default='', metavar='PEM',
+                   help="the CA of the intent database servers' "
+                        'certificates (e.g. controller-ca.pem)')
+    p.add_argument('--intent-db-name', default='virtualwire-intent-db',
+                   help='the name their certificates must carry '
+                        '(default: %(default)s)')
     p.add_argument('--of-listen', default='0.0.0.0:6653',
                    help='OpenFlow listen address HOST:PORT')
     tls = p.add_argument_group(
@@ -175,6 +183,25 @@ def load_tls(args):
         sys.exit('virtualwire-controller: TLS files: %s' % e)
 
 
+def trusted_intent_remote(remote, args):
+    """The ssl: members opened through `store.tls_remote` (the database's
+    CA and name checked in the handshake); exits saying why when no member
+    can be trusted."""
+    from virtualwire.store import tls_remote
+    tls_remote.configure(args.intent_db_ca, args.intent_db_name)
+    bad = tls_remote.why_not(remote)
+    members = [p for p in remote.split(',') if p.startswith('ssl:')]
+    for part, why in sorted(bad.items()):
+        logging.getLogger('virtualwire').warning(
+            'intent database member %s refused: %s', part, why)
+    if len(bad) == len(members):
+        sys.exit('virtualwire-controller: no member of --intent-db can be '
+                 'trusted as %s (CA %s):\n%s' % (
+                     args.intent_db_name, args.intent_db_ca, '\n'.join(
+                         '  %s: %s' % kv for kv in sorted(bad.items()))))
+    return tls_remote.translate(remote)
+
+
 def check_intent_remote(args):
     """A remote intent database over plain TCP lets anyone who reaches it
     write wires, or a credential whose token they chose: only in a lab."""
@@ -184,12 +211,17 @@ def check_intent_remote(args):
             continue
         if kind == 'tcp' and args.insecure_plaintext_lab:
             continue
+        if kind == 'ssl' and args.intent_db_ca and args.certificate:
+            continue
         sys.exit('virtualwire-controller: --intent-db %s: %s' % (
             part, 'plain TCP lets whoever reaches the database write wires '
-            'and credentials; use the local database (no --intent-db) or a '
-            'unix: socket, or --insecure-plaintext-lab in a lab'
-            if kind == 'tcp' else 'only unix: remotes are supported (a TLS '
-            'intent database is not served yet)'))
+            'and credentials; use ssl: (with --intent-db-ca), the local '
+            'database (no --intent-db) or a unix: socket, or '
+            '--insecure-plaintext-lab in a lab' if kind == 'tcp' else
+            'ssl: needs --intent-db-ca (the CA of the database servers\' '
+            'certificates) and the controller\'s own --private-key, '
+            '--certificate, --ca-cert' if kind == 'ssl' else
+            'remotes are unix:, ssl: or (lab) tcp:'))
 
 
 def enter_netns(name):
@@ -243,6 +275,8 @@ def main(argv=None):
 
     if tls_files is not None:
         configure_ovs_streams(tls_files)
+    if 'ssl:' in remote:
+        remote = trusted_intent_remote(remote, args)
     loop = Loop()
     intent = IntentStore(remote)
     runtime = RuntimeStore(intent.client)

@@ -36,7 +36,8 @@ def test_unreadable_tls_files_are_named(tmp_path):
 @pytest.mark.parametrize('remote, words', [
     ('tcp:10.0.0.1:6641', 'plain TCP lets whoever reaches the database'),
     ('unix:/run/db.sock,tcp:10.0.0.2:6641', 'plain TCP'),
-    ('ssl:10.0.0.1:6641', 'only unix: remotes'),
+    ('ssl:10.0.0.1:6641', 'ssl: needs --intent-db-ca'),
+    ('udp:10.0.0.1:6641', 'remotes are unix:, ssl: or (lab) tcp:'),
 ])
 def test_a_plain_remote_intent_database_is_refused(remote, words):
     assert words in _refusal(['--intent-db', remote],
@@ -46,5 +47,8 @@ def test_a_plain_remote_intent_database_is_refused(remote, words):
 def test_a_unix_intent_database_or_tcp_in_a_lab_is_accepted():
     for argv in (['--intent-db', 'unix:/run/vw/intent.sock'],
                  ['--intent-db', 'tcp:127.0.0.1:6641',
-                  '--insecure-plaintext-lab']):
+                  '--insecure-plaintext-lab'],
+                 ['--intent-db', 'ssl:10.0.0.1:6641,ssl:10.0.0.2:6641',
+                  '--intent-db-ca', 'ca.pem', '--private-key', 'k',
+                  '--certificate', 'c', '--ca-cert', 'a']):
         main.check_intent_remote(main.parse_args(argv))

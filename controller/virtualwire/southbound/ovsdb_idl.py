@@ -19,7 +19,18 @@ LOG = logging.getLogger(__name__)
 
 def fetch_schema(remote, db_name, timeout=5.0):
     """Read a database's schema from its server (so we work with whatever
-    OVS version the host runs)."""
+    OVS version the host runs); of a cluster (remotes separated by
+    commas), from the first member that answers."""
+    errors = []
+    for member in remote.split(','):
+        try:
+            return _fetch_schema(member, db_name, timeout)
+        except ConnectionError as e:
+            errors.append(str(e))
+    raise ConnectionError('; '.join(errors))
+
+
+def _fetch_schema(remote, db_name, timeout):
     err, stream = ovs.stream.Stream.open_block(
         ovs.stream.Stream.open(remote), timeout=int(timeout * 1000))
     if err:

@@ -11,6 +11,7 @@ wires). Waits go through ovs.poller, which is green under eventlet.
 """
 import errno
 import json
+import os
 
 import ovs.poller
 import ovs.stream
@@ -24,10 +25,20 @@ def transact(remote, db, ops, timeout=10.0):
     """Run `ops` (OVSDB operations) on `db` at `remote`; returns the list
     of results, or raises StoreError (connection, or an operation's
     error)."""
-    err, stream = ovs.stream.Stream.open_block(
-        ovs.stream.Stream.open(remote), timeout=int(timeout * 1000))
-    if err:
-        raise StoreError('cannot connect to %s: %s' % (remote, err))
+    stream, failed = None, []
+    # A cluster's members, in turn: any of them takes a transaction (a
+    # follower hands it to the leader).
+    for member in remote.split(','):
+        err, stream = ovs.stream.Stream.open_block(
+            ovs.stream.Stream.open(member), timeout=int(timeout * 1000))
+        if not err:
+            break
+        failed.append('%s: %s' % (member, os.strerror(err)
+                                  if isinstance(err, int) else err))
+        stream = None
+    if stream is None:
+        raise StoreError('cannot connect to the intent database (%s)'
+                         % '; '.join(failed))
     try:
         _send(stream, json.dumps({'method': 'transact', 'params': [db] + ops,
                                   'id': 0}, separators=(',', ':')).encode(),
