@@ -13,9 +13,13 @@ from scapy.all import Dot1Q, Ether, Raw
 
 from conftest import LINKS, Api, links_up, wait_until
 from vwlab import extenders
+from vwlab.pki import LabPki
+from vwlab.shell import CONTROLLER_IP
 from vwlab.capture import Capture, frames
 from virtualwire.extender.wireguard import wg_name
 from wire_traffic import sniff_while, special_frames, tcp_transfer, udp_stream
+
+MITM_PORT = 8799
 
 
 def vwctl(lab, *args):
@@ -204,6 +208,69 @@ def test_the_public_network_sees_only_ciphertext_and_drops_replays(
     assert rx < replayed_bytes and rx <= tx + 148, (rx, tx, sent)
     # The link is still up and the wire still works.
     assert va.ping('192.0.2.2', count=3) == (3, 3)
+
+
+def test_an_extender_behind_a_man_in_the_middle_takes_no_keys(
+        clouds, cross, tmp_path):
+    """xa's connections to the controller are redirected (DNAT in its
+    namespace, as a hijacked route would) to an HTTPS server whose
+    certificate names the controller's address but comes from another CA,
+    offering a link to xb with an attacker's key and endpoint. The agent
+    refuses every handshake: the impostor gets no request (no token), xa's
+    link to xb keeps xb's real key, the wire keeps working; once the path
+    is clean the agent reports again."""
+    va, _vb, _w = cross(6)
+    xa = clouds.host('xa')
+    real_key = extenders.link_view(clouds, 'xa', 'xb')['sides']['xb'][
+        'public_key']
+    with open(os.path.join(xa.dir, 'extender', 'links.json')) as f:
+        offer = json.load(f)
+    evil_key = 'E' * 43 + '='
+    for k in offer['links']:
+        k.update(peer_key=evil_key, remote='203.0.113.66', pinned=True)
+    offer['hurry'] = True
+    evil = LabPki(str(tmp_path / 'evil')).init()
+    key, cert = evil.issue('controller', role='controller',
+                           ips=[CONTROLLER_IP])
+    log = str(tmp_path / 'mitm.jsonl')
+    mitm = subprocess.Popen(
+        ['ip', 'netns', 'exec', clouds.mgmt_ns, sys.executable, '-m',
+         'vwlab.mitm', '--listen', '%s:%d' % (CONTROLLER_IP, MITM_PORT),
+         '--key', key, '--cert', cert, '--offer', json.dumps(offer),
+         '--log', log])
+    redirect = ['-p', 'tcp', '-d', CONTROLLER_IP, '--dport',
+                str(extenders.SOUTHBOUND_PORT), '-j', 'DNAT',
+                '--to-destination', '%s:%d' % (CONTROLLER_IP, MITM_PORT)]
+    agent_log = os.path.join(xa.dir, 'extender', 'agent.log')
+    seen_before = os.path.getsize(agent_log)
+    try:
+        time.sleep(1.0)                       # the impostor listening
+        subprocess.run(['ip', 'netns', 'exec', xa.ns, 'iptables', '-t', 'nat',
+                        '-I', 'OUTPUT'] + redirect, check=True)
+        time.sleep(6.0)                       # ~12 report cycles
+        with open(log) as f:
+            events = [json.loads(x) for x in f]
+        kinds = [e['event'] for e in events]
+        # It was dialled (the redirect works) and refused every time.
+        assert kinds.count('connection') >= 5, kinds
+        assert kinds.count('handshake failed') == kinds.count('connection')
+        assert 'request' not in kinds                 # no token reached it
+        with open(agent_log) as f:
+            f.seek(seen_before)
+            assert 'CERTIFICATE_VERIFY_FAILED' in f.read()
+        peers = subprocess.run(['ip', 'netns', 'exec', xa.ns, 'wg', 'show',
+                                wg_name('xa', 'xb'), 'peers'],
+                               capture_output=True, text=True, check=True)
+        assert peers.stdout.split() == [real_key]
+        assert va.ping('192.0.2.2', count=3) == (3, 3)
+    finally:
+        subprocess.run(['ip', 'netns', 'exec', xa.ns, 'iptables', '-t', 'nat',
+                        '-D', 'OUTPUT'] + redirect)
+        mitm.terminate()
+        mitm.wait(10)
+    wait_until(lambda: extenders.link_view(clouds, 'xa', 'xb')['sides'][
+        'xa']['reported_s_ago'] < 2, 15, what='xa reporting again')
+    assert extenders.link_view(clouds, 'xa', 'xb')['state'] == 'up'
 
 
 def _set_links(lab, want, timeout=40):
