@@ -16,12 +16,14 @@ import threading
 _lock = threading.Lock()
 
 
-def _log(path, **entry):
-    with _lock, open(path, 'a') as f:
+def _log(log_file, **entry):
+    with _lock, open(log_file, 'a') as f:
         f.write(json.dumps(entry) + '\n')
 
 
-def serve(listen, key, cert, offer, log):
+def make_server(listen, key, cert, offer, log):
+    """The impostor, not yet serving (`serve_forever` on a thread, or
+    `serve` below)."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
     body = json.dumps(offer).encode()
@@ -52,7 +54,20 @@ def serve(listen, key, cert, offer, log):
                 raise
 
     host, _, port = listen.rpartition(':')
-    Server((host, int(port)), Handler).serve_forever()
+    return Server((host, int(port)), Handler)
+
+
+def serve(listen, key, cert, offer, log):
+    make_server(listen, key, cert, offer, log).serve_forever()
+
+
+def events(log):
+    """What the impostor saw: its log's entries."""
+    try:
+        with open(log) as f:
+            return [json.loads(x) for x in f]
+    except FileNotFoundError:
+        return []
 
 
 def main(argv=None):

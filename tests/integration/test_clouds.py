@@ -219,7 +219,7 @@ def test_an_extender_behind_a_man_in_the_middle_takes_no_keys(
     refuses every handshake: the impostor gets no request (no token), xa's
     link to xb keeps xb's real key, the wire keeps working; once the path
     is clean the agent reports again."""
-    va, _vb, _w = cross(6)
+    va, _vb, _w = cross(8)
     xa = clouds.host('xa')
     real_key = extenders.link_view(clouds, 'xa', 'xb')['sides']['xb'][
         'public_key']

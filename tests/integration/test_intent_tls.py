@@ -20,21 +20,12 @@ import requests
 
 from conftest import wait_until
 from virtualwire.store.intent import SCHEMA_PATH
+from virtualwire.testing.ports import free_ports
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 VW_PKI = os.path.join(ROOT, 'ovs-config', 'vw-pki')
 DB = 'VirtualWire'
-
-
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(('127.0.0.1', 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def run(*cmd, **kw):

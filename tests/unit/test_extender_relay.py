@@ -9,19 +9,9 @@ import time
 import pytest
 
 from virtualwire.extender.relay import Relays
+from virtualwire.testing.ports import free_ports
 
 A, B, EVIL = '127.0.0.2', '127.0.0.3', '127.0.0.4'
-
-
-def free_ports(n):
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-             for _ in range(n)]
-    for s in socks:
-        s.bind(('127.0.0.1', 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def udp(ip):
@@ -43,7 +33,7 @@ def heard(r, side):
 
 @pytest.fixture
 def relay():
-    pa, pb = free_ports(2)
+    pa, pb = free_ports(2, socket.SOCK_DGRAM)
     r = Relays()
     r.configure([{'a': 'xa', 'b': 'xb', 'port_a': pa, 'port_b': pb,
                   'allow_a': A, 'allow_b': B}])
