@@ -78,9 +78,9 @@ class Api:
             self.s.headers['Authorization'] = 'Bearer ' + f.read().strip()
         self.url = lab.url
 
-    def call(self, method, path, body=None):
-        r = self.s.request(method, self.url + path, json=body, timeout=60,
-                           verify=self.verify)
+    def call(self, method, path, body=None, timeout=60):
+        r = self.s.request(method, self.url + path, json=body,
+                           timeout=timeout, verify=self.verify)
         if r.status_code >= 300:
             raise RuntimeError('%s %s -> %d %s' % (method, path,
                                                     r.status_code, r.text))

@@ -26,7 +26,7 @@ MEMORY = 1000
 FIELDS = {'connect': ('a', 'b'), 'issue_credential': ('role', 'name'),
           'assign_tenant': ('tenant',), 'connect_extenders': ('a', 'b'),
           'announce_migration': ('vm', 'vm_uuid', 'vnics', 'destination'),
-          'migration_released': ('host',)}
+          'migration_released': ('host',), 'batch': ('create', 'delete')}
 QUIET_WHEN_OK = frozenset({'extender_report'})
 
 
@@ -69,6 +69,10 @@ class AuditLog:
                  'who': who(principal), 'from': remote,
                  'method': method, 'path': path, 'action': action,
                  'status': status}
+        if isinstance(body, dict) and action == 'batch':
+            # Counts, not ten thousand items.
+            body = {k: len(v) for k, v in body.items()
+                    if k in ('create', 'delete') and isinstance(v, list)}
         if isinstance(body, dict):
             kept = {k: body[k] for k in FIELDS.get(action, ()) if k in body}
             if kept:

@@ -18,7 +18,9 @@ class LengthRequired(errors.VwError):
 def status_of(exc: errors.VwError) -> int:
     if isinstance(exc, LengthRequired):
         return 411
+    # A batch refused item by item answers with its first item's status.
+    kind = getattr(exc, 'kind', type(exc))
     for cls, status in STATUS:
-        if isinstance(exc, cls):
+        if issubclass(kind, cls):
             return status
     return 400

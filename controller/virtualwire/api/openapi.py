@@ -1,5 +1,6 @@
 """The OpenAPI 3 description of /v1 (served at /v1/openapi.json)."""
 from virtualwire.api.openapi_access import credential_paths, intent_paths
+from virtualwire.api.openapi_batch import add_batch
 from virtualwire.api.openapi_tenants import tenant_paths
 
 
@@ -34,6 +35,7 @@ def openapi_document():
     doc['paths'].update(credential_paths())
     doc['paths'].update(intent_paths())
     doc['paths'].update(tenant_paths(_VNIC))
+    add_batch(doc, _END)
     # Any request can be malformed (400: e.g. control characters in its
     # path), lack the token (401), or carry a scoped credential that does
     # not allow it (403).

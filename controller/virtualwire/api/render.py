@@ -38,22 +38,22 @@ def peek_json(req):
         raise errors.Malformed('body is not valid JSON: %s' % e) from None
 
 
-def read_json_object(req):
+def read_json_object(req, limit=MAX_BODY):
     """The request body as a JSON object, or a domain error saying why not
     (too large, undelimited, not JSON, nested too deeply, not an object)."""
-    if req.content_length is not None and req.content_length > MAX_BODY:
-        raise errors.TooLarge('request body over %d bytes' % MAX_BODY)
+    if req.content_length is not None and req.content_length > limit:
+        raise errors.TooLarge('request body over %d bytes' % limit)
     chunked = 'chunked' in req.headers.get('Transfer-Encoding', '').lower()
     if chunked:
         raw_in = req.body_file_raw
         if not getattr(raw_in, 'chunked_input', False):
             raise LengthRequired('chunked request bodies are not supported '
                                  'by this server; send Content-Length')
-        raw = raw_in.read(MAX_BODY + 1)
+        raw = raw_in.read(limit + 1)
     else:
-        raw = req.body_file.read(MAX_BODY + 1)
-    if len(raw) > MAX_BODY:
-        raise errors.TooLarge('request body over %d bytes' % MAX_BODY)
+        raw = req.body_file.read(limit + 1)
+    if len(raw) > limit:
+        raise errors.TooLarge('request body over %d bytes' % limit)
     try:
         doc = json.loads(raw or b'null')
     except RecursionError:

@@ -17,10 +17,10 @@ from virtualwire.api.openapi import openapi_document
 from virtualwire.api.render import (error, json_response, peek_json,
                                     read_json_object)
 from virtualwire.api.rest_operator import OperatorHandlers
-from virtualwire.core import credentials, errors, ids, tenancy
+from virtualwire.api.rest_wires import WireHandlers
+from virtualwire.core import batch, credentials, errors, ids, tenancy
 from virtualwire.metrics.exporter import (CONTENT_TYPE, LoopCollector,
                                           exposition, scoped_exposition)
-from virtualwire.store.errors import VnicTaken
 
 LOG = logging.getLogger(__name__)
 CALL_TIMEOUT = 30.0          # the control loop answers long before this
@@ -44,6 +44,7 @@ ROUTES = (
     ('/v1/audit', 'GET', 'audit'),
     ('/v1/wires', 'GET', 'list_wires'),
     ('/v1/wires', 'POST', 'connect'),
+    ('/v1/wires/batch', 'POST', 'batch'),
     ('/v1/wires/{wire_id}', 'GET', 'show_wire'),
     ('/v1/wires/{wire_id}', 'DELETE', 'disconnect'),
     ('/v1/wires/{wire_id}/stats', 'GET', 'wire_stats'),
@@ -84,7 +85,7 @@ def _scope(req):
     return req.environ.get('virtualwire.scope')
 
 
-class RestApi(OperatorHandlers):
+class RestApi(OperatorHandlers, WireHandlers):
     def __init__(self, loop, controller, intent, runtime, token,
                  audit_log=None):
         self.loop, self.ctl = loop, controller
@@ -95,7 +96,11 @@ class RestApi(OperatorHandlers):
         self.token = token
         m = routes.Mapper()
         for path, method, action in ROUTES:
-            m.connect(path, action=action, conditions=dict(method=[method]))
+            # /v1/wires/batch is not wire "batch" (405 for GET, not 422).
+            req = {'wire_id': r'(?!batch$)[^/]+'} \
+                if '{wire_id}' in path else {}
+            m.connect(path, action=action, conditions=dict(method=[method]),
+                      requirements=req)
         self.mapper = m
 
     @webob.dec.wsgify
@@ -145,6 +150,11 @@ class RestApi(OperatorHandlers):
                     req.environ['virtualwire.scope'] = tenancy.Scope(
                         who[1], self.intent.ownership.owners())
             return getattr(self, action)(req, **match)
+        except batch.ItemsRefused as e:
+            resp = error(status_of(e), e.message)
+            doc = resp.json
+            doc['error']['items'] = e.view()
+            return json_response(resp.status_int, doc)
         except errors.VwError as e:
             return error(status_of(e), e.message)
         except TimeoutError as e:
@@ -242,66 +252,6 @@ class RestApi(OperatorHandlers):
         return json_response(200, dict(
             view, tenant=self.intent.ownership.owners().get(vnic_id)))
 
-    def list_wires(self, req):
-        views = self._call(self.ctl.wire_views)
-        scope = _scope(req)
-        return json_response(200, {'wires': views if scope is None
-                                   else scope.wires(views)})
-
-    def _visible_wire(self, req, wire_id):
-        """The connector id asked for, once it is known to exist for this
-        caller (a tenant's 404 for another's wire reads as for none)."""
-        cid = ids.parse_connector_id(wire_id)
-        wire = self._call(self.ctl.wire, cid)        # 404 if unknown
-        scope = _scope(req)
-        if scope is not None:
-            scope.check_wire(wire)
-        return cid
-
-    def connect(self, req):
-        doc = read_json_object(req)
-        missing = [k for k in ('a', 'b') if k not in doc]
-        if missing:
-            raise errors.Malformed('missing field(s): %s (expected {"a": '
-                                   'vNIC id, "b": vNIC id})'
-                                   % ', '.join(missing))
-        unknown = sorted(set(doc) - {'a', 'b'})
-        if unknown:
-            raise errors.Malformed('unknown field(s): %s'
-                                   % ', '.join(unknown))
-        ids.check_wire_ends(doc['a'], doc['b'])
-        scope = _scope(req)
-        if scope is not None:
-            scope.check_ends(doc['a'], doc['b'])
-        self._call(self.ctl.check_gateway_ends, doc['a'], doc['b'])
-        # The database is the arbiter between writers (Binding's unique
-        # index: a vNIC already wired is refused there, with its wire's
-        # id); the loop applies the wire when it comes back from it.
-        try:
-            wire = self.intent.create_wire(doc['a'], doc['b'])
-        except VnicTaken:
-            if scope is None:
-                raise
-            for v in (doc['a'], doc['b']):
-                held = self._call(self.ctl.wire_of_vnic, v)
-                if held is not None:
-                    raise scope.taken(v, held) from None
-            raise
-        resp = json_response(201, self._call(self.ctl.wire_view,
-                                             wire.connector_id))
-        resp.headers['Location'] = '/v1/wires/%d' % wire.connector_id
-        return resp
-
-    def show_wire(self, req, wire_id):
-        return json_response(200, self._call(
-            self.ctl.wire_view, self._visible_wire(req, wire_id)))
-
-    def disconnect(self, req, wire_id):
-        cid = self._visible_wire(req, wire_id)
-        self.intent.delete_wire(cid)
-        self._call(lambda: None)                     # applied before we answer
-        return webob.Response(status=204)
-
     def list_migrations(self, req):
         views = self._call(self.ctl.migration_views)
         scope = _scope(req)
@@ -363,14 +313,3 @@ class RestApi(OperatorHandlers):
 
     def rotate_key(self, req, name):
         return json_response(202, self._call(self.ctl.rotate_key, name))
-
-    def all_stats(self, req):
-        doc = self._call(self.ctl.all_wire_stats)
-        scope = _scope(req)
-        if scope is not None:
-            doc = dict(doc, wires=scope.wires(doc['wires']))
-        return json_response(200, doc)
-
-    def wire_stats(self, req, wire_id):
-        return json_response(200, self._call(
-            self.ctl.wire_stats, self._visible_wire(req, wire_id)))

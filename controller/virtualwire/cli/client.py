@@ -8,7 +8,9 @@ DEFAULT_CONFIG = os.path.expanduser('~/.config/virtualwire/vwctl.conf')
 
 
 class CliError(Exception):
-    pass
+    def __init__(self, message, items=()):
+        super().__init__(message)
+        self.items = list(items)     # a refused batch's items, as the API
 
 
 def read_token_file(path):
@@ -53,10 +55,11 @@ class Client:
         if token:
             self.session.headers['Authorization'] = 'Bearer ' + token
 
-    def call(self, method, path, body=None):
+    def call(self, method, path, body=None, timeout=None):
         try:
             r = self.session.request(method, self.url + path, json=body,
-                                     timeout=self.timeout, verify=self.verify)
+                                     timeout=timeout or self.timeout,
+                                     verify=self.verify)
         except requests.exceptions.SSLError as e:
             raise CliError('the controller at %s failed TLS verification '
                            '(is ca_cert the controller CA?): %s'
@@ -65,9 +68,11 @@ class Client:
             raise CliError('cannot reach the controller at %s: %s'
                            % (self.url, e.__class__.__name__))
         if r.status_code >= 400:
+            items: list = []
             try:
-                msg = r.json()['error']['message']
+                err = r.json()['error']
+                msg, items = err['message'], err.get('items') or []
             except (ValueError, KeyError, TypeError):
                 msg = r.text.strip() or r.reason
-            raise CliError('%s (HTTP %d)' % (msg, r.status_code))
+            raise CliError('%s (HTTP %d)' % (msg, r.status_code), items)
         return r.json() if r.content else {}

@@ -20,6 +20,7 @@ import time
 
 from tabulate import tabulate
 
+from virtualwire.cli import batch as cli_batch
 from virtualwire.cli import credentials as cli_credentials
 from virtualwire.cli import intent as cli_intent
 from virtualwire.cli import tenants as cli_tenants
@@ -111,15 +112,26 @@ def cmd_show(c, a):
     return doc, tabulate(sorted(doc.items()))
 
 
+def _where(p):
+    return 'on every connected switch (%d)%s' % (
+        p['switches_confirmed'], '; not connected: %s' % ', '.join(
+            p['not_connected']) if p['not_connected'] else '')
+
+
 def cmd_connect(c, a):
-    doc = c.call('POST', '/v1/wires', {'a': a.vnic_a, 'b': a.vnic_b})
-    return doc, 'connected %s <-> %s: connector %s (%s)' % (
-        doc['a'], doc['b'], doc['connector_id'], doc['state'])
+    # The answer waits until every connected switch holds the wire.
+    doc = c.call('POST', '/v1/wires?wait=programmed&timeout=10',
+                 {'a': a.vnic_a, 'b': a.vnic_b})
+    return doc, 'connected %s <-> %s: connector %s (%s), %s' % (
+        doc['a'], doc['b'], doc['connector_id'], doc['state'],
+        _where(doc['programmed']))
 
 
 def cmd_disconnect(c, a):
-    c.call('DELETE', '/v1/wires/%s' % a.wire)
-    return {'disconnected': a.wire}, 'disconnected %s' % a.wire
+    doc = c.call('DELETE', '/v1/wires/%s?wait=programmed&timeout=10'
+                 % a.wire)
+    return dict(doc, disconnected=a.wire), 'disconnected %s, %s' % (
+        a.wire, _where(doc['programmed']))
 
 
 def cmd_stats(c, a):
@@ -217,6 +229,7 @@ def build_parser():
     s.add_argument('--source', help='source host (default: look it up)')
     s.set_defaults(fn=cmd_migrate)
     cli_extenders.add_parser(sub)
+    cli_batch.add_parser(sub)
     cli_credentials.add_parser(sub)
     cli_intent.add_parser(sub)
     cli_tenants.add_parsers(sub)

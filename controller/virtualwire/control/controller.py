@@ -15,6 +15,7 @@ from virtualwire.control.extenders import ExtenderHandlers
 from virtualwire.control.gateways import GatewayChecks
 from virtualwire.control.migrating import MigrationHandlers
 from virtualwire.control.migrations import MigrationBook
+from virtualwire.control.programmed import Programmed
 from virtualwire.control.safe_start import SafeStart
 from virtualwire.control.views import Views
 from virtualwire.core import tenancy
@@ -30,7 +31,7 @@ DUMP_TIMEOUT = 10.0
 
 
 class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
-                 AdmissionChecks, SafeStart, Views):
+                 AdmissionChecks, SafeStart, Programmed, Views):
     def __init__(self, loop, intent, runtime, host_dbs=None,
                  ovsdb_port=6640, move_timeout=900.0, clock=time.monotonic,
                  stats_interval=2.0, instruments=None,
@@ -59,6 +60,10 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
         self.hurry_until = {}           # extender -> its rotation's hurry
         self.stats = {'syncs': 0, 'bundles': 0, 'flow_mods': 0,
                       'switch_errors': 0}
+        # Intent changes taken in, and who waits for one to be programmed
+        # on the switches (control.programmed).
+        self.generation = 0
+        self.waiters = []
         # TLS: only certificates' names are believed (control.admission);
         # host OVSDBs are then read over ssl:, else tcp: (the lab flag).
         self.init_admission(require_identity)
@@ -97,6 +102,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
         writer's), in commit order. If the count still disagrees (rows
         deleted while we were disconnected), reload it all."""
         self.loop.assert_owner()
+        self.generation += 1
         for kind, cid, wire in events:
             if kind == 'upsert':
                 self.known_wires.add(cid)
@@ -195,6 +201,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
             host = self.host_of_dpid(msg.datapath.id)
             if host is not None:
                 self.sisters_confirmed(host, msg.xid)
+            self.check_waiters()
 
     def _dumped(self, s: SwitchSession, body):
         """What the switch holds, so a reconnect (controller or switch
@@ -286,6 +293,11 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
                 sent[h.name] = s.barrier_xid
                 LOG.info('host %s: +%d ~%d -%d flows', h.name,
                          len(diff.add), len(diff.modify), len(diff.delete))
+        for h in self.tables.hosts.values():
+            s = self.sessions.get(h.dpid)
+            if s is not None and s.installed is not None:
+                self.confirm_sync(s, h.name in sent)
+        self.check_waiters()
         self.sisters_sent(sent)
         records, self.changed_records = self.changed_records, {}
         for m in records.values():

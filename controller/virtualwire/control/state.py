@@ -51,3 +51,6 @@ class ControllerState:
 
     def relays_on(self, path) -> list:
         raise NotImplementedError
+
+    def check_gateway_ends(self, *ends) -> None:
+        raise NotImplementedError

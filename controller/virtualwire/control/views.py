@@ -47,6 +47,25 @@ class Views(ControllerState):
         self.loop.assert_owner()
         return [self.wire_view(cid) for cid in sorted(self.tables.wires)]
 
+    def wire_page(self, after=None, limit=None, visible=None):
+        """(views of up to `limit` wires after connector id `after` that
+        `visible(a, b)` lets through, the cursor of the next page or
+        None): only the page's views are built."""
+        self.loop.assert_owner()
+        out: list = []
+        last = None
+        for cid in sorted(self.tables.wires):
+            if after is not None and cid <= after:
+                continue
+            w = self.tables.wires[cid]
+            if visible is not None and not visible(w.end_a, w.end_b):
+                continue
+            if limit is not None and len(out) == limit:
+                return out, last
+            out.append(self.wire_view(cid))
+            last = cid
+        return out, None
+
     def host_view(self, name):
         self.loop.assert_owner()
         h = self.tables.hosts.get(name)

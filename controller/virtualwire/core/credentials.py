@@ -37,7 +37,7 @@ TENANT_ROLES = ('tenant', 'tenant-reader')
 TENANT_READS = frozenset({'list_vnics', 'show_vnic', 'list_wires',
                           'show_wire', 'wire_stats', 'all_stats', 'metrics',
                           'list_migrations'})
-TENANT_WRITES = frozenset({'connect', 'disconnect'})
+TENANT_WRITES = frozenset({'connect', 'disconnect', 'batch'})
 _NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
 
 

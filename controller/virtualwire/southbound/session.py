@@ -20,6 +20,10 @@ class SwitchSession:
         self.connected_at = now()
         self.confirmed_at = None     # barrier reply after our last bundle
         self.barrier_xid = None
+        # Generations (control.programmed): of the last bundle sent, and
+        # the last one the switch confirmed holding.
+        self.sent_gen = 0
+        self.confirmed_gen = 0
         self.pending = {}            # xid -> (body list, on_done(body))
         self.dump_sent_at = None
 
@@ -67,3 +71,4 @@ class SwitchSession:
     def barrier_reply(self, msg):
         if msg.xid == self.barrier_xid:
             self.confirmed_at = self._now()
+            self.confirmed_gen = self.sent_gen

@@ -40,18 +40,34 @@ UNMONITORED = ('Counters',)
 
 class _WireEvents(ovs.db.idl.Idl):
     """Records Wire row changes, so a writer learns what changed without
-    re-reading the table (which would make bulk writes O(n^2))."""
+    re-reading the table (which would make bulk writes O(n^2)), and keeps
+    Wire and Binding rows by connector id (a delete finds its rows without
+    a scan)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.events = []
+        self.wire_rows = {}          # connector id -> Wire row
+        self.binding_rows = {}       # connector id -> {uuid: Binding row}
 
     def notify(self, event, row, updates=None):
-        if row._table.name != 'Wire':
+        table = row._table.name
+        if table == 'Binding':
+            rows = self.binding_rows.setdefault(row.connector_id, {})
+            if event == ovs.db.idl.ROW_DELETE:
+                rows.pop(row.uuid, None)
+                if not rows:
+                    del self.binding_rows[row.connector_id]
+            else:
+                rows[row.uuid] = row
+            return
+        if table != 'Wire':
             return
         if event == ovs.db.idl.ROW_DELETE:
+            self.wire_rows.pop(row.connector_id, None)
             self.events.append(('delete', row.connector_id, None))
         else:
+            self.wire_rows[row.connector_id] = row
             self.events.append(('upsert', row.connector_id, _wire(row)))
 
 
@@ -143,18 +159,70 @@ class IntentStore:
         raise StoreError('could not allocate a connector id')
 
     def delete_wire(self, connector_id):
-        def build(txn, idl):
-            for table in ('Wire', 'Binding'):
-                for r in list(idl.tables[table].rows.values()):
-                    if r.connector_id == connector_id:
-                        r.delete()
+        self.apply_batch([], [connector_id])
 
-        status, txn = self.client.transact(build)
-        if status not in (ovs.db.idl.Transaction.SUCCESS,
+    def apply_batch(self, pairs, cids):
+        """Insert a wire per (a, b) and delete the wires `cids`, in one
+        transaction: all or nothing. Returns the Wires made. Raises
+        VnicTaken naming the pairs' vNICs another writer wired meanwhile
+        (`taken_by`), StoreError otherwise."""
+        created = datetime.datetime.now(datetime.timezone.utc) \
+            .isoformat(timespec='seconds')
+        for _ in range(16):
+            made: list = []
+            with self.client.lock:
+                known = set(self.client.idl.wire_rows)
+            new_ids = set()
+            for _p in pairs:
+                cid = self._rng.randint(ids.CONNECTOR_MIN, ids.CONNECTOR_MAX)
+                while cid in known or cid in new_ids:
+                    cid = self._rng.randint(ids.CONNECTOR_MIN,
+                                            ids.CONNECTOR_MAX)
+                new_ids.add(cid)
+            chosen = sorted(new_ids)
+
+            def build(txn, idl):
+                made.clear()
+                for cid in cids:
+                    row = idl.wire_rows.get(cid)
+                    if row is not None:
+                        row.delete()
+                    for b in list(idl.binding_rows.get(cid, {}).values()):
+                        b.delete()
+                for cid, (a, b) in zip(chosen, pairs):
+                    row = txn.insert(idl.tables['Wire'])
+                    row.connector_id, row.end_a, row.end_b = cid, a, b
+                    row.created_at = created
+                    for v in (a, b):
+                        r = txn.insert(idl.tables['Binding'])
+                        r.vnic, r.connector_id = v, cid
+                    made.append(Wire(cid, a, b, created))
+
+            status, txn = self.client.transact(build, timeout=60.0)
+            if status in (ovs.db.idl.Transaction.SUCCESS,
                           ovs.db.idl.Transaction.UNCHANGED):
-            raise StoreError('deleting wire failed: %s (%s)'
-                             % (status, txn.get_error()))
-        self.flush()
+                self.flush()
+                return list(made)
+            taken = self.taken_by([v for p in pairs for v in p])
+            if taken:
+                raise VnicTaken('; '.join(
+                    'vNIC %s is already wired (connector %s)'
+                    % (v, ids.fmt_connector(c)) for v, c in taken.items()))
+            with self.client.lock:
+                collided = set(chosen) & set(self.client.idl.wire_rows)
+            if not collided:
+                raise StoreError('storing the batch failed: %s (%s)'
+                                 % (status, txn.get_error()))
+            LOG.info('a connector id collided, drawing the batch again')
+        raise StoreError('could not allocate connector ids')
+
+    def taken_by(self, vnics):
+        """{vNIC: connector} of those of `vnics` that have a Binding."""
+        want = set(vnics)
+        with self.client.lock:
+            return {r.vnic: r.connector_id for r in
+                    self.client.idl.tables['Binding'].rows.values()
+                    if r.vnic in want}
 
     # -- extender links -------------------------------------------------------
     def links(self):

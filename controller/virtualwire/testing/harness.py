@@ -55,9 +55,34 @@ class MemoryIntent:
             return w
 
     def delete_wire(self, cid):
+        self.apply_batch([], [cid])
+
+    def apply_batch(self, pairs, cids):
         with self._lock:
-            self.rows.pop(cid, None)
-            self.on_change([('delete', cid, None)], len(self.rows))
+            taken = {v: c for v, c in self.taken_by(
+                [v for p in pairs for v in p]).items() if c not in cids}
+            if taken:
+                raise VnicTaken('; '.join(
+                    'vNIC %s is already wired (connector %s)'
+                    % (v, ids.fmt_connector(c)) for v, c in taken.items()))
+            events: list = []
+            made = []
+            for cid in cids:
+                if self.rows.pop(cid, None) is not None:
+                    events.append(('delete', cid, None))
+            for a, b in pairs:
+                self._next += 1
+                w = Wire(self._next, a, b, 'now')
+                self.rows[w.connector_id] = w
+                made.append(w)
+                events.append(('upsert', w.connector_id, w))
+            self.on_change(events, len(self.rows))
+            return made
+
+    def taken_by(self, vnics):
+        want = set(vnics)
+        return {v: w.connector_id for w in self.rows.values()
+                for v in w.ends() if v in want}
 
     def links(self):
         with self._lock:
