@@ -14,7 +14,10 @@ import ovs.stream
 
 from os_ken.lib import hub
 
+from virtualwire.southbound import fast_json
+
 LOG = logging.getLogger(__name__)
+fast_json.install()
 
 
 def fetch_schema(remote, db_name, timeout=5.0):

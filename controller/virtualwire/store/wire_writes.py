@@ -1,0 +1,109 @@
+"""Writing wires: one raw OVSDB transaction per batch (`store.rawrpc`:
+the standard library's JSON), then waiting until our own IDL replica has
+the change, so a caller that asks the control loop next sees its write.
+
+Why not an IDL transaction: building 30,000 rows through the `ovs`
+package's Python IDL took 2.0 s and committing 1.1 s for a batch of
+10,000 wires, before the pure-Python parser read the same rows back
+(7.1 s in all, measured). The Binding table (a unique index on vNIC: "a
+vNIC holds one wire", enforced by the database whoever writes) is written
+here and never monitored: nothing reads it but the conflict path.
+"""
+import datetime
+import time
+
+from os_ken.lib import hub
+
+from virtualwire.core import ids
+from virtualwire.core.model import Wire
+from virtualwire.store import rawrpc
+from virtualwire.store.errors import StoreError, VnicTaken
+
+DB_NAME = 'VirtualWire'
+SEEN_TIMEOUT = 60.0
+
+
+def now():
+    return datetime.datetime.now(datetime.timezone.utc) \
+        .isoformat(timespec='seconds')
+
+
+def ops_for(pairs, chosen, cids, created):
+    ops: list = []
+    for cid in cids:
+        for table in ('Wire', 'Binding'):
+            ops.append({'op': 'delete', 'table': table,
+                        'where': [['connector_id', '==', cid]]})
+    for cid, (a, b) in zip(chosen, pairs):
+        ops.append({'op': 'insert', 'table': 'Wire', 'row': {
+            'connector_id': cid, 'end_a': a, 'end_b': b,
+            'created_at': created}})
+        for v in (a, b):
+            ops.append({'op': 'insert', 'table': 'Binding',
+                        'row': {'vnic': v, 'connector_id': cid}})
+    return ops
+
+
+def taken_by(remote, vnics):
+    """{vNIC: connector} of those of `vnics` the database has wired."""
+    want = set(vnics)
+    [res] = rawrpc.transact(remote, DB_NAME, [{
+        'op': 'select', 'table': 'Binding', 'where': [],
+        'columns': ['vnic', 'connector_id']}])
+    return {r['vnic']: r['connector_id'] for r in res['rows']
+            if r['vnic'] in want}
+
+
+def refusal(taken):
+    return VnicTaken('; '.join('vNIC %s is already wired (connector %s)'
+                               % (v, ids.fmt_connector(c))
+                               for v, c in sorted(taken.items())))
+
+
+def write(store, pairs, cids, connector_ids=None):
+    """Insert a wire per (a, b) and delete the wires `cids` in one
+    transaction: all or nothing. Returns the Wires made, once our replica
+    has them. Raises VnicTaken (the vNICs wired already), StoreError."""
+    created = now()
+    remote = store.client.remote
+    for _ in range(16):
+        with store.client.lock:
+            known = set(store.client.idl.wire_rows)
+        chosen = list(connector_ids) if connector_ids else \
+            store.draw_ids(len(pairs), known)
+        try:
+            rawrpc.transact(remote, DB_NAME,
+                            ops_for(pairs, chosen, cids, created),
+                            timeout=SEEN_TIMEOUT)
+        except StoreError:
+            # Which constraint failed is read from the rows, not the text.
+            taken = taken_by(remote, [v for p in pairs for v in p])
+            taken = {v: c for v, c in taken.items() if c not in cids}
+            if taken:
+                raise refusal(taken) from None
+            with store.client.lock:
+                collided = set(chosen) & set(store.client.idl.wire_rows)
+            if connector_ids or not collided:
+                raise
+            continue                 # another writer drew the same id
+        await_replica(store, chosen, cids)
+        store.flush()
+        return [Wire(cid, a, b, created) for cid, (a, b) in zip(chosen,
+                                                                pairs)]
+    raise StoreError('could not allocate connector ids')
+
+
+def await_replica(store, made, gone):
+    """Until the IDL's replica has the wires made and not the ones gone
+    (the database sends them to it after answering us)."""
+    end = time.monotonic() + SEEN_TIMEOUT
+    while True:
+        with store.client.lock:
+            rows = store.client.idl.wire_rows
+            if all(c in rows for c in made) and \
+                    not any(c in rows for c in gone):
+                return
+        if time.monotonic() > end:
+            raise StoreError('the intent database took the change but did '
+                             'not show it back within %gs' % SEEN_TIMEOUT)
+        hub.sleep(0.002)
