@@ -30,6 +30,9 @@ class FastParser:
         self.in_string = False
         self.done = False
         self.started = False
+        # The last input ended inside an escape (a backslash whose
+        # character comes with the next input): skip that character.
+        self.escaped = False
 
     def feed(self, s):
         if self.done:
@@ -40,7 +43,11 @@ class FastParser:
                 self.parts.append(s)
                 return len(s)
             self.started = True
-        for m in _TOKENS.finditer(s):
+        start = 1 if self.escaped else 0
+        self.escaped = False
+        last = start
+        for m in _TOKENS.finditer(s, start):
+            last = m.end()
             tok = m.group()
             if tok[0] == '\\':
                 continue
@@ -52,6 +59,9 @@ class FastParser:
                     self.parts.append(s[:m.end()])
                     self.done = True
                     return m.end()
+        # A backslash no token took ends this input: its character is the
+        # next input's first.
+        self.escaped = last < len(s) and s.endswith('\\')
         self.parts.append(s)
         return len(s)
 
