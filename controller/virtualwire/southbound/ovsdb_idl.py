@@ -88,6 +88,12 @@ class IdlClient:
             join(timeout)
         self._thread = None
 
+    @property
+    def ran(self):
+        """An event the pump sets each time it ran the IDL (clear it
+        under `lock`, then wait on it outside)."""
+        return self._ran
+
     def peer_names(self):
         """The names of the connected server's verified certificate (an
         ssl: remote), else None. Call with `lock` held, right after the

@@ -12,8 +12,6 @@ here and never monitored: nothing reads it but the conflict path.
 import datetime
 import time
 
-from os_ken.lib import hub
-
 from virtualwire.core import ids
 from virtualwire.core.model import Wire
 from virtualwire.store import rawrpc
@@ -97,8 +95,10 @@ def await_replica(store, made, gone):
     """Until the IDL's replica has the wires made and not the ones gone
     (the database sends them to it after answering us)."""
     end = time.monotonic() + SEEN_TIMEOUT
+    ran = store.client.ran           # set each time the pump ran the IDL
     while True:
         with store.client.lock:
+            ran.clear()
             rows = store.client.idl.wire_rows
             if all(c in rows for c in made) and \
                     not any(c in rows for c in gone):
@@ -106,4 +106,4 @@ def await_replica(store, made, gone):
         if time.monotonic() > end:
             raise StoreError('the intent database took the change but did '
                              'not show it back within %gs' % SEEN_TIMEOUT)
-        hub.sleep(0.002)
+        ran.wait(0.05)
