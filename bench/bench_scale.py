@@ -49,17 +49,22 @@ def wait_flows(sim, expected, timeout):
     raise RuntimeError('switches did not converge: %s' % counts[:10])
 
 
+def expected_flows(pairs, n_hosts):
+    """Per-host flow count, from the pure model: the miss and the tunnel
+    port's reject flow, then 2 per wire end."""
+    expected = [2] * n_hosts
+    for (ka, _), (kb, _) in pairs:
+        expected[ka] += 2
+        expected[kb] += 2
+    return expected
+
+
 def connect_all(lab, sim, pairs, n_hosts):
     """Our set-up: every pair connected over REST, one after the other,
     until each simulated switch holds all its flows."""
     api = Api(lab)
     api.wait_hosts(n_hosts)
-    # Expected per-host flow count, from the pure model.
-    # The miss and the tunnel port's reject flow, then 2 per wire end.
-    expected = [2] * n_hosts
-    for (ka, _), (kb, _) in pairs:
-        expected[ka] += 2
-        expected[kb] += 2
+    expected = expected_flows(pairs, n_hosts)
     print('connecting %d wires over REST' % len(pairs), flush=True)
     lat, wires = [], []
     t0 = time.time()
@@ -87,10 +92,7 @@ def connect_batches(lab, sim, pairs, n_hosts, size, singles):
     each."""
     api = Api(lab)
     api.wait_hosts(n_hosts)
-    expected = [2] * n_hosts
-    for (ka, _), (kb, _) in pairs:
-        expected[ka] += 2
-        expected[kb] += 2
+    expected = expected_flows(pairs, n_hosts)
     items = [{'a': sim.vnic_id(ka, ma), 'b': sim.vnic_id(kb, mb)}
              for (ka, ma), (kb, mb) in pairs]
     print('connecting %d wires in batches of %d' % (len(items), size),
