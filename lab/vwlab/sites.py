@@ -164,6 +164,7 @@ class Sites:
         self._veth(ns, 'eth0', self.pub_ns, 'pub0', name[:15])
         sh(['ip', 'addr', 'add', '%s/24' % ip, 'dev', 'eth0'], ns=ns)
         wait_link_ready(ns, 'eth0')
+        wait_bridge_port(self.pub_ns, name[:15])
         return ns
 
     def set_nat(self, site, kind):
@@ -193,6 +194,21 @@ def wait_link_ready(ns, dev, timeout=10.0):
             return
         time.sleep(0.05)
     raise LabError('%s in %s not up after %.0fs' % (dev, ns, timeout))
+
+
+def wait_bridge_port(ns, dev, timeout=10.0):
+    """Until the bridge port `dev` forwards: the bridge drops what comes
+    in on a port whose carrier linkwatch has not yet raised, which can
+    be later than the other end of the veth (wait_link_ready)."""
+    end = time.time() + timeout
+    while time.time() < end:
+        out = sh(['bridge', 'link', 'show', 'dev', dev], ns=ns)
+        if 'state forwarding' in out and 'state UP' in sh(
+                ['ip', '-o', 'link', 'show', 'dev', dev], ns=ns):
+            return
+        time.sleep(0.05)
+    raise LabError('bridge port %s in %s not forwarding after %.0fs'
+                   % (dev, ns, timeout))
 
 
 def route_sites(lab):
