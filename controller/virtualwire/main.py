@@ -13,6 +13,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import sys
 
 CLONE_NEWNET = 0x40000000
@@ -64,6 +65,13 @@ def parse_args(argv=None):
                    help='also read this host OVSDB remote (repeatable)')
     p.add_argument('--rest-listen', default='127.0.0.1:8780',
                    help='REST API listen address HOST:PORT')
+    p.add_argument('--advertise-url', default='', metavar='URL',
+                   help='the REST URL clients reach this instance at; '
+                        'standbys redirect writes to the leader\'s '
+                        '(default: from --rest-listen)')
+    p.add_argument('--instance-name', default='',
+                   help='this instance\'s name in the leadership record '
+                        '(default: HOSTNAME:REST-PORT)')
     p.add_argument('--token-file', default='',
                    help='file holding the REST bearer token (created with '
                         'a random token if missing); default: '
@@ -265,6 +273,7 @@ def main(argv=None):
     from virtualwire.southbound.tls import configure_ovs_streams
     from virtualwire.store import local as local_ovsdb
     from virtualwire.store.intent import IntentStore
+    from virtualwire.store.leadership import Leadership
     from virtualwire.store.runtime import RuntimeStore
 
     of_host, of_port = _split(args.of_listen, '--of-listen')
@@ -287,11 +296,21 @@ def main(argv=None):
                             stats_interval=args.stats_interval,
                             activation_settle=(args.activation_settle_ms /
                                                1000.0),
-                            require_identity=tls_files is not None)
+                            require_identity=tls_files is not None,
+                            active=False)
     host_dbs.on_hosts = controller.on_hosts
     intent.client.observe = controller.instruments.ovsdb.observe
+    own_url = args.advertise_url or '%s://%s:%d' % (
+        'https' if tls_files else 'http', rest_host, rest_port)
+    # One active instance: the holder of the intent database's lock.
+    leadership = Leadership(
+        intent.client, args.instance_name or '%s:%d' % (
+            socket.gethostname(), rest_port), own_url,
+        on_change=lambda st: loop.post(controller.on_leadership, st))
+    intent.client.on_run = leadership.poll
     api = RestApi(loop, controller, intent, runtime, token, AuditLog(
-        args.audit_log or os.path.join(args.state_dir, 'audit.log')))
+        args.audit_log or os.path.join(args.state_dir, 'audit.log')),
+        own_url=own_url)
 
     # REST socket first: it stays in our namespace even if the southbound
     # sockets go into the management one.
@@ -337,7 +356,7 @@ def main(argv=None):
     if tls_files is not None:       # a broken rotation is logged early
         loop.every(10.0, tls_files.refresh)
     # The collector paces itself (metrics.collector.BUDGET).
-    loop.every(min(0.25, args.stats_interval / 4), controller.collector.due)
+    loop.every(min(0.25, args.stats_interval / 4), controller.collect)
     services += [hub.spawn(s.serve_forever) for s in servers]
     logging.getLogger('virtualwire').info(
         'controller up: OpenFlow %s %s:%d, REST %s://%s:%d/v1, intent %s',
@@ -347,7 +366,8 @@ def main(argv=None):
     def _term(*_):
         logging.getLogger('virtualwire').info('stopping')
         try:    # counters read since the last save (a restart continues)
-            loop.call(controller.collector.save, timeout=2.0)
+            if controller.active:
+                loop.call(controller.collector.save, timeout=2.0)
             runtime.stop(timeout=3.0)
         except Exception as e:      # noqa: BLE001 (stopping regardless)
             logging.getLogger('virtualwire').warning(

@@ -10,7 +10,7 @@ import routes
 import webob
 import webob.dec
 
-from virtualwire.api import dashboard
+from virtualwire.api import dashboard, standby
 from virtualwire.api.audit import FIELDS, AuditLog
 from virtualwire.api.errors import status_of
 from virtualwire.api.openapi import openapi_document
@@ -87,8 +87,9 @@ def _scope(req):
 
 class RestApi(OperatorHandlers, WireHandlers):
     def __init__(self, loop, controller, intent, runtime, token,
-                 audit_log=None):
+                 audit_log=None, own_url=''):
         self.loop, self.ctl = loop, controller
+        self.own_url = own_url          # where clients reach this instance
         self.audit_log = audit_log or AuditLog('')
         self.instruments = controller.instruments
         self.instruments.registry.register(LoopCollector(loop, controller))
@@ -146,6 +147,9 @@ class RestApi(OperatorHandlers, WireHandlers):
                     self._keep_body(req)
                 if why is not None:
                     return error(403, why)
+                moved = standby.redirect(req, self.ctl, self.own_url)
+                if moved is not None:
+                    return moved
                 if who != ADMIN and who[0] in credentials.TENANT_ROLES:
                     req.environ['virtualwire.scope'] = tenancy.Scope(
                         who[1], self.intent.ownership.owners())

@@ -16,6 +16,7 @@ from virtualwire.control.gateways import GatewayChecks
 from virtualwire.control.migrating import MigrationHandlers
 from virtualwire.control.migrations import MigrationBook
 from virtualwire.control.programmed import Programmed
+from virtualwire.control.roles import Roles
 from virtualwire.control.safe_start import SafeStart
 from virtualwire.control.views import Views
 from virtualwire.core import tenancy
@@ -31,11 +32,12 @@ DUMP_TIMEOUT = 10.0
 
 
 class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
-                 AdmissionChecks, SafeStart, Programmed, Views):
+                 AdmissionChecks, SafeStart, Programmed, Roles, Views):
     def __init__(self, loop, intent, runtime, host_dbs=None,
                  ovsdb_port=6640, move_timeout=900.0, clock=time.monotonic,
                  stats_interval=2.0, instruments=None,
-                 activation_settle=0.0, require_identity=False):
+                 activation_settle=0.0, require_identity=False,
+                 active=True):
         self.loop = loop
         self.intent = intent            # store.intent.IntentStore (reads)
         self.runtime = runtime          # store.runtime.RuntimeStore
@@ -69,6 +71,8 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
         self.init_admission(require_identity)
         # Flows of wires never seen in intent are not deleted (safe_start).
         self.init_safe_start()
+        # Active, or a standby that writes nothing (control.roles).
+        self.init_roles(active)
         self.instruments = instruments or Instruments()
         loop.observe_lag = self.instruments.loop_lag.observe
         # Reads flow counters on its own timer; never writes a switch.
@@ -77,13 +81,15 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
         loop.idle = self.sync
 
     # ---- start ---------------------------------------------------------------
-    def start(self):
+    def start(self, live=None):
         """Start from the last observed hosts and migrations: live views
-        replace them as each host's OVSDB is read, so missing knowledge
-        never removes a working wire's flows. Moves under way come first,
-        so claims are read as source/destination, not arrival order."""
+        (`live`, or as each host's OVSDB is read) replace them, so missing
+        knowledge never removes a working wire's flows. Moves under way
+        come first, so claims are read as source/destination, not arrival
+        order."""
         self.loop.assert_owner()
         self.remembered = self.runtime.hosts()
+        self.remembered.update(live or {})
         self.migrations.restore(self.runtime.migrations())
         for m in self.migrations.active.values():
             for v, src in m.sources.items():
@@ -146,7 +152,8 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
             self.taps_seen(h)
             if self.remembered.get(h.name) != h:
                 self.remembered[h.name] = h
-                self.runtime.save_host(h)       # queued, off the loop
+                if self.active:
+                    self.runtime.save_host(h)   # queued, off the loop
 
     def host_of_dpid(self, dpid):
         for h in self.tables.hosts.values():
@@ -169,6 +176,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
         if old is not None and old.dp is not dp:
             old.dp.close()              # the same switch, reconnected
         self.sessions[dp.id] = s
+        self.send_role(s)               # before anything else it reads
         if self.host_dbs is not None and isinstance(dp.address, tuple) \
                 and dp.address:
             self.host_dbs.watch('%s:%s:%d' % (
@@ -226,6 +234,8 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
 
     def on_switch_error(self, msg):
         self.loop.assert_owner()
+        if self.role_refused(msg):
+            return
         self.stats['switch_errors'] += 1
         dp = msg.datapath
         LOG.error('switch %s error type=%s code=%s',
@@ -237,10 +247,17 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
             s.installed = None
             s.dump(lambda body: self._dumped(s, body))
 
+    def collect(self):
+        """The collector's timer: a standby reads no counters (their base
+        in the database is the leader's to write)."""
+        if self.active:
+            self.collector.due()
+
     def tick(self):
         """Timers: moves never activated, switches that never answered."""
         self.loop.assert_owner()
-        self.expire_moves()
+        if self.active:
+            self.expire_moves()
         now = time.time()
         for s in list(self.sessions.values()):
             if s.dump_sent_at is not None and \
@@ -268,7 +285,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
         Then persist changed migration records (switches never wait on a
         database write)."""
         self.loop.assert_owner()
-        if self.sync_held():
+        if not self.active or self.sync_held():
             return
         self.stats['syncs'] += 1
         dirty = self.tables.pop_dirty()

@@ -43,6 +43,9 @@ class ControllerState:
     def host_of_dpid(self, dpid: int):
         raise NotImplementedError
 
+    def role_view(self) -> dict:
+        raise NotImplementedError
+
     def safe_start_view(self) -> dict:
         raise NotImplementedError
 

@@ -168,7 +168,9 @@ class Views(ControllerState):
                 'safe_start': self.safe_start_view(),
                 # Connections and reports turned away (control.admission).
                 'admission': {'certificates_required': self.require_identity,
-                              'recent_refusals': list(self.refusals)}}
+                              'recent_refusals': list(self.refusals)},
+                # Active or standby (control.roles, store.leadership).
+                'role': self.role_view()}
 
     def wire_stats(self, cid):
         """A wire's counters each way (entered at one end, delivered at the

@@ -148,6 +148,15 @@ def barrier():
     return parser.OFPBarrierRequest(PROTO)
 
 
+def role_request(master, generation):
+    """MASTER (or SLAVE) with the leader's term as generation id: a switch
+    refuses a request older than the newest it has seen (OFPRRFC_STALE),
+    and refuses a SLAVE's flow changes (OFPBRC_IS_SLAVE)."""
+    return parser.OFPRoleRequest(
+        PROTO, ofp.OFPCR_ROLE_MASTER if master else ofp.OFPCR_ROLE_SLAVE,
+        generation & 0xFFFFFFFFFFFFFFFF)
+
+
 def flow_stats_request(cookie=0, cookie_mask=0):
     return parser.OFPFlowStatsRequest(
         PROTO, 0, ofp.OFPTT_ALL, ofp.OFPP_ANY, ofp.OFPG_ANY,

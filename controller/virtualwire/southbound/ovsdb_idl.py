@@ -69,6 +69,7 @@ class IdlClient:
         self._thread = None
         self._ran = hub.Event()      # set each time the pump ran the IDL
         self.observe = None          # observe(seconds) per transaction
+        self.on_run = None           # on_run(self) after every IDL run
 
     def start(self):
         self._thread = hub.spawn(self._pump)
@@ -132,6 +133,11 @@ class IdlClient:
                     self.on_change(self)
                 except Exception:
                     LOG.exception('change handler for %s failed', self.name)
+            if self.on_run is not None:     # e.g. a lock lost, not a change
+                try:
+                    self.on_run(self)
+                except Exception:
+                    LOG.exception('run handler for %s failed', self.name)
             poller.timer_wait(500)
             poller.block()
 

@@ -86,6 +86,10 @@ class FakeDatapath:
         self.bundles: Dict[int, List] = {}
         self.sent: List = []                 # every message received, parsed
         self.closed = False
+        # OpenFlow role of the controller connection (as OVS keeps it):
+        # 'equal' until asked; a SLAVE's flow changes are refused.
+        self.role, self.generation = 'equal', None
+        self.refused_as_slave = 0
         self._xid = 0
 
     # -- what os-ken's Datapath offers the controller ----------------------
@@ -143,6 +147,14 @@ class FakeDatapath:
             self.bundles[bundle_id].append(msg)
             self.sent.append(msg)
             return
+        if msg_type == ofp.OFPT_ROLE_REQUEST:
+            self.sent.append(obj)
+            self._role(obj)
+            return
+        if self.role == 'slave' and msg_type in (ofp.OFPT_FLOW_MOD,
+                                                 ofp.OFPT_BUNDLE_CONTROL):
+            self.refused_as_slave += 1       # OFPBRC_IS_SLAVE on a switch
+            return
         if msg_type in (ofp.OFPT_MULTIPART_REQUEST, ofp.OFPT_BARRIER_REQUEST):
             msg = obj                        # os-ken has no parser for these
         else:
@@ -164,6 +176,20 @@ class FakeDatapath:
             self.fabric.post('barrier', self, reply)
         elif msg_type == ofp.OFPT_MULTIPART_REQUEST:
             self.fabric.post('stats', self, self._flow_stats(msg))
+
+    def _role(self, req):
+        """OVS's rule: a MASTER or SLAVE request whose generation id is
+        older than the newest seen is refused as stale."""
+        gen = req.generation_id
+        if self.generation is not None and \
+                ((gen - self.generation) & (1 << 63)):
+            self.fabric.post('error', self, parser.OFPErrorMsg(
+                self, type_=ofp.OFPET_ROLE_REQUEST_FAILED,
+                code=ofp.OFPRRFC_STALE))
+            return
+        self.generation = gen
+        self.role = 'master' if req.role == ofp.OFPCR_ROLE_MASTER \
+            else 'slave'
 
     def flow_mod(self, mod):
         e = Entry(mod)

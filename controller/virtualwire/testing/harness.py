@@ -184,7 +184,7 @@ def _done():
 
 class Harness:
     def __init__(self, intent=None, runtime=None, fabric=None,
-                 move_timeout=900.0, require_identity=False):
+                 move_timeout=900.0, require_identity=False, active=True):
         self.now = 1000.0
         self.loop = Loop('test')
         self.intent = intent or MemoryIntent()
@@ -193,7 +193,8 @@ class Harness:
         self.ctl = Controller(self.loop, self.intent, self.runtime,
                               move_timeout=move_timeout,
                               clock=lambda: self.now,
-                              require_identity=require_identity)
+                              require_identity=require_identity,
+                              active=active)
         self.require_identity = require_identity
         self.intent.on_change = lambda ev, n: self.loop.post(
             self.ctl.on_intent, ev, n)
@@ -279,6 +280,8 @@ class Harness:
                 self.loop.post(self.ctl.on_packet_in, msg)
             elif kind == 'flow_removed':
                 self.loop.post(self.ctl.on_flow_removed, msg)
+            elif kind == 'error':
+                self.loop.post(self.ctl.on_switch_error, msg)
         return bool(inbox)
 
     def run_threads(self):
