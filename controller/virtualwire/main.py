@@ -8,15 +8,12 @@ The hub type must be chosen before os_ken is imported: eventlet by default
 all state is owned by one loop (`control.loop`) under either hub.
 """
 import argparse
-import ctypes
 import logging
 import os
 import secrets
 import signal
 import socket
 import sys
-
-CLONE_NEWNET = 0x40000000
 
 
 def parse_args(argv=None):
@@ -69,6 +66,9 @@ def parse_args(argv=None):
                    help='the REST URL clients reach this instance at; '
                         'standbys redirect writes to the leader\'s '
                         '(default: from --rest-listen)')
+    p.add_argument('--advertise-southbound-url', default='', metavar='URL',
+                   help='the same for --southbound-rest-listen (what hooks '
+                        'and agents are redirected to)')
     p.add_argument('--instance-name', default='',
                    help='this instance\'s name in the leadership record '
                         '(default: HOSTNAME:REST-PORT)')
@@ -232,18 +232,6 @@ def check_intent_remote(args):
             'remotes are unix:, ssl: or (lab) tcp:'))
 
 
-def enter_netns(name):
-    path = name if name.startswith('/') else '/run/netns/' + name
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.setns(fd, CLONE_NEWNET) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, 'setns(%s): %s' % (path, os.strerror(err)))
-    finally:
-        os.close(fd)
-
-
 def main(argv=None):
     args = parse_args(argv)
     check_intent_remote(args)
@@ -263,6 +251,7 @@ def main(argv=None):
     from os_ken import cfg
     from os_ken.base.app_manager import AppManager
 
+    from virtualwire.api import standby
     from virtualwire.api.audit import AuditLog
     from virtualwire.api.rest import RestApi
     from virtualwire.api.server import make_server
@@ -300,23 +289,29 @@ def main(argv=None):
                             active=False)
     host_dbs.on_hosts = controller.on_hosts
     intent.client.observe = controller.instruments.ovsdb.observe
-    own_url = args.advertise_url or '%s://%s:%d' % (
-        'https' if tls_files else 'http', rest_host, rest_port)
+    scheme = 'https' if tls_files else 'http'
+    own = {'rest': args.advertise_url or '%s://%s:%d' % (
+        scheme, rest_host, rest_port)}
+    if args.southbound_rest_listen:
+        own['southbound'] = args.advertise_southbound_url or \
+            '%s://%s' % (scheme, args.southbound_rest_listen)
     # One active instance: the holder of the intent database's lock.
     leadership = Leadership(
         intent.client, args.instance_name or '%s:%d' % (
-            socket.gethostname(), rest_port), own_url,
+            socket.gethostname(), rest_port), own['rest'],
+        own.get('southbound', ''),
         on_change=lambda st: loop.post(controller.on_leadership, st))
     intent.client.on_run = leadership.poll
     api = RestApi(loop, controller, intent, runtime, token, AuditLog(
         args.audit_log or os.path.join(args.state_dir, 'audit.log')),
-        own_url=own_url)
+        own_urls=own)
 
     # REST socket first: it stays in our namespace even if the southbound
     # sockets go into the management one.
     server = make_server(rest_host, rest_port, api, tls=tls_files)
     if args.southbound_netns:
-        enter_netns(args.southbound_netns)
+        from virtualwire.southbound import netns
+        netns.enter(args.southbound_netns)
     servers = [server]
     if args.rendezvous_listen:
         from virtualwire.southbound.rendezvous import Rendezvous
@@ -325,7 +320,8 @@ def main(argv=None):
     if args.southbound_rest_listen:
         sb_host, sb_port = _split(args.southbound_rest_listen,
                                   '--southbound-rest-listen')
-        servers.append(make_server(sb_host, sb_port, api, tls=tls_files))
+        servers.append(make_server(sb_host, sb_port, standby.southbound(api),
+                                   tls=tls_files))
 
     # Wire changes are events from the first one on; the controller's
     # start (a full read) is queued first, so it runs before any of them.

@@ -13,29 +13,26 @@ import os
 import secrets
 import shutil
 import subprocess
-import sys
 import time
-from typing import List, Optional
-
-import requests
+from typing import List
 
 from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, LAB_ROOT, MGMT_NET,
                          OVS_NICE, REPO, UL_NET, UNDERLAY_MTU, LabError,
-                         free_port, kill_pidfiles, niced, tail, sh)
+                         kill_pidfiles, sh)
 from vwlab.guests import Guest, LibvirtGuest, Vm
+from vwlab.controllers import ControllerMixin
 from vwlab.host import LabHost
 from vwlab import antispoof, gateways
 from vwlab.pki import LabPki
 from vwlab.simhosts import SimHosts
-from vwlab.sites import (CONTROLLER_PUBLIC_IP, RENDEZVOUS_PORT, Sites,
-                         parse_extenders)
+from vwlab.sites import CONTROLLER_PUBLIC_IP, Sites, parse_extenders
 
 __all__ = ['CONTROLLER_IP', 'HOST_SETUP', 'LAB_ROOT', 'MGMT_NET', 'REPO',
            'UL_NET', 'UNDERLAY_MTU', 'Guest', 'Lab', 'LabError', 'LabHost',
            'LibvirtGuest', 'SimHosts', 'Vm', 'list_labs', 'sh', 'teardown']
 
 
-class Lab:
+class Lab(ControllerMixin):
     """A lab of `n_hosts` hypervisors. Use as a context manager or call
     up()/down(). `sites` labels hosts (e.g. ['cloud-a','cloud-a','cloud-b']).
     With `extenders` ([sites.ExtenderSpec], or 'xa:cloud-a:nat,...') the
@@ -47,7 +44,7 @@ class Lab:
 
     def __init__(self, n_hosts=3, prefix=None, sites=None, of_port=6653,
                  libvirt=False, extenders=None, gateways=None,
-                 ovs_nice=OVS_NICE, tls=True):
+                 ovs_nice=OVS_NICE, tls=True, controllers=1):
         # Niceness of each host's ovsdb-server and ovs-vswitchd: -10 as
         # ovs-ctl (Debian's services) starts them; 0 reproduces a switch
         # that competes with QEMU as an equal (bench_migration --ovs-nice).
@@ -57,13 +54,14 @@ class Lab:
         self.n_hosts = n_hosts
         self.sites = sites
         self.of_port = of_port
+        # controllers > 1: that many instances on a RAFT intent cluster.
+        self.init_controllers(controllers, of_port)
         self.dir = os.path.join(LAB_ROOT, self.prefix)
         # The deployment CA (vwlab.pki); tls=False: the plaintext lab flag.
         self.pki = LabPki(os.path.join(self.dir, 'pki')) if tls else None
         self.mgmt_ns = self.prefix + '-mgmt'
         self.ul_ns = self.prefix + '-ul'
         self.hosts: List[LabHost] = []
-        self.controller: Optional[subprocess.Popen] = None
         if isinstance(extenders, str):
             extenders = parse_extenders(extenders)
         self.extender_specs = list(extenders or [])
@@ -122,6 +120,12 @@ class Lab:
             self.pki.init()
             self.pki.issue('controller', role='controller', ips=[CONTROLLER_IP, '127.0.0.1'] +
                            ([CONTROLLER_PUBLIC_IP] if self.clouds else []))
+        if self.n_controllers > 1:
+            if self.pki is None:
+                raise LabError('controllers=N needs TLS (the intent '
+                               'cluster is TLS only)')
+            progress('intent database: 3 RAFT members over TLS')
+            self.start_intent_cluster()
         for ns in (self.mgmt_ns,) + (() if self.clouds else (self.ul_ns,)):
             sh(['ip', 'netns', 'add', ns])
             sh(['ip', 'link', 'set', 'lo', 'up'], ns=ns)
@@ -222,115 +226,9 @@ class Lab:
                 guest.name, src.name, dst.name, p.stderr.strip()))
         return time.time() - t
 
-    # ---- controller ----------------------------------------------------
-    def start_controller(self, rest_port=None, extra=(), env=None):
-        """Run virtualwire-controller as a real process, southbound in the
-        management namespace, REST on 127.0.0.1 (`env`: extra environment,
-        e.g. OSKEN_HUB_TYPE)."""
-        self.rest_port = rest_port or getattr(self, 'rest_port', None) \
-            or free_port()
-        state = os.path.join(self.dir, 'controller')
-        os.makedirs(state, exist_ok=True)
-        log = open(os.path.join(state, 'controller.log'), 'a')
-        self.token_file = os.path.join(state, 'api-token')
-        if not os.path.exists(self.token_file):
-            fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT, 0o600)
-            with os.fdopen(fd, 'w') as f:
-                f.write(secrets.token_urlsafe(32) + '\n')
-        cmd = [sys.executable, '-m', 'virtualwire.main', '--state-dir', state,
-               '--of-listen', '%s:%d' % (CONTROLLER_IP, self.of_port),
-               '--rest-listen', '127.0.0.1:%d' % self.rest_port,
-               '--token-file', self.token_file,
-               '--southbound-netns', self.mgmt_ns] + self.tls_args() + [
-               # For the hosts' libvirt hooks (lab.libvirt_host.HOOK_PORT).
-               '--southbound-rest-listen', '%s:8781' % CONTROLLER_IP,
-               # Flow counters read every second: what tests and the demo
-               # watch should move while they watch.
-               '--stats-interval', '1'] + \
-            (['--rendezvous-listen', '%s:%d' % (CONTROLLER_PUBLIC_IP,
-                                                RENDEZVOUS_PORT)]
-             if self.clouds else []) + list(extra)
-        # At the hosts' OVS niceness, as OVN's daemons: the controller's
-        # bundle is on a migration's activation path (sync_order).
-        cmd = niced(self.ovs_nice, cmd)
-        self.controller = subprocess.Popen(cmd, stdout=log,
-                                           stderr=subprocess.STDOUT,
-                                           env=dict(os.environ, **(env or {})))
-        self.url = '%s://127.0.0.1:%d' % (self.scheme, self.rest_port)
-        self._write_vwctl_config()
-        return self.controller
-
-    @property
-    def scheme(self):
-        """https (the lab's default), or http in a plaintext lab."""
-        return 'https' if self.pki else 'http'
-
-    @property
-    def verify(self):
-        """What API clients verify the controller's certificate with
-        (requests' `verify`): the controller CA."""
-        return self.pki.controller_ca if self.pki else True
-
-    def tls_args(self):
-        """The controller's TLS options (or the plaintext lab flag)."""
-        if self.pki is None:
-            return ['--insecure-plaintext-lab']
-        key, cert = self.pki.files('controller')
-        return ['--private-key', key, '--certificate', cert,
-                '--ca-cert', self.pki.host_ca]
-
-    def credential(self, role, name):
-        """Issue a scoped credential (`POST /v1/credentials`) with the
-        operator's token; returns the file (0600) holding its token."""
-        with open(self.token_file) as f:
-            admin = f.read().strip()
-        r = requests.post(self.url + '/v1/credentials',
-                          json={'role': role, 'name': name}, timeout=15,
-                          headers={'Authorization': 'Bearer ' + admin},
-                          verify=self.verify)
-        if r.status_code != 201:
-            raise LabError('issuing a %s credential for %s: %d %s'
-                           % (role, name, r.status_code, r.text))
-        path = os.path.join(self.dir, 'controller', 'token-%s-%s'
-                            % (role, name))
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, 'w') as f:
-            f.write(r.json()['token'] + '\n')
-        return path
-
-    def _write_vwctl_config(self):
-        self.vwctl_config = os.path.join(self.dir, 'vwctl.conf')
-        with open(self.vwctl_config, 'w') as f:
-            f.write('[vwctl]\nurl = %s\ntoken_file = %s\n'
-                    % (self.url, self.token_file))
-            if self.pki:
-                f.write('ca_cert = %s\n' % self.pki.controller_ca)
-            if self.libvirt:
-                f.write('\n[libvirt]\n' + ''.join(
-                    '%s = %s\n' % (h.name, h.libvirt.uri)
-                    for h in self.hosts[:self.n_hosts]))
-
-    def diagnostics(self):
-        """Log tails of the controller and of each host's ovs-vswitchd:
-        what a lab that failed to come up leaves for whoever reads the
-        output (CI logs, the demo's stderr)."""
-        out = ['--- controller (exit %r) ---' % (
-            self.controller.poll() if self.controller else None),
-            tail(os.path.join(self.dir, 'controller', 'controller.log'), 40)]
-        for h in self.hosts:
-            out += ['--- %s ovs-vswitchd ---' % h.name,
-                    tail(os.path.join(h.dir, 'vswitchd.log'), 15)]
-        return '\n'.join(out)
-
-    def stop_controller(self, kill=False):
-        if self.controller and self.controller.poll() is None:
-            (self.controller.kill if kill else self.controller.terminate)()
-            self.controller.wait(10)
-        self.controller = None
-
     # ---- teardown ------------------------------------------------------
     def down(self):
-        self.stop_controller(kill=True)
+        self.stop_controllers(kill=True)
         teardown(self.prefix)
 
 

@@ -6,7 +6,7 @@ import uuid as uuid_mod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, Optional
 
-from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, MGMT_NET,
+from vwlab.shell import (HOST_SETUP, MGMT_NET,
                          UNDERLAY_MTU, LabError, kill_pidfile, niced, sh)
 from vwlab.pki import OVSDB_SERVER_SSL
 from vwlab.sites import LINK_NET
@@ -122,8 +122,7 @@ class LabHost:
     def bootstrap(self, extra=()):
         sh([HOST_SETUP, '--db', self.db, '--name', self.name,
             '--tunnel-ip', self.tunnel_ip,
-            '--controller', '%s:%s:%d' % (self.scheme, CONTROLLER_IP,
-                                          self.lab.of_port),
+            '--controller', self.lab.of_targets(self.scheme),
             '--manager', 'p%s:6640:%s' % (self.scheme, self.mgmt_ip),
             '--site', self.site,
             '--datapath-type', 'netdev',

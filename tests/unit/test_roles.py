@@ -17,7 +17,7 @@ def tables(h):
 
 def lead(h, active, term):
     leader = Leader(term, 'ctl-a' if active else 'ctl-b',
-                    'https://ctl:8780', 'now')
+                    'https://ctl:8780', 'now', 'https://198.18.0.1:8781')
     h.call(h.ctl.on_leadership, State(active, term, leader))
 
 

@@ -87,9 +87,10 @@ def _scope(req):
 
 class RestApi(OperatorHandlers, WireHandlers):
     def __init__(self, loop, controller, intent, runtime, token,
-                 audit_log=None, own_url=''):
+                 audit_log=None, own_urls=None):
         self.loop, self.ctl = loop, controller
-        self.own_url = own_url          # where clients reach this instance
+        # Where clients reach this instance: {'rest': .., 'southbound': ..}
+        self.own_urls = own_urls or {}
         self.audit_log = audit_log or AuditLog('')
         self.instruments = controller.instruments
         self.instruments.registry.register(LoopCollector(loop, controller))
@@ -147,7 +148,7 @@ class RestApi(OperatorHandlers, WireHandlers):
                     self._keep_body(req)
                 if why is not None:
                     return error(403, why)
-                moved = standby.redirect(req, self.ctl, self.own_url)
+                moved = standby.redirect(req, self.ctl, self.own_urls)
                 if moved is not None:
                     return moved
                 if who != ADMIN and who[0] in credentials.TENANT_ROLES:

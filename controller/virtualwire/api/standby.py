@@ -20,28 +20,40 @@ from os_ken.lib import hub
 
 from virtualwire.api.render import json_response
 
+LISTENER = 'virtualwire.listener'
 WAIT = 5.0          # an election in progress usually ends well within this
 
 
-def redirect(req, ctl, own_url, wait=WAIT):
+def southbound(app):
+    """The API as served on the management network (hooks, agents): a
+    standby redirects those callers to the leader's address there."""
+    def serve(environ, start_response):
+        environ[LISTENER] = 'southbound'
+        return app(environ, start_response)
+    return serve
+
+
+def redirect(req, ctl, own, wait=None):
     """None (serve the request here), or the answer for a write that
-    reached a standby: 307 to the leader, or 503 while none is known."""
+    reached a standby: 307 to the leader, or 503 while none is known.
+    own: {'rest': URL, 'southbound': URL} of this instance."""
     if req.method in ('GET', 'HEAD') or ctl.active:
         return None
-    end = time.monotonic() + wait
+    where = req.environ.get(LISTENER, 'rest')
+    end = time.monotonic() + (WAIT if wait is None else wait)
     while True:
         if ctl.active:
             return None
         leader = ctl.leader
-        if leader is not None and leader.rest_url and \
-                leader.rest_url.rstrip('/') != own_url.rstrip('/'):
-            url = leader.rest_url.rstrip('/') + req.path_qs
+        there = (leader.southbound_url if where == 'southbound'
+                 else leader.rest_url) if leader is not None else ''
+        if there and there.rstrip('/') != own.get(where, '').rstrip('/'):
+            url = there.rstrip('/') + req.path_qs
             resp = json_response(307, {'error': {
-                'status': 307, 'leader': leader.rest_url,
-                'term': leader.term,
+                'status': 307, 'leader': there, 'term': leader.term,
                 'message': 'this controller is a standby (term %d): send '
                            'changes to the leader, %s (%s)'
-                           % (leader.term, leader.holder, leader.rest_url)}})
+                           % (leader.term, leader.holder, there)}})
             resp.headers['Location'] = url
             return resp
         if time.monotonic() >= end:

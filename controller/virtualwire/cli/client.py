@@ -47,8 +47,15 @@ def load_config(args):
 
 
 class Client:
+    """`url`: one controller, or every instance of an HA set separated by
+    commas. Requests go to the last one that answered; one that cannot be
+    reached is skipped; a standby's 307 is followed only to a controller
+    of the list (anyone else would receive the token)."""
+
     def __init__(self, url, token, timeout=15, ca_cert=None):
-        self.url, self.timeout = url, timeout
+        self.urls = [u.strip().rstrip('/') for u in url.split(',')
+                     if u.strip()]
+        self.url, self.timeout = self.urls[0], timeout
         self.session = requests.Session()
         # Per request: a session's `verify` loses to $REQUESTS_CA_BUNDLE.
         self.verify = ca_cert or True
@@ -56,17 +63,7 @@ class Client:
             self.session.headers['Authorization'] = 'Bearer ' + token
 
     def call(self, method, path, body=None, timeout=None):
-        try:
-            r = self.session.request(method, self.url + path, json=body,
-                                     timeout=timeout or self.timeout,
-                                     verify=self.verify)
-        except requests.exceptions.SSLError as e:
-            raise CliError('the controller at %s failed TLS verification '
-                           '(is ca_cert the controller CA?): %s'
-                           % (self.url, e.__class__.__name__))
-        except requests.RequestException as e:
-            raise CliError('cannot reach the controller at %s: %s'
-                           % (self.url, e.__class__.__name__))
+        r = self._send(method, path, body, timeout)
         if r.status_code >= 400:
             items: list = []
             try:
@@ -76,3 +73,47 @@ class Client:
                 msg = r.text.strip() or r.reason
             raise CliError('%s (HTTP %d)' % (msg, r.status_code), items)
         return r.json() if r.content else {}
+
+    def _send(self, method, path, body, timeout):
+        order = [self.url] + [u for u in self.urls if u != self.url]
+        failed = []
+        redirects = 0
+        while order:
+            url = order.pop(0)
+            try:
+                r = self.session.request(method, url + path, json=body,
+                                         timeout=timeout or self.timeout,
+                                         verify=self.verify,
+                                         allow_redirects=False)
+            except requests.exceptions.SSLError as e:
+                raise CliError('the controller at %s failed TLS verification '
+                               '(is ca_cert the controller CA?): %s'
+                               % (url, e.__class__.__name__))
+            except requests.RequestException as e:
+                failed.append('%s: %s' % (url, e.__class__.__name__))
+                continue
+            if r.status_code in (307, 308) and redirects < len(self.urls):
+                redirects += 1
+                leader = _origin(r.headers.get('Location', ''))
+                if leader not in self.urls:
+                    raise CliError(
+                        'the controller at %s sent this request to %s, which '
+                        'is not one of the configured controllers (%s): not '
+                        'following it with your token' % (
+                            url, leader or 'nowhere', ', '.join(self.urls)))
+                order = [leader] + [u for u in order if u != leader]
+                continue
+            if r.status_code == 503 and order:
+                failed.append('%s: no leader yet' % url)
+                continue
+            self.url = url
+            return r
+        raise CliError('cannot reach the controller at %s' % (
+            failed[0] if len(self.urls) == 1 else
+            'any of: ' + '; '.join(failed)))
+
+
+def _origin(url):
+    """scheme://host:port of a URL (what the list holds)."""
+    parts = url.split('/')
+    return '/'.join(parts[:3]) if len(parts) >= 3 else url

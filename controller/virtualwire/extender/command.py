@@ -20,7 +20,8 @@ def main(argv=None):
     p.add_argument('--state-dir', required=True,
                    help='identity (WireGuard key), logs, links cache')
     p.add_argument('--controller', required=True,
-                   help="URL of the controller's southbound REST")
+                   help="URL of the controller's southbound REST; of "
+                        'an HA set, every instance\'s, comma-separated')
     p.add_argument('--token-file', required=True,
                    help='bearer token for the controller')
     p.add_argument('--ca-cert', default='',

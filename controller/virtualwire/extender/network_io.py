@@ -6,6 +6,7 @@ import json
 import socket
 import ssl
 import subprocess
+import urllib.error
 import urllib.request
 from typing import Optional
 
@@ -16,22 +17,55 @@ class ControllerClient:
     """The controller's southbound REST, as the agent uses it. Over
     HTTPS the controller's certificate must chain to `ca_cert` (the
     controller CA, pinned: not the system's CAs) and name the address
-    dialled: peers' keys and endpoints arrive only from the controller."""
+    dialled: peers' keys and endpoints arrive only from the controller.
+    `url`: one controller or every instance of an HA set, comma-separated;
+    a standby's 307 is followed only to one of them."""
 
     def __init__(self, url, token, ca_cert=None):
-        self.url, self.token = url.rstrip('/'), token
+        self.urls = [u.strip().rstrip('/') for u in url.split(',')
+                     if u.strip()]
+        self.url, self.token = self.urls[0], token
         self.context = ssl.create_default_context(cafile=ca_cert) \
             if ca_cert else None
 
     def report(self, name, doc):
-        req = urllib.request.Request(
-            '%s/v1/extenders/%s/report' % (self.url, name), method='POST',
-            data=json.dumps(doc).encode(),
-            headers={'Authorization': 'Bearer ' + self.token,
-                     'Content-Type': 'application/json'})
-        with urllib.request.urlopen(req, timeout=5,
-                                    context=self.context) as r:
-            return json.loads(r.read())
+        return self._post('/v1/extenders/%s/report' % name, doc)
+
+    def _post(self, path, doc):
+        order = [self.url] + [u for u in self.urls if u != self.url]
+        last: Exception = urllib.error.URLError('no controller configured')
+        hops = 0
+        while order:
+            url = order.pop(0)
+            req = urllib.request.Request(
+                url + path, method='POST', data=json.dumps(doc).encode(),
+                headers={'Authorization': 'Bearer ' + self.token,
+                         'Content-Type': 'application/json'})
+            try:
+                # urllib does not follow a 307 for a POST: it raises it.
+                with urllib.request.urlopen(req, timeout=5,
+                                            context=self.context) as r:
+                    self.url = url
+                    return json.loads(r.read())
+            except urllib.error.HTTPError as e:
+                if e.code in (307, 308) and hops < len(self.urls):
+                    hops += 1
+                    leader = '/'.join(
+                        (e.headers.get('Location') or '').split('/')[:3])
+                    if leader not in self.urls:
+                        raise urllib.error.URLError(
+                            '%s redirected to %r, not one of our '
+                            'controllers: not followed' % (url, leader))
+                    order = [leader] + [u for u in order if u != leader]
+                    last = e
+                    continue
+                if e.code == 503 and order:      # no leader there yet
+                    last = e
+                    continue
+                raise
+            except (urllib.error.URLError, OSError) as e:
+                last = e
+        raise last
 
 
 def probe(port, rendezvous, local_ips):

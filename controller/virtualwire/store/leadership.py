@@ -38,6 +38,7 @@ class Leader(NamedTuple):
     holder: str
     rest_url: str
     since: str
+    southbound_url: str            # its REST on the management network
 
 
 class State(NamedTuple):
@@ -52,9 +53,11 @@ class Leadership:
     """on_change(State) is called (from a pump green thread: post it to the
     control loop) whenever this instance becomes active or standby."""
 
-    def __init__(self, client, holder, rest_url, on_change=None):
+    def __init__(self, client, holder, rest_url, southbound_url='',
+                 on_change=None):
         self.client = client           # the intent store's IdlClient
         self.holder, self.rest_url = holder, rest_url
+        self.southbound_url = southbound_url
         self.on_change = on_change
         self.state = State(False, 0, None)
         self._claiming = False
@@ -72,7 +75,8 @@ class Leadership:
         if not rows:
             return None
         r = rows[0]
-        return Leader(r.term, r.holder, r.rest_url, r.since)
+        return Leader(r.term, r.holder, r.rest_url, r.since,
+                      r.southbound_url)
 
     def poll(self, _client=None):
         """After each IDL run: the lock held (and the connection up) or
@@ -118,6 +122,7 @@ class Leadership:
             term = (rows[0].term if rows else 0) + 1
             row.term, row.holder, row.rest_url, row.since = \
                 term, self.holder, self.rest_url, since
+            row.southbound_url = self.southbound_url
             terms.append(term)
 
         status, txn = self.client.transact(build)

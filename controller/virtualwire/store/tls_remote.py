@@ -18,6 +18,8 @@ import ssl
 import ovs.socket_util
 import ovs.stream
 
+from virtualwire.southbound import netns
+
 SCHEME = 'vwdb-ssl'
 
 
@@ -28,8 +30,9 @@ class _IntentDbStream(ovs.stream.SSLStream):
     @staticmethod
     def _open(suffix, dscp):
         address = ovs.socket_util.inet_parse_active(suffix, 0, raises=False)
-        family, sock = ovs.socket_util.inet_create_socket_active(
-            socket.SOCK_STREAM, address)
+        with netns.at_home():       # not in the southbound namespace
+            family, sock = ovs.socket_util.inet_create_socket_active(
+                socket.SOCK_STREAM, address)
         if sock is None:
             return family, sock
         ssl_sock = _context().wrap_socket(sock, do_handshake_on_connect=False,
