@@ -43,6 +43,13 @@ class ControllerMixin:
         return ','.join('%s:%s:%d' % (scheme, CONTROLLER_IP, p)
                         for p in self.of_ports)
 
+    def southbound_urls(self):
+        """Every instance's southbound REST (hooks, agents), as a list
+        for their configuration."""
+        return ','.join('%s://%s:%d' % (self.scheme, CONTROLLER_IP,
+                                        HOOK_PORT + k)
+                        for k in range(self.n_controllers))
+
     def start_intent_cluster(self):
         from vwlab.intent_cluster import IntentCluster, NAME
         self.intent_cluster = IntentCluster(

@@ -11,7 +11,6 @@ import sys
 
 import requests
 
-from vwlab.shell import CONTROLLER_IP
 from vwlab.sites import CONTROLLER_PUBLIC_IP, RENDEZVOUS_PORT
 
 SOUTHBOUND_PORT = 8781          # lab.start_controller's --southbound-rest
@@ -31,8 +30,7 @@ def start_agent(x, link_rate=None):
     p = subprocess.Popen(
         ['ip', 'netns', 'exec', x.ns, sys.executable, '-m',
          'virtualwire.extender.command', '--name', x.name, '--state-dir', state,
-         '--controller', '%s://%s:%d' % (x.lab.scheme, CONTROLLER_IP,
-                                          SOUTHBOUND_PORT),
+         '--controller', x.lab.southbound_urls(),
          '--token-file', token_file] + (
              ['--ca-cert', x.lab.pki.controller_ca] if x.lab.pki
              else ['--insecure-plaintext-lab']) + [

@@ -149,14 +149,13 @@ class LibvirtHost:
         looks for hooks when it starts; the config is read on each call.
         token_file: the hook's token (default: the operator's; a
         hypervisor credential scopes it to this host's migrations)."""
-        from vwlab import CONTROLLER_IP
         shutil.copy(HOOK, os.path.join(self.hook_dir(), 'qemu'))
         with open(os.path.join(self.hook_dir(), 'virtualwire.conf'),
                   'w') as f:
             lab = self.host.lab
-            f.write('[controller]\nurl = %s://%s:%d\ntoken_file = %s\n'
+            f.write('[controller]\nurl = %s\ntoken_file = %s\n'
                     'host = %s\ntimeout = %s\non_unreachable = %s\n%s' % (
-                        lab.scheme, CONTROLLER_IP, HOOK_PORT,
+                        lab.southbound_urls(),
                         token_file or os.path.join(
                             self.host.lab.dir, 'controller', 'api-token'),
                         self.host.name, timeout, on_unreachable,

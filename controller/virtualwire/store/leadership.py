@@ -23,6 +23,7 @@ first: OVS then refuses its flow changes).
 """
 import datetime
 import logging
+import time
 from typing import NamedTuple, Optional
 
 import ovs.db.idl
@@ -31,6 +32,11 @@ from os_ken.lib import hub
 
 LOG = logging.getLogger(__name__)
 LOCK = 'virtualwire_leader'      # an OVSDB <id>: no hyphens
+# A standby asks for the lock only once connected this long, so that after
+# a database member's failure (every instance reconnecting) the leader,
+# asking at once, keeps it; a leader out of touch this long steps down.
+GRACE = 3.0
+STEP_DOWN = 5.0
 
 
 class Leader(NamedTuple):
@@ -60,8 +66,9 @@ class Leadership:
         self.southbound_url = southbound_url
         self.on_change = on_change
         self.state = State(False, 0, None)
+        self.clock, self.spawn = time.monotonic, hub.spawn
         self._claiming = False
-        client.idl.set_lock(LOCK)
+        self._up_since = self._down_since = None
 
     def leader(self) -> Optional[Leader]:
         with self.client.lock:
@@ -79,22 +86,50 @@ class Leadership:
                       r.southbound_url)
 
     def poll(self, _client=None):
-        """After each IDL run: the lock held (and the connection up) or
-        not. Taking over needs a transaction, which the pump cannot wait
-        for, so it runs on a green thread of its own."""
+        """After each IDL run: act on the lock and the connection. Taking
+        over needs a transaction, which the pump cannot wait for, so it
+        runs on a green thread of its own."""
+        now = self.clock()
         with self.client.lock:
-            has = self.client.idl.has_lock and \
-                self.client.idl._session.is_connected()
+            idl = self.client.idl
+            up = idl._session.is_connected()
+            has, contended = idl.has_lock and up, idl.is_lock_contended
             seen = self._leader_row()
+            if not up:
+                self._up_since = None
+                self._down_since = self._down_since or now
+                if not self.state.active and idl.lock_name:
+                    idl.set_lock(None)      # ask again only after GRACE
+            else:
+                self._down_since = None
+                self._up_since = self._up_since or now
+                # At once if no one else led last (a new database, or
+                # this instance restarted).
+                if not self.state.active and not idl.lock_name and (
+                        now - self._up_since >= GRACE or
+                        seen is None or seen.holder == self.holder):
+                    idl.set_lock(LOCK)
         st = self.state
-        if st.active and not has:
-            LOG.warning('lost the leader lock (term %d): now standby',
-                        st.term)
-            self._set(State(False, st.term, seen))
-        elif not st.active and has and not self._claiming:
+        if st.active:
+            ours = seen is not None and seen.term == st.term and \
+                seen.holder == self.holder
+            if has and seen is not None and not ours and \
+                    not self._claiming:
+                # The lock again, after someone else had it: a new term.
+                self._claiming = True
+                self.spawn(self._claim)
+            elif contended or (self._down_since is not None and
+                               now - self._down_since > STEP_DOWN):
+                LOG.warning('lost the leader lock (term %d, %s): now '
+                            'standby', st.term, 'held by another instance'
+                            if contended else 'database unreachable')
+                with self.client.lock:
+                    self.client.idl.set_lock(None)
+                self._set(State(False, st.term, seen))
+        elif has and not self._claiming:
             self._claiming = True
-            hub.spawn(self._claim)
-        elif not st.active and seen != st.leader:
+            self.spawn(self._claim)
+        elif seen != st.leader:
             self._set(State(False, seen.term if seen else 0, seen))
 
     def _claim(self):
