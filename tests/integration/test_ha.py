@@ -169,6 +169,7 @@ def test_the_leader_killed_under_a_stream_loses_no_datagram(ha):
     wait_until(lambda: va.ping('192.0.2.2', count=1)[1] == 1, 10,
                what='first ping')
     before = ha.status(other)['counters']
+    wid = r.json()['id']
     out = {}
     seconds = 12.0
     stream = threading.Thread(target=lambda: out.update(zip(
@@ -176,6 +177,8 @@ def test_the_leader_killed_under_a_stream_loses_no_datagram(ha):
                                     rate=1000))))
     stream.start()
     time.sleep(3.0)
+    counted = wait_until(lambda: _entered(ha, lead, wid), 10,
+                         what='counters on the leader')
     killed_at = time.monotonic()
     ha.lab.instances[lead].kill()
     ha.lab.instances[lead].wait(10)
@@ -206,6 +209,11 @@ def test_the_leader_killed_under_a_stream_loses_no_datagram(ha):
     # none at all).
     assert st['counters']['flow_mods'] == before['flow_mods'] == 0, st
     wait_roles(ha.lab, other)
+    # Counters go on from where the old leader left them (the switches'
+    # flows were never replaced), to the whole stream.
+    wait_until(lambda: (_entered(ha, other, wid) or 0) >= sent, 20,
+               what='the new leader counting the whole stream')
+    assert _entered(ha, other, wid) >= counted
     ha.req(other, 'DELETE', '/v1/wires/%d' % made.json()['id'])
     # The old leader comes back as the standby.
     ha.lab.start_controller(instance=lead)
@@ -213,11 +221,17 @@ def test_the_leader_killed_under_a_stream_loses_no_datagram(ha):
                .get('role', {}).get('active', True), 60,
                what='the old leader back as standby')
     assert ha.leader() == other
-    r = ha.req(other, 'GET', '/v1/wires').json()['wires']
-    ha.req(other, 'DELETE', '/v1/wires/%d' % next(
-        w['id'] for w in r if w['a'] == 'ka-nic'))
+    ha.req(other, 'DELETE', '/v1/wires/%d' % wid)
     h1.remove_vm(va)
     h2.remove_vm(vb)
+
+
+def _entered(ha, k, wid):
+    """Packets that entered wire wid a->b, as instance k counts them."""
+    r = ha.req(k, 'GET', '/v1/wires/%d/stats' % wid)
+    if r.status_code != 200:
+        return None
+    return r.json()['a_to_b']['entered_packets']
 
 
 def test_the_leader_killed_mid_batch_stores_all_or_nothing(ha):
