@@ -124,6 +124,18 @@ class SimHosts:
                     scheme, CONTROLLER_IP, self.lab.of_port), '--', 'set',
                     'controller', br, 'max_backoff=1000'])
 
+    def vsctl(self, k, *args):
+        d = self.group_dir(k // self.per_switch)
+        return sh(['ovs-vsctl', '--db=unix:%s/db.sock' % d, '--timeout=60']
+                  + list(args))
+
+    def reconnect(self, k):
+        """Bridge k drops its controller connection and dials again (as
+        after a switch or network restart): the controller dumps it."""
+        target = self.vsctl(k, 'get-controller', self.bridge(k)).split()
+        self.vsctl(k, 'del-controller', self.bridge(k))
+        self.vsctl(k, 'set-controller', self.bridge(k), *target)
+
     def ofctl_target(self, k):
         return 'unix:%s/%s.mgmt' % (self.group_dir(k // self.per_switch),
                                     self.bridge(k))

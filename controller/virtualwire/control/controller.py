@@ -219,6 +219,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
         s.installed = {f.key: f for f in map(openflow.flow_from_stats, body)}
         s.needs_full = True
         s.dump_sent_at = None
+        s.dumped_at = time.time()
         LOG.info('switch %016x holds %d flows', s.dp.id, len(s.installed))
         host = self.host_of_dpid(s.dp.id)
         if host is not None:

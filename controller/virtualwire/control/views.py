@@ -103,6 +103,10 @@ class Views(ControllerState):
                 'switch_address': addr[0] if isinstance(addr, tuple) else None,
                 'certificate': sorted(s.identity) if s and s.identity
                 else None,
+                # Since when, and when its whole table was last read (a
+                # reconnect: dumped, diffed, only what differs sent).
+                'connected_at': s.connected_at if s else None,
+                'dumped_at': s.dumped_at if s else None,
                 'flows': len(self.tables.table_map(h.name)),
                 # Frames the switch dropped, by why (collector's counters).
                 'drops': self.collector.host(h.name)}

@@ -26,6 +26,7 @@ class SwitchSession:
         self.confirmed_gen = 0
         self.pending = {}            # xid -> (body list, on_done(body))
         self.dump_sent_at = None
+        self.dumped_at = None        # when its table was last read whole
 
     @property
     def synced(self):
