@@ -105,8 +105,9 @@ def reconnect_phase(lab, api, sim, k, damage, n_runs=5):
             t0 = time.time()
             sim.vsctl(k, 'set-controller', name, *target)
         else:
+            sim.vsctl(k, 'del-controller', name)
             t0 = time.time()
-            sim.reconnect(k)
+            sim.vsctl(k, 'set-controller', name, *target)
         while True:
             h = api.call('GET', '/v1/hosts/' + name)
             # Intact: read and diffed, nothing to send; damaged: the

@@ -12,6 +12,9 @@ from os_ken.ofproto import ofproto_v1_4_parser as parser
 
 from virtualwire.pipeline.flow import Flow
 from virtualwire.pipeline.tables import WIRE
+from virtualwire.southbound import lazy_stats
+
+lazy_stats.install()       # the collector reads no instructions
 
 
 class _Protocol:
