@@ -132,6 +132,18 @@ def connect_batches(lab, sim, pairs, n_hosts, size, singles):
             'done': t_done}
 
 
+def controller_rss(lab):
+    """{'peak', 'now'} resident MiB of the controller process (the
+    python under the lab's `nice` wrapper, which execs it)."""
+    out = {}
+    with open('/proc/%d/status' % lab.controller.pid) as f:
+        for line in f:
+            if line.startswith(('VmHWM:', 'VmRSS:')):
+                key = 'peak' if line.startswith('VmHWM') else 'now'
+                out[key] = round(int(line.split()[1]) / 1024, 1)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--hosts', type=int, default=50)
@@ -156,6 +168,7 @@ def main():
         res = connect_batches(lab, sim, pairs, args.hosts, args.batch,
                               args.singles) if args.batch else \
             connect_all(lab, sim, pairs, args.hosts)
+        api = Api(lab)
         ours, lat, wires, expected = (res['seconds'], res['latencies'],
                                       res['wires'], res['expected'])
         t_posted, t0, t_done = res['posted'], res['t0'], res['done']
@@ -205,6 +218,9 @@ def main():
                 res['verify_after_answer'], 2) if args.batch else None,
             'baseline_seconds': round(baseline, 2),
             'ratio_ours_to_baseline': round(ours / baseline, 1),
+            # The controller process (collector included): peak and now.
+            'controller_rss_mib': controller_rss(lab),
+            'collector': api.call('GET', '/v1/status')['collector'],
         }
         print('\n%-44s %10s %10s %8s' % ('', 'ours', 'baseline', 'ratio'))
         print('%-44s %9.2fs %9.2fs %7.1fx' % (
