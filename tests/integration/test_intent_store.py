@@ -76,3 +76,43 @@ def test_a_credential_issued_by_one_controller_holds_on_another(
     with open(tmp_path / 'intent.db', 'rb') as f:
         text = f.read()
     assert first.encode() not in text and second.encode() not in text
+
+
+def test_counters_are_saved_as_rows_and_only_changed_ones_are_written(
+        db, stores):
+    """The collector's counter base: a row per wire and per host, each
+    save writing only what changed (not one row of everything); a base
+    saved in the old single row is read, and replaced by rows."""
+    import json
+    from virtualwire.store import rawrpc
+    from virtualwire.store.runtime import RuntimeStore
+    rt = RuntimeStore(stores(db).client)
+
+    def names():
+        [res] = rawrpc.transact(db, 'VirtualWire', [
+            {'op': 'select', 'table': 'Counters', 'where': [],
+             'columns': ['name']}])
+        return sorted(r['name'] for r in res['rows'])
+    wires = {str(c): ['a%d|b%d' % (c, c), {'1': [c, 10 * c]}]
+             for c in range(1, 201)}
+    snap = {'seen': {'h1': [[[0, 100, [['in_port', 3]]], 7, 5, 50]]},
+            'wires': wires, 'hosts': {'h1': {'4': [1, 2]}}}
+    # An old controller's single row first.
+    rawrpc.transact(db, 'VirtualWire', [
+        {'op': 'insert', 'table': 'Counters',
+         'row': {'name': 'flows', 'snapshot': json.dumps(snap)}}])
+    assert rt.counters() == snap
+    first = rt._save_counters(snap)
+    assert names() == sorted(['host:h1'] + ['wire:%d' % c
+                                            for c in range(1, 201)])
+    assert rt.counters() == snap
+    # One wire moved on: one row, a few dozen bytes, is written.
+    wires['7'] = ['a7|b7', {'1': [8, 80]}]
+    again = rt._save_counters(snap)
+    assert 0 < again < first / 100, (again, first)
+    assert rt.counters()['wires']['7'] == ['a7|b7', {'1': [8, 80]}]
+    # A wire gone: its row goes; nothing changed: nothing is written.
+    del wires['9']
+    rt._save_counters(snap)
+    assert 'wire:9' not in names() and len(names()) == 200
+    assert rt._save_counters(snap) == 0

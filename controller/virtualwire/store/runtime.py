@@ -8,6 +8,7 @@ Writes go through one writer thread, in order, so the control loop never
 waits on the database: `save_*` queue the write and return a ticket
 (`control.loop.Future`) that a caller who needs durability can wait on.
 """
+import collections
 import datetime
 import json
 import logging
@@ -19,7 +20,7 @@ from os_ken.lib import hub
 
 from virtualwire.future import Future
 from virtualwire.core.model import host_from_json, host_to_json
-from virtualwire.store import rawrpc
+from virtualwire.store import counter_rows, rawrpc
 from virtualwire.store.errors import StoreError
 from virtualwire.store.intent import DB_NAME
 
@@ -31,6 +32,10 @@ class RuntimeStore:
         self.client = client          # the intent store's IdlClient
         self._queue = hub.Queue()
         self._thread = None
+        self._written = None          # Counters rows as last written
+        # Bytes of each counter save (what a cluster replicates).
+        self.counter_writes: collections.deque = collections.deque(
+            maxlen=100)
 
     def start(self):
         self._thread = hub.spawn(self._writer)
@@ -158,34 +163,51 @@ class RuntimeStore:
     # Not through the IDL (the table is not monitored): see store.rawrpc.
     def counters(self):
         """The collector's last saved state (a dict), or None."""
+        self._written = self._counter_rows()
+        return counter_rows.snapshot(self._written)
+
+    def _counter_rows(self):
         [res] = rawrpc.transact(self.client.remote, DB_NAME, [
-            {'op': 'select', 'table': 'Counters',
-             'where': [['name', '==', 'flows']], 'columns': ['snapshot']}])
-        for row in res.get('rows', []):
-            try:
-                return json.loads(row['snapshot'])
-            except ValueError as e:
-                LOG.warning('ignoring unreadable counters snapshot: %s', e)
-        return None
+            {'op': 'select', 'table': 'Counters', 'where': [],
+             'columns': ['name', 'snapshot']}])
+        return {r['name']: r['snapshot'] for r in res.get('rows', [])}
 
     def save_counters(self, snap):
         return self._submit(self._save_counters, snap)
 
     def _save_counters(self, snap):
-        text = json.dumps(snap, separators=(',', ':'))
+        """Writes the rows that changed since the last save; returns the
+        bytes written."""
+        now_rows = counter_rows.rows(snap)
+        if self._written is None:
+            self._written = self._counter_rows()
+        insert, update, delete = counter_rows.changes(self._written,
+                                                      now_rows)
+        if not (insert or update or delete):
+            return 0
         now = datetime.datetime.now(datetime.timezone.utc) \
             .isoformat(timespec='seconds')
+        ops: list = [{'op': 'delete', 'table': 'Counters',
+                'where': [['name', '==', n]]} for n in delete]
+        ops += [{'op': 'update', 'table': 'Counters',
+                 'where': [['name', '==', n]],
+                 'row': {'snapshot': t, 'updated_at': now}}
+                for n, t in update]
+        ops += [{'op': 'insert', 'table': 'Counters',
+                 'row': {'name': n, 'snapshot': t, 'updated_at': now}}
+                for n, t in insert]
         t0 = time.monotonic()
         try:
-            rawrpc.transact(self.client.remote, DB_NAME, [
-                {'op': 'delete', 'table': 'Counters',
-                 'where': [['name', '==', 'flows']]},
-                {'op': 'insert', 'table': 'Counters',
-                 'row': {'name': 'flows', 'snapshot': text,
-                         'updated_at': now}}])
+            rawrpc.transact(self.client.remote, DB_NAME, ops)
         except StoreError as e:
+            self._written = None        # unsure what is there: read again
             raise StoreError('saving counters failed: %s' % e) from None
         finally:
             if self.client.observe is not None:
                 self.client.observe(time.monotonic() - t0)
-        return len(text)
+        for n in delete:
+            del self._written[n]
+        self._written.update(insert)
+        self._written.update(update)
+        self.counter_writes.append(sum(len(t) for _n, t in insert + update))
+        return self.counter_writes[-1]
