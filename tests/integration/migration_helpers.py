@@ -87,3 +87,12 @@ def wire_flows(lab, wid):
     return sorted(l.split(' actions')[0].split('priority')[1] + ' ' +
                   l.split('actions=')[1]
                   for h in lab.hosts for l in flows_of(h, cookie))
+
+
+def dual_send(far_host, hosts, wid):
+    """True once far_host sends wire wid's frames to every one of `hosts`
+    (a move prepared: source and destination both get them)."""
+    cookie = '0x%x' % ids.wire_cookie(wid)
+    return sum('set_field:%s->tun_dst' % h.tunnel_ip in line
+               for h in hosts for line in flows_of(far_host, cookie)) \
+        == len(hosts)

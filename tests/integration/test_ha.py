@@ -106,6 +106,20 @@ def ha():
         yield inst
 
 
+def wired_pair(ha, k, p):
+    """VMs {p}a on h1 and {p}b on h2, wired through instance k and
+    answering pings: (vm a, vm b, wire id)."""
+    h1, h2 = ha.lab.hosts
+    va = h1.add_vm(p + 'a', [(p + 'a-nic', '192.0.2.1/24')])
+    vb = h2.add_vm(p + 'b', [(p + 'b-nic', '192.0.2.2/24')])
+    r = ha.req(k, 'POST', '/v1/wires?wait=programmed',
+               json={'a': p + 'a-nic', 'b': p + 'b-nic'})
+    assert r.status_code == 201, r.text
+    wait_until(lambda: va.ping('192.0.2.2', count=1)[1] == 1, 10,
+               what='first ping')
+    return va, vb, r.json()['id']
+
+
 def vwctl(lab, *args):
     return subprocess.run([sys.executable, '-m', 'virtualwire.cli',
                            '--config', lab.vwctl_config] + list(args),
@@ -161,15 +175,8 @@ def test_the_leader_killed_under_a_stream_loses_no_datagram(ha):
     lead = ha.ensure_two()
     other = 1 - lead
     h1, h2 = ha.lab.hosts
-    va = h1.add_vm('ka', [('ka-nic', '192.0.2.1/24')])
-    vb = h2.add_vm('kb', [('kb-nic', '192.0.2.2/24')])
-    r = ha.req(lead, 'POST', '/v1/wires?wait=programmed',
-               json={'a': 'ka-nic', 'b': 'kb-nic'})
-    assert r.status_code == 201, r.text
-    wait_until(lambda: va.ping('192.0.2.2', count=1)[1] == 1, 10,
-               what='first ping')
+    va, vb, wid = wired_pair(ha, lead, 'k')
     before = ha.status(other)['counters']
-    wid = r.json()['id']
     out = {}
     seconds = 12.0
     stream = threading.Thread(target=lambda: out.update(zip(
@@ -280,14 +287,7 @@ def test_a_raft_member_killed_and_brought_back_changes_nothing(ha):
     term = ha.status(lead)['role']['term']
     cluster = ha.lab.intent_cluster
     h1, h2 = ha.lab.hosts
-    va = h1.add_vm('ta', [('ta-nic', '192.0.2.1/24')])
-    vb = h2.add_vm('tb', [('tb-nic', '192.0.2.2/24')])
-    r = ha.req(lead, 'POST', '/v1/wires?wait=programmed',
-               json={'a': 'ta-nic', 'b': 'tb-nic'})
-    assert r.status_code == 201, r.text
-    wid = r.json()['id']
-    wait_until(lambda: va.ping('192.0.2.2', count=1)[1] == 1, 10,
-               what='first ping')
+    va, vb, wid = wired_pair(ha, lead, 't')
     out = {}
     stream = threading.Thread(target=lambda: out.update(zip(
         ('sent', 'got'), udp_stream(va, vb, '192.0.2.2', seconds=8.0,

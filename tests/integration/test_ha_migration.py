@@ -19,7 +19,8 @@ from virtualwire.core import ids
 from vwlab import Lab
 from vwlab.qemu_events import EventWatch, stop_resume_windows
 from migration_helpers import (GUEST_BEFORE_STOP, MARGIN, domstate,
-                               migrate_bg, probe_report, wire_hosts)
+                               dual_send, migrate_bg, probe_report,
+                               wire_hosts)
 
 
 @pytest.fixture(scope='module')
@@ -87,9 +88,7 @@ def test_the_leader_killed_mid_migration_the_standby_completes_it(ha_lab):
         time.sleep(0.5)
         mig = migrate_bg(g, h1, h2)
         try:
-            wait_until(lambda: sum('set_field:%s->tun_dst' % h.tunnel_ip in l
-                                   for h in (h1, h2)
-                                   for l in flows_of(h3, cookie)) == 2, 60,
+            wait_until(lambda: dual_send(h3, (h1, h2), wid), 60,
                        what='dual send on h3 (the move prepared)')
             lab.instances[lead].kill()
             wait_until(lambda: (_status(lab, other) or {}).get(

@@ -10,8 +10,9 @@ from virtualwire.core import ids
 from vwlab import LabError
 from vwlab.capture import HostCaptures, guest_taps
 from vwlab.qemu_events import EventWatch, stop_resume_windows
-from migration_helpers import (audit, domstate, heads, migrate_bg,
-                               probe_report, wire_flows, wire_hosts)
+from migration_helpers import (audit, domstate, dual_send, heads,
+                               migrate_bg, probe_report, wire_flows,
+                               wire_hosts)
 
 
 def test_refused_migration_fails_and_the_guest_stays(lab, api, wired_guest):
@@ -183,11 +184,8 @@ def test_controller_killed_mid_migration_the_wire_still_converges(
         mig = migrate_bg(g, h1, h2)
         try:
             # Prepared: the far end's host sends the wire to both hosts.
-            wait_until(lambda: sum('set_field:%s->tun_dst' % h.tunnel_ip in l
-                                   for h in (h1, h2)
-                                   for l in flows_of(h3, '0x%x' %
-                                                     ids.wire_cookie(wid))
-                                   ) == 2, 30, what='dual send on h3')
+            wait_until(lambda: dual_send(h3, (h1, h2), wid), 30,
+                       what='dual send on h3')
             lab.stop_controller(kill=True)
             h1.libvirt.virsh('migrate-setspeed', g.name, '10000')
             _out, err = mig.communicate(timeout=90)
