@@ -116,3 +116,30 @@ def test_counters_are_saved_as_rows_and_only_changed_ones_are_written(
     rt._save_counters(snap)
     assert 'wire:9' not in names() and len(names()) == 200
     assert rt._save_counters(snap) == 0
+
+
+def test_a_hosts_state_is_a_row_per_vnic_and_a_plug_writes_one(db, stores):
+    """save_host writes the host's row and one row per vNIC; plugging or
+    unplugging one vNIC of 300 writes one row; a restart reads the same
+    host back; a snapshot from before the rows (vNICs inside) still
+    reads, and is then split."""
+    from virtualwire.core.model import Encap, Host, VnicPort, host_to_json
+    from virtualwire.store import rawrpc
+    from virtualwire.store.runtime import RuntimeStore
+
+    def make(n, name='h1'):
+        return Host(name, 1, (Encap('gre', '198.19.0.1', 4),), vnics=tuple(
+            VnicPort('v%03d' % i, 'vnet%d' % i, i + 1) for i in range(n)))
+    rt = RuntimeStore(stores(db).client)
+    assert rt._save_host(make(300)) == 301
+    assert rt._save_host(make(301)) == 1
+    assert rt._save_host(make(300)) == 1
+    assert rt._save_host(make(300)) == 0
+    again = RuntimeStore(stores(db).client)
+    assert again.hosts() == {'h1': make(300)}
+    rawrpc.transact(db, 'VirtualWire', [
+        {'op': 'insert', 'table': 'Host',
+         'row': {'name': 'old', 'snapshot': host_to_json(make(3, 'old'))}}])
+    assert again.hosts()['old'] == make(3, 'old')
+    assert again._save_host(make(3, 'old')) == 4     # split into rows
+    assert RuntimeStore(stores(db).client).hosts()['old'] == make(3, 'old')

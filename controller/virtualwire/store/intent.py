@@ -36,10 +36,10 @@ LOG = logging.getLogger(__name__)
 SCHEMA_PATH = os.path.join(os.path.dirname(__file__), 'schema',
                            'virtualwire.ovsschema')
 DB_NAME = 'VirtualWire'
-# Not read through the IDL: the collector's saved counters (one long
-# string: store.rawrpc) and Binding (written and checked raw:
-# store.wire_writes).
-UNMONITORED = ('Counters', 'Binding')
+# Not read through the IDL: the collector's saved counters and the hosts'
+# last observed state (our own writes, read back only at start: raw,
+# store.rawrpc), and Binding (written and checked raw: store.wire_writes).
+UNMONITORED = ('Counters', 'Binding', 'Host', 'HostVnic')
 
 
 class _WireEvents(ovs.db.idl.Idl):

@@ -13,14 +13,14 @@ import datetime
 import json
 import logging
 import time
+from typing import Optional
 
 import ovs.db.idl
 
 from os_ken.lib import hub
 
 from virtualwire.future import Future
-from virtualwire.core.model import host_from_json, host_to_json
-from virtualwire.store import counter_rows, rawrpc
+from virtualwire.store import counter_rows, host_rows, rawrpc
 from virtualwire.store.errors import StoreError
 from virtualwire.store.intent import DB_NAME
 
@@ -33,6 +33,8 @@ class RuntimeStore:
         self._queue = hub.Queue()
         self._thread = None
         self._written = None          # Counters rows as last written
+        # {host: (its text, {vNIC: text})} as last written (None: unknown)
+        self._hosts_written: Optional[dict] = None
         # Bytes of each counter save (what a cluster replicates).
         self.counter_writes: collections.deque = collections.deque(
             maxlen=100)
@@ -82,42 +84,74 @@ class RuntimeStore:
 
     def hosts(self):
         """Hosts as last seen: the view the controller starts from, so a
-        restart never acts on a partial picture."""
+        restart never acts on a partial picture. Read directly, not
+        through the IDL: these rows are ours (`store.host_rows`)."""
+        hosts, ports = self._host_rows()
+        self._hosts_written = {n: (t, dict(ports.get(n, {})))
+                               for n, t in hosts.items()}
         out = {}
-        with self.client.lock:
-            rows = list(self.client.idl.tables['Host'].rows.values())
-            snaps = [(r.name, r.snapshot) for r in rows]
-        for name, snap in snaps:
+        for name, text in hosts.items():
             try:
-                out[name] = host_from_json(snap)
-            except (ValueError, TypeError) as e:
+                out[name] = host_rows.join(text, ports.get(name, {}))
+            except (ValueError, TypeError, KeyError) as e:
                 LOG.warning('ignoring unreadable host snapshot %s: %s',
                             name, e)
         return out
 
+    def _host_rows(self):
+        res = rawrpc.transact(self.client.remote, DB_NAME, [
+            {'op': 'select', 'table': 'Host', 'where': [],
+             'columns': ['name', 'snapshot']},
+            {'op': 'select', 'table': 'HostVnic', 'where': [],
+             'columns': ['host', 'vnic', 'port']}])
+        hosts = {r['name']: r['snapshot'] for r in res[0].get('rows', [])}
+        ports: dict = {}
+        for r in res[1].get('rows', []):
+            ports.setdefault(r['host'], {})[r['vnic']] = r['port']
+        return hosts, ports
+
     def _save_host(self, host):
-        snap = host_to_json(host)
+        """Writes the host's row and the vNIC rows that changed since the
+        last save; returns how many rows were written."""
+        if self._hosts_written is None:
+            self.hosts()
+        assert self._hosts_written is not None
+        now_rows = host_rows.split(host)
+        written = self._hosts_written.get(host.name)
+        head, insert, update, delete = host_rows.changes(
+            written or ('', {}), now_rows)
+        if not (head or insert or update or delete):
+            return 0
         now = datetime.datetime.now(datetime.timezone.utc) \
             .isoformat(timespec='seconds')
-
-        def build(txn, idl):
-            for r in idl.tables['Host'].rows.values():
-                if r.name == host.name:
-                    if r.snapshot != snap:
-                        r.snapshot = snap
-                        r.updated_at = now
-                    return
-            row = txn.insert(idl.tables['Host'])
-            row.name = host.name
-            row.snapshot = snap
-            row.updated_at = now
-
-        status, txn = self.client.transact(build)
-        if status not in (ovs.db.idl.Transaction.SUCCESS,
-                          ovs.db.idl.Transaction.UNCHANGED):
-            raise StoreError('saving host %s failed: %s (%s)'
-                             % (host.name, status, txn.get_error()))
-
+        name = host.name
+        ops: list = []
+        if head:
+            ops.append({'op': 'update', 'table': 'Host',
+                        'where': [['name', '==', name]],
+                        'row': {'snapshot': now_rows[0], 'updated_at': now}}
+                       if written else
+                       {'op': 'insert', 'table': 'Host',
+                        'row': {'name': name, 'snapshot': now_rows[0],
+                                'updated_at': now}})
+        ops += [{'op': 'delete', 'table': 'HostVnic',
+                 'where': [['host', '==', name], ['vnic', '==', v]]}
+                for v in delete]
+        ops += [{'op': 'update', 'table': 'HostVnic',
+                 'where': [['host', '==', name], ['vnic', '==', v]],
+                 'row': {'port': t}} for v, t in update]
+        ops += [{'op': 'insert', 'table': 'HostVnic',
+                 'row': {'host': name, 'vnic': v, 'port': t}}
+                for v, t in insert]
+        try:
+            rawrpc.transact(self.client.remote, DB_NAME, ops)
+        except StoreError as e:
+            self._hosts_written = None      # unsure: read again next time
+            raise StoreError('saving host %s failed: %s' % (name, e)) \
+                from None
+        if self._hosts_written is not None:
+            self._hosts_written[name] = (now_rows[0], dict(now_rows[1]))
+        return len(ops)
 
     def migrations(self):
         """Migration records as saved: [dict], in no particular order."""
