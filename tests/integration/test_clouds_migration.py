@@ -4,10 +4,13 @@ encrypted link (the migration stream too), with traffic running."""
 import signal
 import time
 
+import pytest
+
 from conftest import Api, wait_until
 from vwlab import outage
 
 SWITCHOVER_MS = 50.0   # RESUME -> first delivery into the destination tap
+ATTEMPTS = 3           # runs whose guest QEMU broke are done again
 
 
 def _wire(api, wid):
@@ -19,7 +22,23 @@ def test_a_guest_migrates_to_another_cloud_and_back(clouds, tmp_path):
     """A QEMU guest with two NICs on h1 (cloud-a): one wired to a VM on h3
     (cloud-a), one to a VM on h2 (cloud-b). `virsh migrate --live` to h2
     (cloud-b), the migration stream routed through the extenders' link,
-    then back; 1 kHz sequenced streams from both far ends throughout."""
+    then back; 1 kHz sequenced streams from both far ends throughout.
+    A run whose guest QEMU's TCG fault broke (its virtio ring corrupted:
+    it answers nothing more, so no later move can be judged) is done
+    again with a new guest, as bench_migration excludes crashed guests;
+    every run's outcome is printed."""
+    for k in range(ATTEMPTS):
+        d = tmp_path / ('run%d' % k)
+        d.mkdir()
+        if _attempt(clouds, d, k):
+            return
+    pytest.fail('the guest broke (QEMU TCG virtio fault) in all %d runs'
+                % ATTEMPTS)
+
+
+def _attempt(clouds, tmp_path, k):
+    """One run; False if the guest broke (nothing judged), else True
+    with every check passed."""
     from migration_helpers import audit, heads, probe_report
     from vwlab.capture import HostCaptures, guest_taps
     from vwlab.qemu_events import EventWatch, stop_resume_windows
@@ -27,7 +46,8 @@ def test_a_guest_migrates_to_another_cloud_and_back(clouds, tmp_path):
     api = Api(clouds)
     h1, h2, h3 = clouds.hosts[:3]
     e0, e1 = str(uuid.uuid4()), str(uuid.uuid4())
-    g = h1.define_guest('xmig', [(e0, '10.91.0.1/24'), (e1, '10.92.0.1/24')])
+    g = h1.define_guest('xmig%d' % k, [(e0, '10.91.0.1/24'),
+                                        (e1, '10.92.0.1/24')])
     fa = h3.add_vm('xfa', [('xfa-nic', '10.91.0.2/24')])
     fb = h2.add_vm('xfb', [('xfb-nic', '10.92.0.2/24')])
     wa = api.connect(e0, 'xfa-nic')['id']
@@ -107,7 +127,9 @@ def test_a_guest_migrates_to_another_cloud_and_back(clouds, tmp_path):
         console = g.console_text()
         broken = [l for l in console.splitlines() if 'is not a head' in l]
         if broken:
-            print('guest virtio ring corrupted: %s' % broken[0])
+            print('run %d: guest virtio ring corrupted (%s): not judged, '
+                  'a new guest runs it again' % (k, broken[0]))
+            return False
         for r, (peer, gip) in zip(reports, (('10.91.0.2', '10.91.0.1'),
                                             ('10.92.0.2', '10.92.0.1'))):
             # No duplicates; a lost tail is allowed: the guest at times does
@@ -147,9 +169,12 @@ def test_a_guest_migrates_to_another_cloud_and_back(clouds, tmp_path):
             if m['vm_uuid'] == g.uuid:
                 assert m['state'] == 'completed'
                 assert sorted(m['activated']) == sorted([e0, e1]), m
+        return True
     finally:
         for h in clouds.hosts:
             h.log_datapath_flow_changes(False)
         for w in (wa, wb):
             api.req('DELETE', '/v1/wires/%d' % w)
         clouds.destroy_guest(g)
+        h3.remove_vm(fa)
+        h2.remove_vm(fb)
