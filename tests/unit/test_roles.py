@@ -136,3 +136,21 @@ def _dumps(sw):
     from os_ken.ofproto import ofproto_v1_4 as ofp
     return sum(1 for m in sw.sent if getattr(m, 'msg_type', None) ==
                ofp.OFPT_MULTIPART_REQUEST)
+
+
+def test_a_takeover_before_anything_was_seen_builds_nothing_twice():
+    """A lone instance takes the lock as it starts: its state is what
+    start() just read, so it is not built again; once the database holds
+    something start() did not read, it is."""
+    h = Harness(active=False)
+    built = h.ctl.tables
+    lead(h, True, 1)
+    assert h.ctl.tables is built and h.ctl.active
+    h2 = Harness(active=False)
+    built = h2.ctl.tables
+    h2.runtime.save_migration({'id': 'm1', 'vm_uuid': str(uuid.uuid4()),
+                               'state': 'completed', 'vm': 'g',
+                               'vnics': ['x'], 'sources': {},
+                               'destination': 'h1'})
+    lead(h2, True, 1)
+    assert h2.ctl.tables is not built

@@ -16,7 +16,7 @@ from virtualwire.control.gateways import GatewayChecks
 from virtualwire.control.migrating import MigrationHandlers
 from virtualwire.control.migrations import MigrationBook
 from virtualwire.control.programmed import Programmed
-from virtualwire.control.roles import Roles
+from virtualwire.control.roles import Roles, canonical_records
 from virtualwire.control.safe_start import SafeStart
 from virtualwire.control.views import Views
 from virtualwire.core import tenancy
@@ -88,9 +88,13 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
         come first, so claims are read as source/destination, not arrival
         order."""
         self.loop.assert_owner()
-        self.remembered = self.runtime.hosts()
+        saved_hosts, records = self.runtime.hosts(), self.runtime.migrations()
+        # What this start read: a takeover before anything else was seen
+        # need not do it again (control.roles).
+        self.started_from = (saved_hosts, canonical_records(records))
+        self.remembered = dict(saved_hosts)
         self.remembered.update(live or {})
-        self.migrations.restore(self.runtime.migrations())
+        self.migrations.restore(records)
         for m in self.migrations.active.values():
             for v, src in m.sources.items():
                 if src and src != m.destination:

@@ -9,6 +9,7 @@ rebuilds its state from the database, as a restarted controller does
 sync sends a healthy switch nothing. Losing the lock, it stops writing at
 once and asks for SLAVE.
 """
+import json
 import logging
 import time
 from typing import Optional
@@ -22,6 +23,11 @@ from virtualwire.store.leadership import Leader
 from virtualwire.southbound import openflow
 
 LOG = logging.getLogger(__name__)
+
+
+def canonical_records(records):
+    """Migration records in one order (the store gives none)."""
+    return sorted(json.dumps(r, sort_keys=True) for r in records)
 
 
 class Roles(ControllerState):
@@ -64,21 +70,29 @@ class Roles(ControllerState):
         t0 = time.monotonic()
         self.active = True
         self.takeovers += 1
-        self.rebuild()
+        rebuilt = self.rebuild()
         for s in list(self.sessions.values()):
             self.send_role(s)
             # Its table as it is now: the last leader may have changed it
             # since our dump; the first sync then sends only what differs.
             s.installed = None
             s.dump(lambda body, s=s: self._dumped(s, body))
-        LOG.info('active now, term %d: state rebuilt in %.0f ms, %d '
-                 'switches dumped again', self.term,
-                 (time.monotonic() - t0) * 1e3, len(self.sessions))
+        LOG.info('active now, term %d: state %s in %.0f ms, %d switches '
+                 'dumped again', self.term, 'rebuilt' if rebuilt else
+                 'as read at start', (time.monotonic() - t0) * 1e3,
+                 len(self.sessions))
 
     def rebuild(self):
         """State from the database and what we watched, as a restart makes
         it: the standby's own guesses (moves it saw in host views, records
-        it never saved) are dropped."""
+        it never saved) are dropped. Not done when nothing was seen since
+        start() and the database holds what start() read (a lone
+        instance taking the lock as it starts): the state is a restart's
+        already, and building every wire's flows twice would double the
+        start-up. Returns whether it rebuilt."""
+        if not self.host_owner and self.started_from == (
+                self.runtime.hosts(), canonical_records(self.runtime.migrations())):
+            return False
         live = dict(self.remembered)       # live host views (on_hosts)
         self.tables = IncrementalTables()
         self.migrations = MigrationBook()
@@ -96,6 +110,7 @@ class Roles(ControllerState):
             for v in m.vnics:
                 if v in self.tables.placement.moves:
                     self.move_seen[v] = now - age
+        return True
 
     def role_view(self):
         ld = self.leader

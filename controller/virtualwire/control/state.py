@@ -25,6 +25,7 @@ class ControllerState:
     refusals: Any                     # deque of recent refusals
     known_wires: Set[int]             # connector ids seen in intent
     host_owner: Dict[str, str]        # host name -> OVSDB remote
+    started_from: Tuple[Dict[str, Host], List[str]]  # what start() read
     remembered: Dict[str, Host]       # name -> Host, as last persisted
     move_seen: Dict[str, float]       # vnic -> clock() when first seen
     announced_at: Dict[str, float]    # vm_uuid -> clock() at announcement
