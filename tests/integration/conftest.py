@@ -28,8 +28,10 @@ def wait_until(fn, timeout=15.0, interval=0.05, what='condition'):
 
 
 class Api:
-    def __init__(self, lab):
+    def __init__(self, lab, url=None):
+        """url: one instance of an HA lab (default: the lab's)."""
         self.lab = lab
+        self.url = url
 
     @property
     def token(self):
@@ -40,7 +42,8 @@ class Api:
         headers = kw.pop('headers', {})
         if auth:
             headers['Authorization'] = 'Bearer ' + self.token
-        return requests.request(method, self.lab.url + path, headers=headers,
+        return requests.request(method, (self.url or self.lab.url) + path,
+                                headers=headers,
                                 timeout=15, verify=self.lab.verify, **kw)
 
     def ok(self, method, path, **kw):

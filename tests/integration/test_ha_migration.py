@@ -37,17 +37,7 @@ def ha_lab():
 
 
 def _api(lab, k):
-    api = Api(lab)
-    api.lab = _At(lab, k)
-    return api
-
-
-class _At:
-    """The lab as Api sees it, pointed at instance k."""
-
-    def __init__(self, lab, k):
-        self.token_file, self.verify = lab.token_file, lab.verify
-        self.url, self.hosts = lab.url_of(k), lab.hosts
+    return Api(lab, url=lab.url_of(k))
 
 
 def _status(lab, k):
