@@ -37,6 +37,7 @@ setup(
     },
     entry_points={'console_scripts': [
         'virtualwire-controller = virtualwire.main:main',
+        'virtualwire-collector = virtualwire.collectord.main:main',
         'vwctl = virtualwire.cli.vwctl:main',
         'virtualwire-extender = virtualwire.extender.command:main',
         'vwlab = vwlab.cli:main',

@@ -105,6 +105,16 @@ def parse_args(argv=None):
                    help="read every switch's flow counters this often, "
                         '1-5 s (REST stats, /metrics, the dashboard answer '
                         'from the last reading; default: %(default)s)')
+    p.add_argument('--collector', default='', metavar='URL[,URL]',
+                   help='read flow counters from these collector processes '
+                        '(virtualwire-collector; the first that answers), '
+                        'not on this process\'s loop; switches must list '
+                        'the collector as a controller target')
+    p.add_argument('--collector-token-file', default='', metavar='FILE',
+                   help="the collector's token (its --token-file)")
+    p.add_argument('--collector-ca', default='', metavar='PEM',
+                   help="the CA of the collector's certificate (the "
+                        'controller CA); default: system CAs')
     p.add_argument('--audit-log', default='', metavar='FILE',
                    help='append a JSON line per change asked for, refused '
                         'ones included (default: STATE_DIR/audit.log)')
@@ -165,33 +175,33 @@ def read_or_create_token(path):
     return token
 
 
-def load_tls(args):
+def load_tls(args, prog='virtualwire-controller'):
     """TlsFiles from the three options, or None with the lab flag; exits
     saying what is missing otherwise."""
     given = [o for o in ('private_key', 'certificate', 'ca_cert')
              if getattr(args, o)]
     if args.insecure_plaintext_lab:
         if given:
-            sys.exit('virtualwire-controller: --insecure-plaintext-lab '
+            sys.exit('%s: --insecure-plaintext-lab '
                      'and TLS files (--%s) exclude each other'
-                     % given[0].replace('_', '-'))
+                     % (prog, given[0].replace('_', '-')))
         return None
     if len(given) < 3:
         missing = [o for o in ('private_key', 'certificate', 'ca_cert')
                    if o not in given]
-        sys.exit('virtualwire-controller: TLS needs --private-key, '
+        sys.exit('%s: TLS needs --private-key, '
                  '--certificate and --ca-cert (missing: %s; make them with '
                  'ovs-config/vw-pki), or --insecure-plaintext-lab for a lab '
-                 'without TLS' % ', '.join('--' + m.replace('_', '-')
-                                           for m in missing))
+                 'without TLS' % (prog, ', '.join('--' + m.replace('_', '-')
+                                                  for m in missing)))
     from virtualwire.southbound.tls import TlsFiles
     try:
         return TlsFiles(args.private_key, args.certificate, args.ca_cert)
     except (OSError, ValueError) as e:
-        sys.exit('virtualwire-controller: TLS files: %s' % e)
+        sys.exit('%s: TLS files: %s' % (prog, e))
 
 
-def trusted_intent_remote(remote, args):
+def trusted_intent_remote(remote, args, prog='virtualwire-controller'):
     """The ssl: members opened through `store.tls_remote` (the database's
     CA and name checked in the handshake); exits saying why when no member
     can be trusted."""
@@ -203,14 +213,14 @@ def trusted_intent_remote(remote, args):
         logging.getLogger('virtualwire').warning(
             'intent database member %s refused: %s', part, why)
     if len(bad) == len(members):
-        sys.exit('virtualwire-controller: no member of --intent-db can be '
+        sys.exit('%s: no member of --intent-db can be '
                  'trusted as %s (CA %s):\n%s' % (
-                     args.intent_db_name, args.intent_db_ca, '\n'.join(
+                     prog, args.intent_db_name, args.intent_db_ca, '\n'.join(
                          '  %s: %s' % kv for kv in sorted(bad.items()))))
     return tls_remote.translate(remote)
 
 
-def check_intent_remote(args):
+def check_intent_remote(args, prog='virtualwire-controller'):
     """A remote intent database over plain TCP lets anyone who reaches it
     write wires, or a credential whose token they chose: only in a lab."""
     for part in filter(None, args.intent_db.split(',')):
@@ -221,8 +231,8 @@ def check_intent_remote(args):
             continue
         if kind == 'ssl' and args.intent_db_ca and args.certificate:
             continue
-        sys.exit('virtualwire-controller: --intent-db %s: %s' % (
-            part, 'plain TCP lets whoever reaches the database write wires '
+        sys.exit('%s: --intent-db %s: %s' % (
+            prog, part, 'plain TCP lets whoever reaches the database write wires '
             'and credentials; use ssl: (with --intent-db-ca), the local '
             'database (no --intent-db) or a unix: socket, or '
             '--insecure-plaintext-lab in a lab' if kind == 'tcp' else
@@ -279,6 +289,15 @@ def main(argv=None):
     intent = IntentStore(remote)
     runtime = RuntimeStore(intent.client)
     host_dbs = HostDbs(loop)
+    remote_collector = None
+    if args.collector:
+        from virtualwire.metrics.remote import RemoteCollector
+        with open(args.collector_token_file or os.path.join(
+                args.state_dir, 'collector-token')) as f:
+            remote_collector = RemoteCollector(
+                loop, args.collector.split(','), f.read().strip(),
+                verify=args.collector_ca or True,
+                interval=args.stats_interval)
     controller = Controller(loop, intent, runtime, host_dbs,
                             ovsdb_port=args.host_ovsdb_port,
                             move_timeout=args.move_timeout,
@@ -286,7 +305,7 @@ def main(argv=None):
                             activation_settle=(args.activation_settle_ms /
                                                1000.0),
                             require_identity=tls_files is not None,
-                            active=False)
+                            active=False, collector=remote_collector)
     host_dbs.on_hosts = controller.on_hosts
     intent.client.observe = controller.instruments.ovsdb.observe
     scheme = 'https' if tls_files else 'http'

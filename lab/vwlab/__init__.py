@@ -44,7 +44,7 @@ class Lab(ControllerMixin):
 
     def __init__(self, n_hosts=3, prefix=None, sites=None, of_port=6653,
                  libvirt=False, extenders=None, gateways=None,
-                 ovs_nice=OVS_NICE, tls=True, controllers=1):
+                 ovs_nice=OVS_NICE, tls=True, controllers=1, collector=True):
         # Niceness of each host's ovsdb-server and ovs-vswitchd: -10 as
         # ovs-ctl (Debian's services) starts them; 0 reproduces a switch
         # that competes with QEMU as an equal (bench_migration --ovs-nice).
@@ -55,7 +55,8 @@ class Lab(ControllerMixin):
         self.sites = sites
         self.of_port = of_port
         # controllers > 1: that many instances on a RAFT intent cluster.
-        self.init_controllers(controllers, of_port)
+        # collector=False: counters read on the controller's own loop.
+        self.init_controllers(controllers, of_port, collector)
         self.dir = os.path.join(LAB_ROOT, self.prefix)
         # The deployment CA (vwlab.pki); tls=False: the plaintext lab flag.
         self.pki = LabPki(os.path.join(self.dir, 'pki')) if tls else None
@@ -229,6 +230,7 @@ class Lab(ControllerMixin):
     # ---- teardown ------------------------------------------------------
     def down(self):
         self.stop_controllers(kill=True)
+        self.stop_collector(kill=True)
         teardown(self.prefix)
 
 

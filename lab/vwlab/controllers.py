@@ -19,15 +19,26 @@ from vwlab.shell import CONTROLLER_IP, LabError, free_port, niced, tail
 from vwlab.libvirt_host import HOOK_PORT     # instance 0's; k: + k
 from vwlab.sites import CONTROLLER_PUBLIC_IP, RENDEZVOUS_PORT
 
+# The collector's OpenFlow port: the lab's first controller port + this
+# (instances take the ports right after it).
+COLLECTOR_OF_OFFSET = 50
+
 
 
 class ControllerMixin:
-    def init_controllers(self, n, of_port):
+    def init_controllers(self, n, of_port, collector=True):
         self.n_controllers = n
         self.of_ports = [of_port + k for k in range(n)]
         self.instances = {}          # k -> Popen
         self.rest_ports = {}         # k -> REST port
         self.intent_cluster = None   # made in up() when n > 1
+        # The collector process (virtualwire-collector): every switch
+        # lists it as one more controller; controllers mirror its figures.
+        # collector=False: the controller reads counters on its own loop.
+        self.collector_on = collector
+        self.collector_of_port = of_port + COLLECTOR_OF_OFFSET
+        self.collector_proc = None
+        self.collector_port = None
 
     @property
     def controller(self):
@@ -39,9 +50,12 @@ class ControllerMixin:
         return self.rest_ports.get(0)
 
     def of_targets(self, scheme):
-        """What a host's bridge connects to: every instance."""
+        """What a host's bridge connects to: every instance (and the
+        collector)."""
         return ','.join('%s:%s:%d' % (scheme, CONTROLLER_IP, p)
-                        for p in self.of_ports)
+                        for p in self.of_ports + (
+                            [self.collector_of_port] if self.collector_on
+                            else []))
 
     def southbound_urls(self):
         """Every instance's southbound REST (hooks, agents), as a list
@@ -100,7 +114,7 @@ class ControllerMixin:
                                                       HOOK_PORT + k),
                # Flow counters read every second: what tests and the demo
                # watch should move while they watch.
-               '--stats-interval', '1'] + \
+               '--stats-interval', '1'] + self.collector_args() + \
             (['--rendezvous-listen', '%s:%d' % (CONTROLLER_PUBLIC_IP,
                                                 RENDEZVOUS_PORT)]
              if self.clouds and k == 0 else []) + list(extra)
@@ -112,7 +126,87 @@ class ControllerMixin:
             env=dict(os.environ, **(env or {})))
         self.url = self.url_of(0) if 0 in self.rest_ports else self.url_of(k)
         self._write_vwctl_config()
+        if self.collector_on and self.collector_proc is None:
+            self.start_collector()
         return self.instances[k]
+
+    # -- the collector process -------------------------------------------
+    @property
+    def collector_dir(self):
+        return os.path.join(self.dir, 'collector')
+
+    @property
+    def collector_url(self):
+        return '%s://127.0.0.1:%d' % (self.scheme, self.collector_port)
+
+    @property
+    def collector_token_file(self):
+        return os.path.join(self.collector_dir, 'collector-token')
+
+    def collector_args(self):
+        """What a controller is started with to mirror the collector."""
+        if not self.collector_on:
+            return []
+        if self.collector_port is None:
+            self.collector_port = free_port()
+        os.makedirs(self.collector_dir, exist_ok=True)
+        if not os.path.exists(self.collector_token_file):
+            fd = os.open(self.collector_token_file,
+                         os.O_WRONLY | os.O_CREAT, 0o600)
+            with os.fdopen(fd, 'w') as f:
+                f.write(secrets.token_urlsafe(32) + '\n')
+        return ['--collector', self.collector_url,
+                '--collector-token-file', self.collector_token_file] + (
+            ['--collector-ca', self.pki.controller_ca] if self.pki else [])
+
+    def start_collector(self):
+        """Run `virtualwire-collector` (in the lab as in production: its
+        OpenFlow side in the management namespace, its API on 127.0.0.1,
+        reading the controllers' intent database)."""
+        self.collector_args()           # port and token
+        if self.intent_cluster is not None:
+            intent = ['--intent-db', self.intent_cluster.remote,
+                      '--intent-db-ca', self.pki.controller_ca]
+        else:
+            intent = ['--intent-db', 'unix:' + os.path.join(
+                self.state_dir(0), 'intent.sock')]
+        if self.pki is None:
+            tls = ['--insecure-plaintext-lab']
+        else:
+            key, cert = self.pki.files('collector')
+            if not os.path.exists(cert):
+                key, cert = self.pki.issue('collector', role='controller',
+                                           ips=[CONTROLLER_IP, '127.0.0.1'])
+            tls = ['--private-key', key, '--certificate', cert,
+                   '--ca-cert', self.pki.host_ca]
+        cmd = [sys.executable, '-m', 'virtualwire.collectord.main',
+               '--state-dir', self.collector_dir,
+               '--of-listen', '%s:%d' % (CONTROLLER_IP,
+                                         self.collector_of_port),
+               '--rest-listen', '127.0.0.1:%d' % self.collector_port,
+               '--token-file', self.collector_token_file,
+               '--southbound-netns', self.mgmt_ns,
+               '--stats-interval', '1'] + intent + tls
+        log = open(os.path.join(self.collector_dir, 'collector.log'), 'a')
+        self.collector_proc = subprocess.Popen(
+            niced(self.ovs_nice, cmd), stdout=log, stderr=subprocess.STDOUT)
+        return self.collector_proc
+
+    def stop_collector(self, kill=False):
+        p, self.collector_proc = self.collector_proc, None
+        if p and p.poll() is None:
+            (p.kill if kill else p.terminate)()
+            p.wait(10)
+
+    def collector_get(self, path):
+        """The collector's API (its own token), as a controller calls it."""
+        with open(self.collector_token_file) as f:
+            token = f.read().strip()
+        r = requests.get(self.collector_url + path, timeout=15,
+                         headers={'Authorization': 'Bearer ' + token},
+                         verify=self.verify)
+        r.raise_for_status()
+        return r.json()
 
     def start_controllers(self):
         for k in range(self.n_controllers):
@@ -178,6 +272,11 @@ class ControllerMixin:
             out += ['--- controller %d (exit %r) ---' % (
                 k, p.poll() if p else None),
                 tail(os.path.join(self.state_dir(k), 'controller.log'), 40)]
+        if self.collector_on:
+            p = self.collector_proc
+            out += ['--- collector (exit %r) ---' % (p.poll() if p else None),
+                    tail(os.path.join(self.collector_dir, 'collector.log'),
+                         20)]
         for h in self.hosts:
             out += ['--- %s ovs-vswitchd ---' % h.name,
                     tail(os.path.join(h.dir, 'vswitchd.log'), 15)]

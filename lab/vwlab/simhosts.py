@@ -3,7 +3,7 @@ import os
 import subprocess
 
 from vwlab.pki import OVSDB_SERVER_SSL
-from vwlab.shell import CONTROLLER_IP, MGMT_NET, sh
+from vwlab.shell import MGMT_NET, sh
 
 
 class SimHosts:
@@ -120,9 +120,15 @@ class SimHosts:
         if self.connect:
             for k in members:
                 br = self.bridge(k)
-                sh(vsctl + ['set-controller', br, '%s:%s:%d' % (
-                    scheme, CONTROLLER_IP, self.lab.of_port), '--', 'set',
-                    'controller', br, 'max_backoff=1000'])
+                # Every controller instance and the collector, each
+                # reconnecting within a second.
+                targets = self.lab.of_targets(scheme).split(',')
+                cmd = list(vsctl)
+                for j, t in enumerate(targets):
+                    cmd += ['--', '--id=@c%d' % j, 'create', 'controller',
+                            'target="%s"' % t, 'max_backoff=1000']
+                sh(cmd + ['--', 'set', 'bridge', br, 'controller=%s' % ','.join(
+                    '@c%d' % j for j in range(len(targets)))])
 
     def vsctl(self, k, *args):
         d = self.group_dir(k // self.per_switch)

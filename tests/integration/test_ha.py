@@ -136,6 +136,8 @@ def test_one_leads_the_other_stands_by_and_the_switches_say_so(ha):
     wait_roles(ha.lab, lead)
     for h in ha.lab.hosts:
         assert roles_on(h)[ha.lab.of_ports[other]] == ('slave', True)
+        # The collector process reads as a SLAVE too.
+        assert roles_on(h)[ha.lab.collector_of_port] == ('slave', True)
     # The standby never sent a flow change.
     assert s_other['counters']['flow_mods'] == 0
 
@@ -186,6 +188,9 @@ def test_the_leader_killed_under_a_stream_loses_no_datagram(ha):
     time.sleep(3.0)
     counted = wait_until(lambda: _entered(ha, lead, wid), 10,
                          what='counters on the leader')
+    # The standby shows them too: both mirror the collector process.
+    wait_until(lambda: (_entered(ha, other, wid) or 0) >= counted, 10,
+               what='counters on the standby')
     killed_at = time.monotonic()
     ha.lab.instances[lead].kill()
     ha.lab.instances[lead].wait(10)

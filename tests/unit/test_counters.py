@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from virtualwire.core import errors, ids
+from virtualwire.metrics import figures
 from virtualwire.metrics.counters import FlowCounters
 from virtualwire.testing.fakeswitch import Packet
 from virtualwire.testing.harness import TUN, Harness
@@ -283,7 +284,6 @@ def test_window_loss_separates_what_may_be_in_flight_from_what_is_lost():
     refresh: the window says how much of entered-minus-delivered that can
     explain (rate x (2 x 0.5 s + the readings' spread)), and what is lost
     beyond it."""
-    from virtualwire.metrics import collector as col
     h = Harness()
     h.host('h1', ('a', 1))
     h.host('h2', ('b', 3))
@@ -298,7 +298,7 @@ def test_window_loss_separates_what_may_be_in_flight_from_what_is_lost():
     win = h.call(h.ctl.wire_stats, w['id'])['a_to_b']['window']
     assert (win['entered_packets'], win['lost_packets']) == (200, 0)
     # 100/s over 2 s, the two switches read at once here: 100 x 1.0 s.
-    assert win['uncertain_packets'] == 100 * 2 * col.STALE
+    assert win['uncertain_packets'] == 100 * 2 * figures.STALE
     assert win['surely_lost_packets'] == 0
     # The same arithmetic on a window whose far end saw 150 fewer frames.
     t1, s1 = c.history[w['id']][-1]

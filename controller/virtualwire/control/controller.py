@@ -37,7 +37,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
                  ovsdb_port=6640, move_timeout=900.0, clock=time.monotonic,
                  stats_interval=2.0, instruments=None,
                  activation_settle=0.0, require_identity=False,
-                 active=True):
+                 active=True, collector=None):
         self.loop = loop
         self.intent = intent            # store.intent.IntentStore (reads)
         self.runtime = runtime          # store.runtime.RuntimeStore
@@ -75,9 +75,10 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
         self.init_roles(active)
         self.instruments = instruments or Instruments()
         loop.observe_lag = self.instruments.loop_lag.observe
-        # Reads flow counters on its own timer; never writes a switch.
-        self.collector = Collector(loop, self, runtime,
-                                   interval=stats_interval)
+        # Reads flow counters on its own timer; never writes a switch. Or
+        # a collector process's figures (metrics.remote), off this loop.
+        self.collector = collector or Collector(loop, self, runtime,
+                                                interval=stats_interval)
         loop.idle = self.sync
 
     # ---- start ---------------------------------------------------------------

@@ -12,16 +12,14 @@ counting, and the saved state says how much of it was already credited.
 """
 import collections
 import logging
-import math
 import time
 
 from virtualwire.core import errors, ids
-from virtualwire.metrics.counters import (DELIVERS, DIRECTIONS, ENTERS,
-                                          FlowCounters)
+from virtualwire.metrics.counters import FlowCounters
+from virtualwire.metrics.figures import WINDOW, window
 from virtualwire.southbound import openflow
 
 LOG = logging.getLogger(__name__)
-WINDOW = 10.0            # s of history for rates and windowed loss
 UNREAD_GRACE = 30.0      # s after start to wait for hosts not reconnecting
 # A cycle costs the controller about 1 s of CPU per 40,000 flows (os-ken
 # parses every flow's match and actions; bench_collector). Cycles never
@@ -29,11 +27,6 @@ UNREAD_GRACE = 30.0      # s after start to wait for hosts not reconnecting
 # the collector uses at most about a quarter of the controller, and reads
 # less often than --stats-interval when the tables are that large.
 BUDGET = 0.25
-# OVS's userspace switch folds its datapath's counts into a flow's counter
-# about twice a second: each end's figure may lag by this much, so while
-# frames flow, entered minus delivered over a window is uncertain by up to
-# the rate times (2 x this + the spread of the two switches' readings).
-STALE = 0.5
 STUCK = 10.0             # s before a cycle stops waiting for a late switch
 
 
@@ -162,12 +155,11 @@ class Collector:
         live = set(self.counters.wires)
         for cid in [c for c in self.history if c not in live]:
             del self.history[cid]
-        for cid, c in self.counters.wires.items():
+        self.counters.take_touched()    # (the collector process's use)
+        for cid in self.counters.wires:
             # Every wire, every cycle: read the raw counts, build no views.
             h = self.history.setdefault(cid, collections.deque())
-            h.append((now, {d: (c[ENTERS[src]][0], c[DELIVERS[dst]][0],
-                                c[ENTERS[src]][1], c[DELIVERS[dst]][1])
-                            for d, src, dst in DIRECTIONS}))
+            h.append((now, self.counters.raw(cid)))
             while len(h) > 2 and now - h[1][0] >= WINDOW:
                 h.popleft()
 
@@ -224,23 +216,9 @@ class Collector:
         w = self.counters.wire(cid, zero_if_unknown=True)
         h = self.history.get(cid) or collections.deque()
         if len(h) >= 2:
-            (t0, s0), (t1, s1) = h[0], h[-1]
-            span = t1 - t0
-            lag = 2 * STALE + (self.cycle.get('spread_s') or 0.0)
-            for d, _, _ in DIRECTIONS:
-                e = s1[d][0] - s0[d][0]
-                got = s1[d][1] - s0[d][1]
-                unsure = math.ceil(e / span * lag) if span else 0
-                w[d]['window'] = {
-                    'seconds': round(span, 3), 'entered_packets': e,
-                    'delivered_packets': got, 'lost_packets': e - got,
-                    # Of those, how many may be in flight or not counted
-                    # yet, and what is lost beyond doubt.
-                    'uncertain_packets': unsure,
-                    'surely_lost_packets': max(0, e - got - unsure),
-                    'packets_per_second': round(e / span, 3) if span else 0.0,
-                    'bits_per_second': round(
-                        (s1[d][2] - s0[d][2]) * 8 / span, 1) if span else 0.0}
+            spread = self.cycle.get('spread_s') or 0.0
+            for d, figures in window(h[0], h[-1], spread).items():
+                w[d]['window'] = figures
         return w
 
     def host(self, name):

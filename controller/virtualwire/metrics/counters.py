@@ -38,21 +38,35 @@ class FlowCounters:
         self.wires: Dict[int, Dict[int, List[int]]] = {}
         self.identity: Dict[int, str] = {}      # cid -> wire created_at
         self.hosts: Dict[str, Dict[int, List[int]]] = {}
+        # cid -> its raw counts (`raw`) before the first credit since the
+        # last `take_touched`: which wires moved, and from where (the
+        # collector process keeps history for those only).
+        self.touched: Dict[int, dict] = {}
 
     # -- what exists ---------------------------------------------------------
     def track(self, wires):
         """wires: {cid: identity (its creation time)}. A wire deleted is
         forgotten; one recreated under the same id starts from zero."""
         for cid in [c for c in self.wires if c not in wires]:
-            del self.wires[cid]
-            self.identity.pop(cid, None)
+            self.forget(cid)
         for cid, ident in wires.items():
-            have = self.identity.get(cid)
-            if have is None and cid in self.wires:
-                self.identity[cid] = ident      # counted before it was known
-            elif have != ident:
-                self.identity[cid] = ident
-                self.wires[cid] = _zero()
+            self.track_one(cid, ident)
+
+    def track_one(self, cid, ident):
+        """One wire exists with this identity (its creation time)."""
+        have = self.identity.get(cid)
+        if have is None and cid in self.wires:
+            self.identity[cid] = ident      # counted before it was known
+        elif have != ident:
+            self.identity[cid] = ident
+            self.touched.setdefault(cid, self.raw(cid))
+            self.wires[cid] = _zero()
+
+    def forget(self, cid):
+        """A wire deleted."""
+        self.wires.pop(cid, None)
+        self.identity.pop(cid, None)
+        self.touched.pop(cid, None)
 
     # -- readings ------------------------------------------------------------
     def poll(self, host, readings):
@@ -88,6 +102,8 @@ class FlowCounters:
         roles = ids.roles_of_cookie(cookie)
         if cid is None or not roles:
             return
+        if cid and cid not in self.touched:
+            self.touched[cid] = self.raw(cid)
         # A wire's first frames can be read before `track` hears of it.
         into = [self.wires.setdefault(cid, _zero())] if cid else []
         if cid == 0 or roles & HOST_ROLES['held']:
@@ -101,6 +117,22 @@ class FlowCounters:
                     counts[bit][1] += db
 
     # -- figures -------------------------------------------------------------
+    def raw(self, cid):
+        """{direction: (entered packets, delivered packets, entered bytes,
+        delivered bytes)}: what rates and windowed loss are made of."""
+        c = self.wires.get(cid)
+        if c is None:
+            return {d: (0, 0, 0, 0) for d, _, _ in DIRECTIONS}
+        return {d: (c[ENTERS[src]][0], c[DELIVERS[dst]][0],
+                    c[ENTERS[src]][1], c[DELIVERS[dst]][1])
+                for d, src, dst in DIRECTIONS}
+
+    def take_touched(self):
+        """{cid: raw counts before} of the wires credited since the last
+        call; starts a new round."""
+        out, self.touched = self.touched, {}
+        return out
+
     def wire(self, cid, zero_if_unknown=False):
         """{'a_to_b': {...}, 'b_to_a': {...}}; for a wire not tracked,
         None (or zeros: a wire made since the last reading).
@@ -146,6 +178,8 @@ class FlowCounters:
             'hosts': {h: counts(c) for h, c in self.hosts.items()}}
 
     def restore(self, snap):
+        self.touched = {}
+
         def counts(d):
             c = _zero()
             for b, v in d.items():

@@ -1,0 +1,2 @@
+"""The collector process (`virtualwire-collector`): flow counters read
+off the controllers' loop."""

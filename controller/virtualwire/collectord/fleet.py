@@ -1,0 +1,265 @@
+"""The collector process's state: every switch it reads, every wire's
+counters, their recent history, and what changed for whom asks.
+
+Faucet's Gauge is the model: one poller per switch, each on its own
+schedule from a jittered start (a fleet reconnecting at once is not read
+at once), reading with a role that cannot write (`ofapp`). Nothing here
+touches a socket: `send(switch, msg)` and the clock come in, readings
+and flow-removed messages are handed over by the OpenFlow app, figures go
+out as a feed (`feed`) that controllers mirror (`metrics.remote`).
+
+Counting is `metrics.counters.FlowCounters`, as in the controller's own
+collector: monotonic per wire through migrations, switch restarts and
+restarts of this process (the base is saved as rows, `store.counter_rows`,
+only by the holder of the collector lock).
+
+History is kept only for wires whose counts moved in the last WINDOW (the
+figures of a quiet wire are its totals and a flat window): at 100,000
+mostly idle wires, memory and work follow the busy ones.
+"""
+import collections
+import logging
+import random
+import time
+from typing import Dict, Optional
+
+from virtualwire.core import ids
+from virtualwire.metrics.counters import FlowCounters
+from virtualwire.metrics.figures import WINDOW, window
+from virtualwire.southbound import openflow
+
+LOG = logging.getLogger(__name__)
+# A reading costs this process CPU (os-ken parses every flow): a switch is
+# read again no sooner than its last reading took / BUDGET, so one huge
+# table cannot keep the process busy.
+BUDGET = 0.25
+STUCK = 10.0            # s before a poller stops waiting for a reply
+UNREAD_GRACE = 30.0     # s after start to wait for hosts not reconnecting
+
+
+class Switch:
+    """One connected switch and its poller's schedule."""
+
+    def __init__(self, dpid, conn, next_at):
+        self.dpid, self.conn = dpid, conn
+        self.name: Optional[str] = None      # its host, once known
+        self.next_at = next_at
+        self.xid = None                       # reading in flight
+        self.sent_at = None
+        self.body: list = []
+        self.read_at: Optional[float] = None
+        self.took: Optional[float] = None
+        self.readings = 0
+
+
+class Fleet:
+    def __init__(self, send, interval=2.0, clock=time.time,
+                 rng=random.random, persist_every=10.0):
+        self.send = send                 # send(conn, msg) -> xid
+        self.interval, self.persist_every = interval, persist_every
+        self.clock, self.rng = clock, rng
+        self.counters = FlowCounters()
+        self.switches: Dict[int, Switch] = {}
+        self.names: Dict[int, str] = {}      # dpid -> host name
+        self.history: Dict[int, collections.deque] = {}
+        self.last_sample = clock()
+        # The feed: a generation per sample; cid -> the generation its
+        # figures last changed in (a quiet wire's window still moves until
+        # WINDOW after its last frame).
+        self.epoch = '%016x' % random.getrandbits(64)
+        self.gen = 0
+        self.changed: Dict[int, int] = {}
+        self.hosts_gen = 0
+        self.on_sample = None            # called after each sample
+        self.ready = False
+        self.unread: set = set()
+        self.started_at = clock()
+        self.dirty = self.urgent = False
+        self.saved_at = clock()
+        self.stats = {'readings': 0, 'flows_read': 0, 'flow_removed': 0,
+                      'gave_up': 0, 'samples': 0}
+
+    # -- start ---------------------------------------------------------------
+    def restore(self, snap):
+        if snap:
+            self.counters.restore(snap)
+            self.unread = set(self.counters.seen)
+            LOG.info('counters restored: %d wires, %d hosts',
+                     len(self.counters.wires), len(self.counters.seen))
+
+    def wire_events(self, events):
+        """[(cid, identity or None: deleted)] from the intent database."""
+        for cid, ident in events:
+            if ident is None:
+                self.counters.forget(cid)
+                self.history.pop(cid, None)
+                self.changed.pop(cid, None)
+            else:
+                self.counters.track_one(cid, ident)
+
+    # -- switches ------------------------------------------------------------
+    def switch_up(self, dpid, conn):
+        now = self.clock()
+        # A jittered first reading: a fleet that connects at once (after a
+        # restart of this process) is read spread over one interval.
+        self.switches[dpid] = s = Switch(dpid, conn,
+                                         now + self.rng() * self.interval)
+        s.name = self.names.get(dpid)
+        return s
+
+    def switch_down(self, dpid, conn):
+        s = self.switches.get(dpid)
+        if s is not None and s.conn is conn:
+            del self.switches[dpid]
+
+    def unnamed(self):
+        """Datapath ids whose host is not known yet (not read until it
+        is: a switch the controller never admitted has no host row)."""
+        return [d for d, s in self.switches.items() if s.name is None]
+
+    def learn_names(self, names):
+        """{dpid: host name} from the controller's host rows."""
+        self.names.update(names)
+        for d, s in self.switches.items():
+            if s.name is None and d in names:
+                s.name = names[d]
+
+    def tick(self):
+        """Each poller whose time has come sends its reading; one waiting
+        for longer than STUCK gives up (read again next time)."""
+        now = self.clock()
+        self.ready = self.ready or not self.unread or \
+            now - self.started_at > UNREAD_GRACE
+        for s in self.switches.values():
+            if s.xid is not None:
+                if now - s.sent_at < max(STUCK, 5 * self.interval):
+                    continue
+                self.stats['gave_up'] += 1
+                s.xid, s.body = None, []
+            if s.name is None or now < s.next_at:
+                continue
+            s.sent_at, s.body = now, []
+            s.xid = self.send(s.conn, openflow.flow_stats_request(
+                ids.COOKIE_MARK, ids.COOKIE_MARK_MASK))
+
+    def reply(self, dpid, conn, xid, body, more):
+        s = self.switches.get(dpid)
+        if s is None or s.conn is not conn or s.xid != xid:
+            return
+        s.body.extend(body)
+        if more:
+            return
+        now = self.clock()
+        readings = [(openflow.flow_key(st), st.cookie, st.packet_count,
+                     st.byte_count) for st in s.body]
+        self.urgent |= self.counters.poll(s.name, readings)
+        self.unread.discard(s.name)
+        s.took = now - s.sent_at
+        s.read_at, s.xid, s.body = now, None, []
+        s.next_at = s.sent_at + max(self.interval, s.took / BUDGET)
+        s.readings += 1
+        self.stats['readings'] += 1
+        self.stats['flows_read'] += len(readings)
+        self.dirty = True
+
+    def flow_removed(self, dpid, conn, msg):
+        s = self.switches.get(dpid)
+        if s is None or s.conn is not conn or s.name is None or \
+                ids.connector_of_cookie(msg.cookie) is None:
+            return
+        self.counters.removed(s.name, openflow.flow_key(msg), msg.cookie,
+                              msg.packet_count, msg.byte_count)
+        self.stats['flow_removed'] += 1
+        self.urgent = True
+
+    # -- history and the feed ------------------------------------------------
+    def sample(self):
+        """Every interval: a sample for each wire that moved, a new
+        generation for each whose figures changed. Returns True if the
+        counter base is due to be saved."""
+        now = self.clock()
+        self.gen += 1
+        self.stats['samples'] += 1
+        for cid, before in self.counters.take_touched().items():
+            h = self.history.get(cid)
+            if h is None:
+                h = self.history[cid] = collections.deque(
+                    [(self.last_sample, before)])
+            h.append((now, self.counters.raw(cid)))
+            while len(h) > 2 and now - h[1][0] >= WINDOW:
+                h.popleft()
+            self.changed[cid] = self.gen
+        for cid in list(self.history):
+            last = self.history[cid][-1][0]
+            if now - last > WINDOW + 2 * self.interval:
+                del self.history[cid]     # flat for a whole window: quiet
+            if now - last <= WINDOW + 3 * self.interval:
+                self.changed[cid] = self.gen   # its window still moves
+        self.last_sample = now
+        if self.on_sample is not None:
+            self.on_sample()
+        return self.urgent or (self.dirty and
+                               now - self.saved_at >= self.persist_every)
+
+    def figures(self, cid, now=None):
+        """Totals each way with the window (as the controller's own
+        collector answers `wire`)."""
+        now = self.clock() if now is None else now
+        w = self.counters.wire(cid, zero_if_unknown=True)
+        h = self.history.get(cid)
+        if h:
+            t0, first = h[0]
+            t0 = max(t0, min(now - WINDOW, h[-1][0]))
+            end = (max(now, h[-1][0]), h[-1][1])
+            for d, f in window((t0, first), end, self.spread()).items():
+                w[d]['window'] = f
+        else:
+            raw = self.counters.raw(cid)
+            for d, f in window((now - WINDOW, raw), (now, raw)).items():
+                w[d]['window'] = f
+        return w
+
+    def spread(self):
+        reads = [s.read_at for s in self.switches.values() if s.read_at]
+        # Pollers are not in step: two ends' readings are up to one
+        # interval apart.
+        return min(self.interval, max(reads) - min(reads)) if reads else 0.0
+
+    def feed(self, epoch, since):
+        """What changed since generation `since` of this process's epoch
+        (everything, for another epoch: a new mirror or a restart)."""
+        now = self.clock()
+        full = epoch != self.epoch or since > self.gen
+        if full:
+            cids = list(self.counters.wires)
+        else:
+            cids = [c for c, g in self.changed.items() if g > since]
+        return {'epoch': self.epoch, 'gen': self.gen, 'full': full,
+                'ready': self.ready, 'interval': self.interval,
+                'wires': {str(c): self.figures(c, now) for c in cids
+                          if c in self.counters.wires},
+                'hosts': {h: self.counters.host(h)
+                          for h in self.counters.hosts},
+                'status': self.status()}
+
+    def status(self):
+        reads = [s for s in self.switches.values() if s.took is not None]
+        took = max((s.took or 0.0 for s in reads), default=None)
+        return dict(self.stats, interval=self.interval, ready=self.ready,
+                    switches=len(self.switches),
+                    switches_unnamed=len(self.unnamed()),
+                    wires=len(self.counters.wires),
+                    busy_wires=len(self.history),
+                    # As the controller's own collector reports them.
+                    took_ms=round(took * 1e3, 3) if took is not None
+                    else None,
+                    pace_s=round(max((s.next_at - (s.sent_at or 0.0)
+                                      for s in reads), default=0.0), 3),
+                    flows=self.stats['flows_read'],
+                    cycles=self.stats['samples'],
+                    spread_s=round(self.spread(), 3))
+
+    def snapshot(self):
+        self.dirty = self.urgent = False
+        self.saved_at = self.clock()
+        return self.counters.snapshot()

@@ -1,0 +1,181 @@
+"""`virtualwire-collector`: flow counters read off the controllers' loop,
+in a process of its own (Faucet's Gauge is the model). Argument parsing
+and assembly only: `fleet` counts, `ofapp` reads switches as a SLAVE,
+`intent` reads wires and saves the counter base, `http` answers the
+controllers (`metrics.remote`) and Prometheus.
+
+Every switch is configured with this process as one more controller
+target (`vw-host-setup --controller` lists it after the controllers).
+"""
+import argparse
+import logging
+import os
+import signal
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(
+        prog='virtualwire-collector',
+        description='VirtualWire flow-counter collector: reads every '
+                    "switch's counters as an OpenFlow SLAVE and serves "
+                    'them to the controllers.')
+    p.add_argument('--state-dir', default='/var/lib/virtualwire-collector')
+    p.add_argument('--intent-db', default='unix:/var/lib/virtualwire/'
+                   'intent.sock',
+                   help='the controllers\' intent database (as their '
+                        '--intent-db; default: the local one of a '
+                        'controller on this machine, %(default)s)')
+    p.add_argument('--intent-db-ca', default='', metavar='PEM')
+    p.add_argument('--intent-db-name', default='virtualwire-intent-db')
+    p.add_argument('--of-listen', default='0.0.0.0:6654',
+                   help='OpenFlow listen address HOST:PORT, where switches '
+                        'connect (default: %(default)s)')
+    p.add_argument('--rest-listen', default='127.0.0.1:8790',
+                   help='HTTP(S) listen address of the figures API '
+                        '(default: %(default)s)')
+    p.add_argument('--token-file', default='',
+                   help='the bearer token its callers present (created '
+                        'with a random one if missing; default: '
+                        'STATE_DIR/collector-token)')
+    p.add_argument('--stats-interval', type=float, default=2.0,
+                   metavar='SECONDS',
+                   help='read each switch this often, 1-5 s (default: '
+                        '%(default)s)')
+    p.add_argument('--southbound-netns', default='',
+                   help='open OpenFlow and intent sockets in this network '
+                        'namespace; the API stays where it started')
+    tls = p.add_argument_group(
+        'TLS', 'a certificate from the controller CA (hosts trust only '
+        'that CA: vw-pki issue DIR collector --role controller), and the '
+        'host CA whose certificates switches present')
+    tls.add_argument('--private-key', default='', metavar='PEM')
+    tls.add_argument('--certificate', default='', metavar='PEM')
+    tls.add_argument('--ca-cert', default='', metavar='PEM')
+    tls.add_argument('--insecure-plaintext-lab', action='store_true',
+                     help='plain TCP OpenFlow and HTTP: a lab on one '
+                          'machine only')
+    p.add_argument('--log-file', default='')
+    p.add_argument('--log-level', default='INFO')
+    args = p.parse_args(argv)
+    if not 1.0 <= args.stats_interval <= 5.0:
+        p.error('--stats-interval must be 1 to 5 seconds')
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    prog = 'virtualwire-collector'
+    from virtualwire import main as ctl_main
+    ctl_main.check_intent_remote(args, prog)
+    os.environ.setdefault('OSKEN_HUB_TYPE', 'eventlet')
+    logging.basicConfig(
+        level=args.log_level.upper(), filename=args.log_file or None,
+        format='%(asctime)s %(levelname)s %(name)s: %(message)s')
+    import warnings
+    warnings.filterwarnings('ignore', message=r'(?s).*Eventlet is deprecated')
+    logging.getLogger('os_ken.lib.hub').setLevel(logging.WARNING)
+    from os_ken.lib import hub
+    hub.patch(thread=False)
+    tls_files = ctl_main.load_tls(args, prog)
+    from os_ken import cfg
+    from os_ken.base.app_manager import AppManager
+
+    from virtualwire.api.server import make_server
+    from virtualwire.collectord import ofapp
+    from virtualwire.collectord.fleet import Fleet
+    from virtualwire.collectord.http import CollectorApi
+    from virtualwire.collectord.intent import CollectorIntent
+    from virtualwire.control.loop import Loop
+    from virtualwire.southbound import of_listener
+    from virtualwire.southbound.tls import configure_ovs_streams
+
+    log = logging.getLogger('virtualwire.collector')
+    of_host, of_port = ctl_main._split(args.of_listen, '--of-listen')
+    rest_host, rest_port = ctl_main._split(args.rest_listen, '--rest-listen')
+    token = ctl_main.read_or_create_token(
+        args.token_file or os.path.join(args.state_dir, 'collector-token'))
+    loop = Loop('collector')
+    fleet = Fleet(ofapp.send, interval=args.stats_interval)
+    api = CollectorApi(loop, fleet, token)
+    # The API socket and the intent database's first: they stay in our
+    # namespace (reconnections too: store.tls_remote).
+    server = make_server(rest_host, rest_port, api, tls=tls_files)
+    if tls_files is not None:
+        configure_ovs_streams(tls_files)
+    remote = args.intent_db
+    if 'ssl:' in remote:
+        remote = ctl_main.trusted_intent_remote(remote, args, prog)
+    # The database may come up after us (a controller starting its local
+    # one): wait for it, saying so.
+    waited = 0
+    while True:
+        try:
+            intent = CollectorIntent(
+                remote, lambda ev: loop.post(fleet.wire_events, ev))
+            break
+        except ConnectionError as e:
+            if waited % 10 == 0:
+                log.warning('intent database not reachable yet: %s', e)
+            waited += 1
+            hub.sleep(1.0)
+    api.has_lock = lambda: intent.has_lock
+    loop.post(fleet.restore, intent.saved_counters())
+    intent.start()
+
+    def sample():
+        if fleet.sample() and intent.has_lock:
+            intent.save(fleet.snapshot())
+
+    def name_switches():
+        # A switch is read once the controller admitted it (its host row).
+        while True:
+            hub.sleep(1.0)
+            try:
+                if loop.call(fleet.unnamed):
+                    loop.post(fleet.learn_names, intent.host_names())
+            except Exception as e:      # noqa: BLE001 (retried each second)
+                log.warning('reading host names: %s', e)
+
+    if args.southbound_netns:
+        from virtualwire.southbound import netns
+        netns.enter(args.southbound_netns)
+    cfg.CONF(args=['--ofp-listen-host', of_host,
+                   '--ofp-tcp-listen-port', str(of_port)], project='os_ken')
+    mgr = AppManager.get_instance()
+    mgr.load_apps(['os_ken.controller.ofp_handler',
+                   'virtualwire.collectord.ofapp'])
+    mgr.applications_cls['os_ken.controller.ofp_handler'] = \
+        of_listener.handler_class(of_host, of_port, tls_files)
+    services = mgr.instantiate_apps(fleet=fleet, loop=loop,
+                                    **mgr.create_contexts())
+    services.append(hub.spawn(loop.run))
+    services.append(hub.spawn(name_switches))
+    services.append(hub.spawn(server.serve_forever))
+    loop.every(0.1, fleet.tick)
+    loop.every(args.stats_interval, sample)
+    if tls_files is not None:
+        loop.every(10.0, tls_files.refresh)
+    log.info('collector up: OpenFlow %s %s:%d (as SLAVE), API %s://%s:%d, '
+             'intent %s', 'TLS' if tls_files else 'PLAIN (lab)', of_host,
+             of_port, 'https' if tls_files else 'http', rest_host,
+             rest_port, remote)
+
+    def _term(*_):
+        log.info('stopping')
+        try:    # counts read since the last save (a restart continues)
+            if intent.has_lock:
+                snap = loop.call(fleet.snapshot, timeout=2.0)
+                intent.save(snap).result(3.0)
+        except Exception as e:      # noqa: BLE001 (stopping regardless)
+            log.warning('counters not saved on the way out: %s', e)
+        os._exit(0)
+    signal.signal(signal.SIGTERM, _term)
+    signal.signal(signal.SIGINT, _term)
+    try:
+        hub.joinall(services)
+    finally:
+        mgr.close()
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,176 @@
+"""The collector process's core (`collectord.fleet`) and the controller's
+mirror of it (`metrics.remote`), without sockets: pollers per switch on
+jittered schedules, nothing read before the controller named the switch,
+counts credited once, a feed that carries only what changed."""
+from types import SimpleNamespace
+
+import pytest
+
+from virtualwire.collectord.fleet import BUDGET, Fleet
+from virtualwire.core import errors, ids
+from virtualwire.metrics.figures import WINDOW
+from virtualwire.metrics.remote import RemoteCollector
+
+CID, OTHER = 7, 9
+A_IN = ids.wire_cookie(CID) | ids.ROLE_ENTERS_A
+B_OUT = ids.wire_cookie(CID) | ids.ROLE_DELIVERS_B
+
+
+def stat(port, cookie, packets, nbytes=None):
+    return SimpleNamespace(table_id=0, priority=100,
+                           match={'in_port': port}, cookie=cookie,
+                           packet_count=packets,
+                           byte_count=packets * 100 if nbytes is None
+                           else nbytes)
+
+
+class World:
+    def __init__(self, jitter=(0.5, 0.1)):
+        self.t = 1000.0
+        self.sent = []           # (conn, msg)
+        rng = iter(jitter * 10)
+        self.fleet = Fleet(self.send, interval=2.0, clock=lambda: self.t,
+                           rng=lambda: next(rng))
+        self.fleet.wire_events([(CID, 't0'), (OTHER, 't0')])
+        self.xid = 0
+
+    def send(self, conn, msg):
+        self.xid += 1
+        self.sent.append((conn, self.xid))
+        return self.xid
+
+    def pending(self, conn):
+        return [x for c, x in self.sent if c == conn]
+
+    def answer(self, dpid, conn, body):
+        self.fleet.reply(dpid, conn, self.pending(conn)[-1], body, False)
+
+
+def test_each_switch_is_read_on_its_own_jittered_schedule_once_named():
+    w = World(jitter=(0.5, 0.1))
+    f = w.fleet
+    f.switch_up(1, 'c1')
+    f.switch_up(2, 'c2')
+    assert f.unnamed() == [1, 2]
+    w.t += 5
+    f.tick()
+    assert w.sent == [], 'a switch no host row names is never read'
+    f.learn_names({1: 'h1', 2: 'h2'})
+    # First readings spread over the interval: 2.0 x 0.5 and x 0.1.
+    assert f.switches[1].next_at == 1001.0 and f.switches[2].next_at == 1000.2
+    f.tick()
+    assert [c for c, _ in w.sent] == ['c1', 'c2']
+    f.tick()
+    assert len(w.sent) == 2, 'one reading in flight per switch'
+
+
+def test_readings_credit_each_increase_once_and_the_pace_follows_cost():
+    w = World()
+    f = w.fleet
+    f.switch_up(1, 'c1')
+    f.switch_up(2, 'c2')
+    f.learn_names({1: 'h1', 2: 'h2'})
+    w.t += 3
+    f.tick()
+    w.answer(1, 'c1', [stat(1, A_IN, 10)])
+    w.t += 1.0          # h2 took a second to answer
+    w.answer(2, 'c2', [stat(9, B_OUT, 9)])
+    s2 = f.switches[2]
+    assert s2.next_at == s2.sent_at + max(2.0, 1.0 / BUDGET)
+    w.t += 4
+    f.tick()
+    w.answer(1, 'c1', [stat(1, A_IN, 15)])
+    ab = f.figures(CID)['a_to_b']
+    assert (ab['entered_packets'], ab['delivered_packets'],
+            ab['lost_packets']) == (15, 9, 6)
+    # A stale reply (an earlier xid) is not credited again.
+    f.reply(1, 'c1', 1, [stat(1, A_IN, 99)], False)
+    assert f.figures(CID)['a_to_b']['entered_packets'] == 15
+
+
+def test_a_flow_removed_credits_its_final_count_and_a_recreated_wire_starts_at_zero():
+    w = World()
+    f = w.fleet
+    f.switch_up(1, 'c1')
+    f.learn_names({1: 'h1'})
+    w.t += 3
+    f.tick()
+    w.answer(1, 'c1', [stat(1, A_IN, 10)])
+    gone = SimpleNamespace(table_id=0, priority=100, match={'in_port': 1},
+                           cookie=A_IN, packet_count=12, byte_count=1200)
+    f.flow_removed(1, 'c1', gone)
+    assert f.figures(CID)['a_to_b']['entered_packets'] == 12
+    assert f.urgent, 'final counts exist nowhere else: save soon'
+    f.wire_events([(CID, None), (CID, 't1')])
+    assert f.figures(CID)['a_to_b']['entered_packets'] == 0
+
+
+def test_the_feed_carries_what_changed_and_everything_for_a_new_mirror():
+    w = World()
+    f = w.fleet
+    f.switch_up(1, 'c1')
+    f.learn_names({1: 'h1'})
+    w.t += 3
+    f.tick()
+    w.answer(1, 'c1', [stat(1, A_IN, 10),
+                       stat(2, ids.wire_cookie(OTHER) | ids.ROLE_ENTERS_A,
+                            4)])
+    f.sample()
+    full = f.feed('', 0)
+    assert full['full'] and set(full['wires']) == {str(CID), str(OTHER)}
+    gen = full['gen']
+    w.t += 2
+    f.tick()
+    w.answer(1, 'c1', [stat(1, A_IN, 30),
+                       stat(2, ids.wire_cookie(OTHER) | ids.ROLE_ENTERS_A,
+                            4)])
+    f.sample()
+    inc = f.feed(f.epoch, gen)
+    assert not inc['full']
+    # OTHER's count did not move, but its window still does (it moved
+    # less than a window ago); past the window only CID's changes count.
+    assert str(CID) in inc['wires']
+    win = inc['wires'][str(CID)]['a_to_b']['window']
+    # Over the samples kept (up to WINDOW): from before its first frame.
+    assert win['entered_packets'] == 30 and win['seconds'] == 5.0
+    for _ in range(int(WINDOW / 2) + 4):
+        w.t += 2
+        f.sample()
+    quiet = f.feed(f.epoch, f.gen - 1)
+    assert quiet['wires'] == {}, 'quiet wires are not sent again'
+    assert f.history == {}, 'nor kept in memory'
+    # Another epoch (the mirror saw another process) gets everything.
+    assert set(f.feed('other', 5)['wires']) == {str(CID), str(OTHER)}
+
+
+class LoopHere:
+    def assert_owner(self):
+        pass
+
+
+def test_the_mirror_answers_as_the_in_process_collector_does():
+    t = [100.0]
+    m = RemoteCollector(LoopHere(), ['https://c'], 'tok', clock=lambda: t[0])
+    with pytest.raises(errors.Unavailable, match='not read yet'):
+        m.check_ready()
+    w = World()
+    f = w.fleet
+    f.switch_up(1, 'c1')
+    f.learn_names({1: 'h1'})
+    w.t += 3
+    f.tick()
+    w.answer(1, 'c1', [stat(1, A_IN, 10)])
+    f.ready = True
+    f.sample()
+    m.apply('https://c', f.feed('', 0))
+    assert m.wire(CID)['a_to_b']['entered_packets'] == 10
+    assert 'window' not in m.totals(CID)['a_to_b']
+    # A wire the collector has no counts for reads as zeros, windowed.
+    assert m.wire(123)['b_to_a']['window']['entered_packets'] == 0
+    assert m.status()['process'] == 'https://c'
+    # A mirror that stopped hearing from the collector says so.
+    m.failed('https://c: connection refused')
+    t[0] += 60
+    with pytest.raises(errors.Unavailable, match='connection refused'):
+        m.check_ready()
+    assert m.totals(CID) is None
