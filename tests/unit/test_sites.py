@@ -210,3 +210,30 @@ def test_incremental_tables_follow_links_and_moves_between_sites():
         want = fl.compute_flows(w)
         for n in HOSTS:
             assert inc.table(n) == want[n], (step, op, n)
+
+
+def test_a_link_flap_recomputes_only_the_wires_between_those_sites():
+    """An extender link going down and up touches the wires between the
+    two sites, never the wires within one (OVN's incremental processing:
+    work in proportion to what the change can affect)."""
+    inc = IncrementalTables()
+    placement = {'a1': [('in-a1', 1), ('in-a3', 3)],
+                 'a2': [('in-a2', 2)],
+                 'b1': [('x-b1', 4)], 'b2': [('in-b2', 5), ('in-b3', 6)]}
+    wires = [Wire(1, 'in-a1', 'in-a2'), Wire(2, 'in-b2', 'in-b3'),
+             Wire(3, 'in-a3', 'x-b1')]
+    for w in wires:
+        inc.add_wire(w)
+    for step, links in enumerate((
+            ALL_LINKS, ALL_LINKS - {('xa', 'xb'), ('xa', 'xr')}, ALL_LINKS)):
+        w = world(placement, wires, links)
+        before = inc.stats['recomputed']
+        for h in w.hosts.values():
+            inc.set_host(h)
+        want = fl.compute_flows(w)
+        assert all(inc.table(n) == want[n] for n in HOSTS)
+        if step:
+            # Only wire 3 crosses sites: each of the two extenders that
+            # saw the link change recomputed it, and nothing else.
+            assert inc.stats['recomputed'] - before == 2, inc.stats
+    assert inc.site_wires == {'cloud-a': {3}, 'cloud-b': {3}}

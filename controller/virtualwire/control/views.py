@@ -168,6 +168,8 @@ class Views(ControllerState):
                                  loop_lag_max_ms=round(
                                      self.loop.lag_max * 1000, 3)),
                 'collector': self.collector.status(),
+                # What each kind of change recomputed (pipeline.incremental).
+                'incremental': dict(self.tables.stats),
                 # Flows of wires the intent database lacks (safe_start).
                 'safe_start': self.safe_start_view(),
                 # Connections and reports turned away (control.admission).
