@@ -44,11 +44,15 @@ class Lab(ControllerMixin):
 
     def __init__(self, n_hosts=3, prefix=None, sites=None, of_port=6653,
                  libvirt=False, extenders=None, gateways=None,
-                 ovs_nice=OVS_NICE, tls=True, controllers=1, collector=True):
+                 ovs_nice=OVS_NICE, tls=True, controllers=1, collector=True,
+                 carrier='gre'):
         # Niceness of each host's ovsdb-server and ovs-vswitchd: -10 as
         # ovs-ctl (Debian's services) starts them; 0 reproduces a switch
         # that competes with QEMU as an equal (bench_migration --ovs-nice).
         self.ovs_nice = ovs_nice
+        # The in-site tunnel carrier every host offers (vw-host-setup
+        # --carrier): gre, geneve or gre,geneve.
+        self.carrier = carrier
         self.prefix = prefix or 'vw' + secrets.token_hex(3)
         self.libvirt = libvirt
         self.n_hosts = n_hosts

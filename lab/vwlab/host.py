@@ -125,6 +125,7 @@ class LabHost:
             '--controller', self.lab.of_targets(self.scheme),
             '--manager', 'p%s:6640:%s' % (self.scheme, self.mgmt_ip),
             '--site', self.site,
+            '--carrier', self.lab.carrier,
             '--datapath-type', 'netdev',
             '--underlay-bridge', 'br-phy', '--underlay-iface', 'ul0',
             '--underlay-cidr', '%s/24' % self.tunnel_ip,

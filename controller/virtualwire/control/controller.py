@@ -242,6 +242,12 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
         self.loop.assert_owner()
         if self.role_refused(msg):
             return
+        s = self._session(msg.datapath)
+        if s is not None and s.tlv_xid is not None and msg.xid == s.tlv_xid:
+            # The Geneve option was mapped already (an earlier connection
+            # of ours): the flows that use it are valid.
+            LOG.debug('switch %s has the Geneve TLV map already', s.dp.id)
+            return
         self.stats['switch_errors'] += 1
         dp = msg.datapath
         LOG.error('switch %s error type=%s code=%s',

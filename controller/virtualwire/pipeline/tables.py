@@ -59,7 +59,7 @@ WIRE = Table(
     priorities={'activate': 110, 'wire': 100, 'held': 90, 'reject': 1,
                 'miss': 0},
     match_fields=frozenset({'in_port', 'vlan_vid', 'tunnel_id',
-                            'tun_ipv4_src'}),
+                            'tun_ipv4_src', 'tun_metadata0'}),
     actions=frozenset({'output', 'set_field', 'learn', 'push_vlan',
                        'pop_vlan'}),
     miss='drop',
@@ -71,7 +71,8 @@ BY_ID = {t.id: t for t in PIPELINE}
 
 # Match fields a learn action may write (what OVS's learn can set from
 # immediate values), checked like any other flow's.
-LEARN_FIELDS = frozenset({'in_port', 'tunnel_id', 'tun_ipv4_src'})
+LEARN_FIELDS = frozenset({'in_port', 'tunnel_id', 'tun_ipv4_src',
+                          'tun_metadata0'})
 
 
 def check(flow) -> None:

@@ -12,9 +12,10 @@ from os_ken.ofproto import ofproto_v1_4_parser as parser
 
 from virtualwire.pipeline.flow import Flow
 from virtualwire.pipeline.tables import WIRE
-from virtualwire.southbound import lazy_stats
+from virtualwire.southbound import geneve_tlv, lazy_stats
 
 lazy_stats.install()       # the collector reads no instructions
+geneve_tlv.register()      # tun_metadata0: Geneve's connector id
 
 
 class _Protocol:
@@ -29,7 +30,8 @@ PROTO = _Protocol()
 _ALL_ONES = 0xFFFFFFFFFFFFFFFF
 
 # Width of the match fields a learned flow may set (all immediate values).
-_LEARN_BITS = {'in_port': 32, 'tunnel_id': 64, 'tun_ipv4_src': 32}
+_LEARN_BITS = {'in_port': 32, 'tunnel_id': 64, 'tun_ipv4_src': 32,
+               'tun_metadata0': 32}
 NX_LEARN_F_SEND_FLOW_REM = 1
 
 _LEARN_NAMES = {'in_port_nxm': 'in_port', 'tun_id': 'tunnel_id',

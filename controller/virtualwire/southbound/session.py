@@ -5,7 +5,7 @@ import time
 from typing import Dict, Optional
 
 from virtualwire.pipeline.flow import apply_diff
-from virtualwire.southbound import openflow
+from virtualwire.southbound import geneve_tlv, openflow
 
 
 class SwitchSession:
@@ -27,6 +27,9 @@ class SwitchSession:
         self.pending = {}            # xid -> (body list, on_done(body))
         self.dump_sent_at = None
         self.dumped_at = None        # when its table was last read whole
+        # The Geneve option's field map, sent on this connection (xid: a
+        # switch that has it already answers an error, not a fault).
+        self.tlv_xid = None
 
     @property
     def synced(self):
@@ -58,6 +61,11 @@ class SwitchSession:
         """The difference as one atomic bundle, then a barrier whose reply
         says every change is in place. Returns the number of flow mods."""
         assert self.installed is not None, 'diff before the dump'
+        if self.tlv_xid is None and uses_geneve(diff):
+            m = geneve_tlv.tlv_map(self.dp)
+            self.dp.set_xid(m)
+            self.tlv_xid = m.xid
+            self.dp.send_msg(m)     # before the bundle that needs it
         apply_diff(self.installed, diff)
         msgs = openflow.diff_messages(diff)
         for m in openflow.bundle(self.bundle_id, msgs):
@@ -73,3 +81,13 @@ class SwitchSession:
         if msg.xid == self.barrier_xid:
             self.confirmed_at = self._now()
             self.confirmed_gen = self.sent_gen
+
+
+def uses_geneve(diff):
+    """Does any flow added or changed match or set Geneve's option field?"""
+    for f in diff.add + diff.modify:
+        if any(k == geneve_tlv.FIELD for k, _ in f.match) or any(
+                a[0] == 'set_field' and a[1] == geneve_tlv.FIELD
+                for a in f.actions):
+            return True
+    return False

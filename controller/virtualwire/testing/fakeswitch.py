@@ -20,6 +20,8 @@ from os_ken.ofproto import ofproto_parser as ofproto_parser_mod
 from os_ken.ofproto import ofproto_v1_4 as ofp
 from os_ken.ofproto import ofproto_v1_4_parser as parser
 
+from virtualwire.testing.fake_geneve import GeneveOption
+
 OFPP_CONTROLLER = ofp.OFPP_CONTROLLER
 OFPP_IN_PORT = ofp.OFPP_IN_PORT
 VID_PRESENT = ofp.OFPVID_PRESENT
@@ -37,6 +39,7 @@ class Packet:
     tunnel_id: Optional[int] = None
     tun_ipv4_src: Optional[str] = None
     tun_ipv4_dst: Optional[str] = None
+    tun_metadata0: Optional[int] = None     # Geneve's option, once mapped
 
     def frame(self):
         """The Ethernet frame a packet-in carries."""
@@ -74,7 +77,7 @@ class Entry:
         return True
 
 
-class FakeDatapath:
+class FakeDatapath(GeneveOption):
     """One switch: a flow table, bundles, counters, its carrier ports."""
 
     def __init__(self, fabric, name, dpid, address=('198.18.0.1', 50000)):
@@ -83,6 +86,8 @@ class FakeDatapath:
         self.ofproto, self.ofproto_parser = ofp, parser
         self.table: Dict[tuple, Entry] = {}
         self.carriers: Dict[int, str] = {}   # ofport -> local carrier address
+        self.geneve: set = set()             # carrier ports that are Geneve
+        self.tlv_mapped = False              # the Geneve option's field map
         self.bundles: Dict[int, List] = {}
         self.sent: List = []                 # every message received, parsed
         self.closed = False
@@ -165,11 +170,17 @@ class FakeDatapath:
             if msg.type == ofp.OFPBCT_OPEN_REQUEST:
                 self.bundles[msg.bundle_id] = []
             elif msg.type == ofp.OFPBCT_COMMIT_REQUEST:
+                staged = self.bundles.pop(msg.bundle_id)
+                if any(self._unmapped(m, xid) for m in staged):
+                    return                   # OVS fails the whole bundle
                 self.fabric.commit_log.append(self.name)
-                for m in self.bundles.pop(msg.bundle_id):
+                for m in staged:
                     self.flow_mod(m)
         elif msg_type == ofp.OFPT_FLOW_MOD:
-            self.flow_mod(msg)
+            if not self._unmapped(msg, xid):
+                self.flow_mod(msg)
+        elif msg_type == ofp.OFPT_EXPERIMENTER:
+            self._tlv_mod(msg, xid)
         elif msg_type == ofp.OFPT_BARRIER_REQUEST:
             reply = parser.OFPBarrierReply(self)
             reply.xid = xid
@@ -332,12 +343,14 @@ class FakeFabric:
         self.post('packet_in', dp, msg)
         self.packet_in_log.append((dp, msg))
 
-    def add(self, name, dpid, carriers=None, address=None):
-        """carriers: {ofport: local address} of the switch's carrier ports."""
+    def add(self, name, dpid, carriers=None, address=None, geneve=()):
+        """carriers: {ofport: local address} of the switch's carrier ports
+        (GRE, or Geneve for those in `geneve`)."""
         dp = FakeDatapath(self, name, dpid,
                           address or ('198.18.0.%d' % (len(self.switches) + 1),
                                       50000))
         dp.carriers = dict(carriers or {})
+        dp.geneve = set(geneve)
         self.switches[name] = dp
         return dp
 
@@ -368,9 +381,16 @@ class FakeFabric:
                     continue
                 dst_port = next(o for o, ip in dst.carriers.items()
                                 if ip == p.tun_ipv4_dst)
+                if (port in sw.geneve) != (dst_port in dst.geneve):
+                    continue                 # GRE and Geneve never meet
+                # GRE carries a 32-bit key and no option; Geneve a 24-bit
+                # VNI and the option.
+                tun = {'tunnel_id': p.tunnel_id & 0xFFFFFF
+                       if p.tunnel_id is not None else None} \
+                    if port in sw.geneve else {'tun_metadata0': None}
                 pending.append((dst.name, replace(
                     p, in_port=dst_port, tun_ipv4_src=sw.carriers[port],
-                    tun_ipv4_dst=None)))
+                    tun_ipv4_dst=None, **tun)))
         return delivered
 
     def deliveries(self, host, ofport, **kw):

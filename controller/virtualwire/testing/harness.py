@@ -199,6 +199,7 @@ class Harness:
         self.intent.on_change = lambda ev, n: self.loop.post(
             self.ctl.on_intent, ev, n)
         self.ports: Dict[str, List] = {}
+        self.carrier = 'gre'        # what hosts offer unless told
         self.loop.post(self.ctl.start)
         self.settle()
 
@@ -207,22 +208,24 @@ class Harness:
         return '198.19.0.%d' % int(name[1:])
 
     def host(self, name, *vnics, connect=True, vm='', identity=None,
-             dpid=None):
+             dpid=None, carrier=None):
         """Host `name` ('h1'...) with vNICs [(id, ofport)] (all of guest
         `vm`, if given): its OVSDB reports them and (the first time) its
         switch connects. `identity`: the names of the certificate its
         OVSDB and switch present (default: {name} when the controller
         requires certificates, else none)."""
         self.ports[name] = list(vnics)
+        carrier = carrier or self.carrier
         if identity is None and self.require_identity:
             identity = frozenset({name})
         h = Host(name, dpid or int(name[1:]),
-                 (Encap('gre', self.ip(name), TUN),),
+                 (Encap(carrier, self.ip(name), TUN),),
                  vnics=tuple(VnicPort(v, 'vnet%d' % p, p, vm_id=vm)
                              for v, p in vnics))
         self.loop.post(self.ctl.on_hosts, 'tcp:%s' % name, [h], identity)
         if connect and name not in self.fabric.switches:
-            dp = self.fabric.add(name, h.dpid, {TUN: self.ip(name)})
+            dp = self.fabric.add(name, h.dpid, {TUN: self.ip(name)},
+                                 geneve={TUN} if carrier == 'geneve' else ())
             self.loop.post(self.ctl.on_switch_up, dp, identity)
         self.settle()
         return h

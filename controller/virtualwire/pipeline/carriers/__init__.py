@@ -13,11 +13,15 @@ from typing import Optional, Tuple
 
 from virtualwire.core.model import EXTENDER, Encap, Host
 from virtualwire.pipeline.carriers.base import Carrier
+from virtualwire.pipeline.carriers.geneve import Geneve
 from virtualwire.pipeline.carriers.gre import Gre
 from virtualwire.pipeline.carriers.link import ExtenderLink
 
-# Preference order: the first both hosts offer carries the hop.
-CARRIERS: Tuple[Carrier, ...] = (Gre(),)
+# Preference order: the first both hosts offer carries the hop (a site
+# chooses its carrier by what its hosts offer: vw-host-setup --carrier;
+# a host offering both, while a site changes over, is reached by Geneve
+# from hosts that have it, by GRE from the others).
+CARRIERS: Tuple[Carrier, ...] = (Geneve(), Gre())
 LINK_CARRIERS: Tuple[Carrier, ...] = (ExtenderLink(),)
 BY_TYPE = {c.type: c for c in CARRIERS + LINK_CARRIERS}
 TYPES = tuple(BY_TYPE)
