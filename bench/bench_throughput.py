@@ -9,8 +9,11 @@ iperf3 for --seconds, --runs runs per case, in one lab:
   GRE (hand)            a on h1, b on h2: the wire's flows (same pure
                         function) installed by ovs-ofctl
   GRE wire              the same, by POST /v1/wires
-  Geneve+TLV (hand)     the alternative carrier: a Geneve port, the 32-bit id
-                        in a TLV option (class 0xffff type 0x80, tun_metadata0)
+  Geneve+TLV (hand)     the other carrier: the hosts' GRE port replaced by a
+                        Geneve one (vw-host-setup --carrier geneve), the
+                        32-bit id in a TLV option (tun_metadata0) that the
+                        controller mapped; flows by ovs-ofctl
+  Geneve wire           the same, by POST /v1/wires
 
     python bench/bench_throughput.py [--runs 3] [--seconds 5]
 """
@@ -34,7 +37,7 @@ from virtualwire.core.world import World                 # noqa: E402
 
 CID = 0xC0FFEE01            # the hand cases' connector id (full 32 bits)
 HAND_COOKIE = 0x1
-GENEVE_OFPORT = 65001
+GENEVE_OFPORT = 65002      # vw-host-setup --carrier geneve
 
 
 def iperf(client, server, dst, seconds):
@@ -99,15 +102,14 @@ def main():
         hosts = hosts_from_api(api)
         port = {v.vnic_id: v.ofport for h in hosts.values() for v in h.vnics}
 
-        # Geneve carrier, by hand: port + TLV map on both hosts.
-        for h in (h1, h2):
-            h.vsctl('add-port', 'br-int', 'vw-geneve', '--', 'set',
-                    'interface', 'vw-geneve', 'type=geneve',
-                    'options:key=flow', 'options:remote_ip=flow',
-                    'options:local_ip=%s' % h.tunnel_ip,
-                    'ofport_request=%d' % GENEVE_OFPORT)
-            h.ofctl('add-tlv-map',
-                    '{class=0xffff,type=0x80,len=4}->tun_metadata0')
+        def to_geneve():
+            # As vw-host-setup --carrier geneve does it; the controller
+            # maps the option when it next programs a flow that uses it.
+            for h in (h1, h2):
+                h.bootstrap(['--carrier', 'geneve'])
+            wait(lambda: all(e['type'] == 'geneve' for h in api.call(
+                'GET', '/v1/hosts')['hosts'] for e in h['encaps']), 30,
+                'hosts offering Geneve only')
 
         def gre_hand():
             world = World({CID: Wire(CID, 'tp-a', 'tp-b')}, hosts)
@@ -149,9 +151,14 @@ def main():
                  ('collapsed wire', ours('tp-c'), c),
                  ('GRE (hand)', gre_hand, b),
                  ('GRE wire', ours('tp-b'), b),
+                 (None, to_geneve, None),
+                 ('Geneve wire', ours('tp-b'), b),
                  ('Geneve+TLV (hand)', geneve_hand, b)]
         results = {}
         for name, make, server in cases:
+            if name is None:
+                make()
+                continue
             a.sh(['ip', 'neigh', 'flush', 'all'])
             before = hand_packets(lab)
             wid = make()
@@ -183,6 +190,10 @@ def main():
                 round(med['GRE wire'] / med['port-to-port (hand)'], 2),
             'geneve_hand_vs_gre_hand':
                 round(med['Geneve+TLV (hand)'] / med['GRE (hand)'], 2),
+            'geneve_wire_vs_geneve_hand':
+                round(med['Geneve wire'] / med['Geneve+TLV (hand)'], 2),
+            'geneve_wire_vs_gre_wire':
+                round(med['Geneve wire'] / med['GRE wire'], 2),
         }
         print('\n%-22s %8s %8s %8s  (Mbit/s, %d runs x %ds)' % (
             'case', 'min', 'median', 'max', args.runs, args.seconds))

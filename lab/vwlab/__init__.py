@@ -45,7 +45,7 @@ class Lab(ControllerMixin):
     def __init__(self, n_hosts=3, prefix=None, sites=None, of_port=6653,
                  libvirt=False, extenders=None, gateways=None,
                  ovs_nice=OVS_NICE, tls=True, controllers=1, collector=True,
-                 carrier='gre'):
+                 carrier='gre', packet_socket_buffer=None):
         # Niceness of each host's ovsdb-server and ovs-vswitchd: -10 as
         # ovs-ctl (Debian's services) starts them; 0 reproduces a switch
         # that competes with QEMU as an equal (bench_migration --ovs-nice).
@@ -53,6 +53,9 @@ class Lab(ControllerMixin):
         # The in-site tunnel carrier every host offers (vw-host-setup
         # --carrier): gre, geneve or gre,geneve.
         self.carrier = carrier
+        # None: the machine's socket buffers raised to 4 MiB (vwlab.host);
+        # a size: set to exactly that (benchmarks of the kernel default).
+        self.packet_socket_buffer = packet_socket_buffer
         self.prefix = prefix or 'vw' + secrets.token_hex(3)
         self.libvirt = libvirt
         self.n_hosts = n_hosts

@@ -111,7 +111,7 @@ class LabHost:
         kill_pidfile(os.path.join(self.dir, 'vswitchd.pid'))
 
     def start_vswitchd(self):
-        raise_packet_socket_buffers()
+        raise_packet_socket_buffers(self.lab.packet_socket_buffer)
         sh(niced(self.lab.ovs_nice, [
             'ovs-vswitchd', self.db, '--pidfile=%s/vswitchd.pid' % self.dir,
             '--unixctl=%s/vswitchd.ctl' % self.dir,
@@ -305,11 +305,16 @@ class LabHost:
 PACKET_SOCKET_BUFFER = 4 << 20
 
 
-def raise_packet_socket_buffers():
+def raise_packet_socket_buffers(exactly=None):
+    """Raise the machine's socket buffer defaults to PACKET_SOCKET_BUFFER;
+    `exactly`: set them to that size, up or down (a benchmark measuring
+    the kernel's default: bench_streams)."""
+    want = exactly or PACKET_SOCKET_BUFFER
     for name in ('rmem_max', 'rmem_default', 'wmem_max', 'wmem_default'):
         path = '/proc/sys/net/core/' + name
         with open(path) as f:
-            if int(f.read()) >= PACKET_SOCKET_BUFFER:
-                continue
+            have = int(f.read())
+        if have == want or (exactly is None and have >= want):
+            continue
         with open(path, 'w') as f:
-            f.write(str(PACKET_SOCKET_BUFFER))
+            f.write(str(want))

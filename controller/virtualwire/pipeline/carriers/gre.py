@@ -3,8 +3,7 @@
 Ingress matches the sender's tunnel address, so only the host holding the
 far end can inject into a wire. 42 bytes per frame (outer Ethernet 14, IP
 20, GRE with key 8). VXLAN cannot carry 32 bits (its VNI has 24, and OVS
-truncates silently); Geneve can with a TLV option but costs 58 bytes and a
-TLV map on every switch, for no speed gain (docs/benchmarks.rst)."""
+truncates silently); Geneve can, in a TLV option (`geneve`)."""
 from virtualwire.pipeline.carriers.base import Carrier
 
 
