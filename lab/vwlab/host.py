@@ -66,6 +66,20 @@ class LabHost:
     def vsctl(self, *args):
         return sh(['ovs-vsctl', '--db=' + self.db, '--timeout=10'] + list(args))
 
+    def controller_targets(self):
+        """The bridge's controller targets (every instance and the
+        collector)."""
+        return self.vsctl('get-controller', 'br-int').split()
+
+    def set_controllers(self, targets):
+        """Connect br-int to `targets` again, each reconnecting within a
+        second and probed within 5 s, as vw-host-setup leaves them."""
+        self.vsctl('set-controller', 'br-int', *targets)
+        for uuid in self.vsctl('--bare', '--columns=_uuid', 'list',
+                               'controller').split():
+            self.vsctl('set', 'controller', uuid, 'max_backoff=1000',
+                       'inactivity_probe=5000')
+
     def ofctl(self, *args, bridge='br-int'):
         return sh(['ovs-ofctl', '-O', 'OpenFlow14'] + list(args[:1]) +
                   ['unix:%s/%s.mgmt' % (self.dir, bridge)] + list(args[1:]))

@@ -22,7 +22,7 @@ def test_refused_migration_fails_and_the_guest_stays(lab, api, wired_guest):
     its wire undisturbed."""
     h1, h2, _h3 = lab.hosts
     g, far, wid = wired_guest('10.83.0')
-    target = h2.vsctl('get-controller', 'br-int').strip()
+    targets = h2.controller_targets()
     try:
         h2.vsctl('del-controller', 'br-int')
         wait_until(lambda: not api.ok('GET', '/v1/hosts/h2')['connected'],
@@ -40,7 +40,7 @@ def test_refused_migration_fails_and_the_guest_stays(lab, api, wired_guest):
         assert not [m for m in api.ok('GET', '/v1/migrations')['migrations']
                     if m['vm_uuid'] == g.uuid]
     finally:
-        h2.vsctl('set-controller', 'br-int', target)
+        h2.set_controllers(targets)
         wait_until(api.synced, 20, what='h2 back')
 
 

@@ -219,12 +219,11 @@ def test_certificates_rotate_without_a_restart(lab, api, pair):
     assert _openflow_server_cert(lab, h1) == new
     # h1's switch reconnects with its new certificate (and checks the
     # controller's new one against the controller CA): still h1.
-    target = h1.vsctl('get-controller', 'br-int').strip()
+    targets = h1.controller_targets()
     h1.vsctl('del-controller', 'br-int')
     wait_until(lambda: not _host(api, 'h1')['connected'], 15,
                what='h1 disconnected')
-    h1.vsctl('set-controller', 'br-int', target, '--', 'set', 'controller',
-             'br-int', 'max_backoff=1000', 'inactivity_probe=5000')
+    h1.set_controllers(targets)
     wait_until(api.synced, 30, what='h1 back with its new certificate')
     assert _host(api, 'h1')['certificate'] == ['h1']
     assert lab.controller.pid == pid and lab.controller.poll() is None
