@@ -132,16 +132,35 @@ def connect_batches(lab, sim, pairs, n_hosts, size, singles):
             'done': t_done}
 
 
-def controller_rss(lab):
-    """{'peak', 'now'} resident MiB of the controller process (the
-    python under the lab's `nice` wrapper, which execs it)."""
+def controller_rss(lab, pid=None):
+    """{'peak', 'now'} resident MiB of the controller process (or `pid`:
+    the python under the lab's `nice` wrapper, which execs it)."""
     out = {}
-    with open('/proc/%d/status' % lab.controller.pid) as f:
+    with open('/proc/%d/status' % (pid or lab.controller.pid)) as f:
         for line in f:
             if line.startswith(('VmHWM:', 'VmRSS:')):
                 key = 'peak' if line.startswith('VmHWM') else 'now'
                 out[key] = round(int(line.split()[1]) / 1024, 1)
     return out
+
+
+def collector_cost(lab, n_hosts, seconds=20.0):
+    """The collector process over `seconds` with every flow in place: its
+    CPU per poll cycle (a cycle: every switch read once), its pace and
+    its memory."""
+    a = lab.collector_get('/v1/status')
+    time.sleep(seconds)
+    b = lab.collector_get('/v1/status')
+    cycles = (b['readings'] - a['readings']) / float(n_hosts)
+    cpu = b['cpu_seconds'] - a['cpu_seconds']
+    return {'window_s': seconds, 'cycles': round(cycles, 2),
+            'cpu_s': round(cpu, 2),
+            'cpu_per_cycle_s': round(cpu / cycles, 3) if cycles else None,
+            'cpu_share': round(cpu / seconds, 3),
+            'flows_per_reading': round((b['flows_read'] - a['flows_read']) /
+                                       max(1, b['readings'] - a['readings'])),
+            'pace_s': b['pace_s'], 'took_ms': b['took_ms'],
+            'rss_mib': controller_rss(lab, lab.collector_proc.pid)}
 
 
 def main():
@@ -152,6 +171,8 @@ def main():
                     help='wires per batch call (0: one call per wire)')
     ap.add_argument('--singles', type=int, default=1000,
                     help='with --batch: wires then connected one by one')
+    ap.add_argument('--out', default='',
+                    help='result name (default: scale or scale-batch)')
     args = ap.parse_args()
     pairs, per = plan(args.hosts, args.wires)
     with Lab(0) as lab:
@@ -161,7 +182,7 @@ def main():
         sim = SimHosts(lab, args.hosts, per, name='sim', mgmt_index=200)
         sim.up(progress=lambda m: print('  ' + m, flush=True))
         base = SimHosts(lab, args.hosts, per, name='base', mgmt_index=220,
-                        connect=False)
+                        connect=False, ports=False)
         print('building %d baseline bridges (no controller)' % args.hosts,
               flush=True)
         base.up()
@@ -218,10 +239,15 @@ def main():
                 res['verify_after_answer'], 2) if args.batch else None,
             'baseline_seconds': round(baseline, 2),
             'ratio_ours_to_baseline': round(ours / baseline, 1),
-            # The controller process (collector included): peak and now.
+            # The controller process: peak and now; the collector process
+            # (its own, since the collector left the controller's loop).
             'controller_rss_mib': controller_rss(lab),
             'collector': api.call('GET', '/v1/status')['collector'],
+            'collector_process': collector_cost(lab, args.hosts),
         }
+        doc['rss_together_peak_mib'] = round(
+            doc['controller_rss_mib']['peak'] +
+            doc['collector_process']['rss_mib']['peak'], 1)
         print('\n%-44s %10s %10s %8s' % ('', 'ours', 'baseline', 'ratio'))
         print('%-44s %9.2fs %9.2fs %7.1fx' % (
             'set up %d wires / %d flows on %d hosts' % (args.wires, n_flows,
@@ -231,7 +257,15 @@ def main():
             print('connect call latency ms: p50 %.2f  p99 %.2f  max %.2f' % (
                 doc['connect_call_ms']['p50'], doc['connect_call_ms']['p99'],
                 doc['connect_call_ms']['max']))
-        write_result('scale-batch' if args.batch else 'scale', doc)
+        c = doc['collector_process']
+        print('controller RSS peak %.0f MiB, collector %.0f MiB (together '
+              '%.0f); collector CPU %.3f s per cycle of %d switches (%.0f '
+              'flows each), pace %.1f s' % (
+                  doc['controller_rss_mib']['peak'], c['rss_mib']['peak'],
+                  doc['rss_together_peak_mib'], c['cpu_per_cycle_s'] or 0,
+                  args.hosts, c['flows_per_reading'], c['pace_s']))
+        write_result(args.out or ('scale-batch' if args.batch else 'scale'),
+                     doc)
 
 
 if __name__ == '__main__':
