@@ -174,3 +174,27 @@ def test_the_mirror_answers_as_the_in_process_collector_does():
     with pytest.raises(errors.Unavailable, match='connection refused'):
         m.check_ready()
     assert m.totals(CID) is None
+
+
+def test_the_process_keeps_to_its_share_of_a_core():
+    """Readings that cost more than CPU_SHARE of a core make every poller
+    read less often; when they cost less again, the interval comes back."""
+    from virtualwire.collectord.fleet import CPU_SHARE
+    t, cpu = [1000.0], [0.0]
+    f = Fleet(lambda conn, msg: 1, interval=2.0, clock=lambda: t[0],
+              rng=lambda: 0.0, cpu=lambda: cpu[0])
+    f.switch_up(1, 'c1')
+    f.learn_names({1: 'h1'})
+    for _ in range(4):                  # half a core: twice the share
+        t[0] += 2.0
+        cpu[0] += 2.0 * 2 * CPU_SHARE
+        f.sample()
+    assert f.stretch > 1.5 and f.status()['cpu_share'] == 2 * CPU_SHARE
+    f.tick()
+    f.reply(1, 'c1', 1, [], False)
+    s = f.switches[1]
+    assert s.next_at - s.sent_at == 2.0 * f.stretch
+    for _ in range(12):                 # idle again
+        t[0] += 2.0
+        f.sample()
+    assert f.stretch < 1.01
