@@ -22,6 +22,7 @@ from vwlab.sites import CONTROLLER_PUBLIC_IP, RENDEZVOUS_PORT
 # The collector's OpenFlow port: the lab's first controller port + this
 # (instances take the ports right after it).
 COLLECTOR_OF_OFFSET = 50
+COLLECTOR_NICE = 5
 
 
 
@@ -188,8 +189,10 @@ class ControllerMixin:
                '--southbound-netns', self.mgmt_ns,
                '--stats-interval', '1'] + intent + tls
         log = open(os.path.join(self.collector_dir, 'collector.log'), 'a')
+        # Below the switches and the controllers: counters may wait, a
+        # migration's activation may not.
         self.collector_proc = subprocess.Popen(
-            niced(self.ovs_nice, cmd), stdout=log, stderr=subprocess.STDOUT)
+            niced(COLLECTOR_NICE, cmd), stdout=log, stderr=subprocess.STDOUT)
         return self.collector_proc
 
     def stop_collector(self, kill=False):

@@ -215,15 +215,17 @@ class Fleet:
 
     def _pace(self, now):
         """Over each interval, the share of a core this process used sets
-        how much the pollers stretch their interval (halfway each time,
-        so it settles without swinging)."""
+        how much the pollers stretch their interval: up at once (a cost
+        that appeared is cut the next interval), down halfway each time (so
+        it settles without swinging)."""
         t0, c0 = self._cpu_mark
         if now - t0 < self.interval:
             return
         c1 = self.cpu()
         share = (c1 - c0) / (now - t0)
         want = max(1.0, self.stretch * share / CPU_SHARE)
-        self.stretch = max(1.0, (self.stretch + want) / 2.0)
+        self.stretch = want if want > self.stretch else \
+            max(1.0, (self.stretch + want) / 2.0)
         self._cpu_mark = (now, c1)
         self.stats['cpu_share'] = round(share, 3)
 
