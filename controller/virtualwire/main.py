@@ -11,7 +11,6 @@ import argparse
 import logging
 import os
 import secrets
-import signal
 import socket
 import sys
 
@@ -245,17 +244,8 @@ def check_intent_remote(args, prog='virtualwire-controller'):
 def main(argv=None):
     args = parse_args(argv)
     check_intent_remote(args)
-    os.environ.setdefault('OSKEN_HUB_TYPE', 'eventlet')
-    logging.basicConfig(
-        level=args.log_level.upper(), filename=args.log_file or None,
-        format='%(asctime)s %(levelname)s %(name)s: %(message)s')
-    import warnings
-    warnings.filterwarnings('ignore', message=r'(?s).*Eventlet is deprecated')
-
-    # eventlet's WSGI server logs every request at INFO: keep that for debug.
-    logging.getLogger('os_ken.lib.hub').setLevel(logging.WARNING)
-    from os_ken.lib import hub
-    hub.patch(thread=False)
+    from virtualwire import process
+    hub = process.start(args)
     # After the patch: contexts must be eventlet's to wrap green sockets.
     tls_files = load_tls(args)
     from os_ken import cfg
@@ -378,22 +368,12 @@ def main(argv=None):
         'TLS' if tls_files else 'PLAIN (lab)', of_host, of_port,
         'https' if tls_files else 'http', rest_host, rest_port, remote)
 
-    def _term(*_):
-        logging.getLogger('virtualwire').info('stopping')
-        try:    # counters read since the last save (a restart continues)
-            if controller.active:
-                loop.call(controller.collector.save, timeout=2.0)
-            runtime.stop(timeout=3.0)
-        except Exception as e:      # noqa: BLE001 (stopping regardless)
-            logging.getLogger('virtualwire').warning(
-                'counters not saved on the way out: %s', e)
-        os._exit(0)
-    signal.signal(signal.SIGTERM, _term)
-    signal.signal(signal.SIGINT, _term)
-    try:
-        hub.joinall(services)
-    finally:
-        mgr.close()
+    def save():     # counters read since the last save (a restart goes on)
+        if controller.active:
+            loop.call(controller.collector.save, timeout=2.0)
+        runtime.stop(timeout=3.0)
+    process.run_until_stopped(hub, services, mgr, save,
+                              logging.getLogger('virtualwire'))
 
 
 if __name__ == '__main__':

@@ -10,7 +10,6 @@ target (`vw-host-setup --controller` lists it after the controllers).
 import argparse
 import logging
 import os
-import signal
 
 
 def parse_args(argv=None):
@@ -67,15 +66,8 @@ def main(argv=None):
     prog = 'virtualwire-collector'
     from virtualwire import main as ctl_main
     ctl_main.check_intent_remote(args, prog)
-    os.environ.setdefault('OSKEN_HUB_TYPE', 'eventlet')
-    logging.basicConfig(
-        level=args.log_level.upper(), filename=args.log_file or None,
-        format='%(asctime)s %(levelname)s %(name)s: %(message)s')
-    import warnings
-    warnings.filterwarnings('ignore', message=r'(?s).*Eventlet is deprecated')
-    logging.getLogger('os_ken.lib.hub').setLevel(logging.WARNING)
-    from os_ken.lib import hub
-    hub.patch(thread=False)
+    from virtualwire import process
+    hub = process.start(args)
     tls_files = ctl_main.load_tls(args, prog)
     from os_ken import cfg
     from os_ken.base.app_manager import AppManager
@@ -160,21 +152,10 @@ def main(argv=None):
              of_port, 'https' if tls_files else 'http', rest_host,
              rest_port, remote)
 
-    def _term(*_):
-        log.info('stopping')
-        try:    # counts read since the last save (a restart continues)
-            if intent.has_lock:
-                snap = loop.call(fleet.snapshot, timeout=2.0)
-                intent.save(snap).result(3.0)
-        except Exception as e:      # noqa: BLE001 (stopping regardless)
-            log.warning('counters not saved on the way out: %s', e)
-        os._exit(0)
-    signal.signal(signal.SIGTERM, _term)
-    signal.signal(signal.SIGINT, _term)
-    try:
-        hub.joinall(services)
-    finally:
-        mgr.close()
+    def save():     # counts read since the last save (a restart goes on)
+        if intent.has_lock:
+            intent.save(loop.call(fleet.snapshot, timeout=2.0)).result(3.0)
+    process.run_until_stopped(hub, services, mgr, save, log)
 
 
 if __name__ == '__main__':

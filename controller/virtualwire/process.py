@@ -1,0 +1,47 @@
+"""What both daemons (`virtualwire-controller`, `virtualwire-collector`)
+do to start and to stop: logging, the os-ken hub patched before anything
+opens a socket, and a stop on SIGTERM/SIGINT that first saves what would
+be lost (counters read since the last save)."""
+import logging
+import os
+import signal
+
+
+def start(args):
+    """Logging from --log-level/--log-file, then the hub (eventlet unless
+    OSKEN_HUB_TYPE says otherwise) patched; returns os-ken's hub."""
+    os.environ.setdefault('OSKEN_HUB_TYPE', 'eventlet')
+    logging.basicConfig(
+        level=args.log_level.upper(), filename=args.log_file or None,
+        format='%(asctime)s %(levelname)s %(name)s: %(message)s')
+    import warnings
+    warnings.filterwarnings('ignore', message=r'(?s).*Eventlet is deprecated')
+    # eventlet's WSGI server logs every request at INFO: keep that for debug.
+    logging.getLogger('os_ken.lib.hub').setLevel(logging.WARNING)
+    from os_ken.lib import hub
+    hub.patch(thread=False)
+    return hub
+
+
+def run_until_stopped(hub, services, mgr, save, log):
+    """Serve until a signal; then save() (a failure is logged: we stop
+    regardless) and exit at once. The handler only starts the stop: under
+    eventlet it runs in the hub's own greenlet, which must not wait (it
+    did, and every save on the way out failed with "Cannot switch to
+    MAINLOOP from MAINLOOP")."""
+    def _stop():
+        log.info('stopping')
+        try:
+            save()
+        except Exception as e:      # noqa: BLE001 (stopping regardless)
+            log.warning('counters not saved on the way out: %s', e)
+        os._exit(0)
+
+    def _term(*_):
+        hub.spawn(_stop)
+    signal.signal(signal.SIGTERM, _term)
+    signal.signal(signal.SIGINT, _term)
+    try:
+        hub.joinall(services)
+    finally:
+        mgr.close()
