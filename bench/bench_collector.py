@@ -48,6 +48,8 @@ def main():
     ap.add_argument('--wires', type=int, default=10000)
     ap.add_argument('--seconds', type=float, default=30.0)
     ap.add_argument('--calls', type=int, default=300)
+    ap.add_argument('--out', default='collector',
+                    help='result name under bench/results')
     args = ap.parse_args()
     pairs, per = plan(args.hosts, args.wires)
     with Lab(0) as lab:
@@ -73,10 +75,12 @@ def main():
         time.sleep(3 * 2.0)
         pid = lab.controller.pid
         s0 = api.call('GET', '/v1/status')['collector']
+        p0 = lab.collector_get('/v1/status') if lab.collector_on else None
         c0, t0 = cpu_seconds(pid), time.time()
         time.sleep(args.seconds)
         c1, t1 = cpu_seconds(pid), time.time()
         s1 = api.call('GET', '/v1/status')['collector']
+        p1 = lab.collector_get('/v1/status') if lab.collector_on else None
         cycles = s1['cycles'] - s0['cycles']
         idle_cpu = (c1 - c0) / (t1 - t0)
         print('collector: %d cycles in %.0f s, last took %s ms, pace %s s; '
@@ -131,6 +135,18 @@ def main():
             'stats_before_ms': summary(before, 1000),
             'ofctl_start_twice_ms': summary(starts, 1000),
         }
+        if p0 is not None:
+            # The collector's own process (virtualwire-collector): CPU per
+            # cycle (every switch read once) and memory.
+            n = (p1['readings'] - p0['readings']) / float(args.hosts)
+            doc['collector_process'] = {
+                'cycles': round(n, 2),
+                'cpu_s_per_cycle': round((p1['cpu_seconds'] -
+                                          p0['cpu_seconds']) / n, 3)
+                if n else None,
+                'cpu_s_per_s': round((p1['cpu_seconds'] - p0['cpu_seconds'])
+                                     / (t1 - t0), 4),
+                'rss_mib': round(p1['rss_bytes'] / 2 ** 20, 1)}
         doc['stats_before_without_start_p50_ms'] = round(
             doc['stats_before_ms']['p50'] -
             doc['ofctl_start_twice_ms']['p50'], 3)
@@ -139,7 +155,7 @@ def main():
         doc['ratio_before_without_start_to_now_p50'] = round(
             doc['stats_before_without_start_p50_ms'] /
             doc['stats_now_ms']['p50'], 1)
-        write_result('collector', doc)
+        write_result(args.out, doc)
         text = ('%d wires, %d flows on %d hosts, read every %ss: a cycle '
                 'took %s ms; controller CPU %.3f s/s (%.3f s per cycle); '
                 '/metrics %d bytes, scrape p50 %.0f ms; stats call p50 %.2f '
@@ -155,9 +171,13 @@ def main():
                     doc['ratio_before_to_now_p50'],
                     doc['stats_before_without_start_p50_ms'],
                     doc['ratio_before_without_start_to_now_p50']))
+        if doc.get('collector_process'):
+            text += ('; the collector process: %s s CPU per cycle, %s MiB'
+                     % (doc['collector_process']['cpu_s_per_cycle'],
+                        doc['collector_process']['rss_mib']))
         print(text)
         with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                               'results', 'collector.txt'), 'w') as f:
+                               'results', args.out + '.txt'), 'w') as f:
             f.write(text + '\n')
 
 
