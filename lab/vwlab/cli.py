@@ -172,7 +172,7 @@ def cmd_demo(args):
         print(tabulate(rows, headers=['wire', 'vms', 'state', 'hosts',
                                       'ping', 'udp rx/tx', 'tcp Mbit/s']))
         say(5, total, 'per-wire flow statistics (OVS folds its counters in '
-            'each ~1 s; the controller reads them each second)')
+            'each ~1 s; the collector reads them each second)')
         time.sleep(2.5)
         for w, *_ in wired:
             print(cmd_stats(client, argparse.Namespace(

@@ -161,7 +161,7 @@ def cmd_stats(c, a):
         'beyond doubt, of the raw difference, +- what may be in flight or\n'
         'not yet counted while frames flow); held: dropped on '
         'a migration\'s destination until the guest ran there (a copy went '
-        'to its source).\nRead every %ss by the controller.'
+        'to its source).\nRead every %ss by the collector.'
         % doc.get('read_every_s', '?'))
 
 
