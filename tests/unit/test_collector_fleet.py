@@ -45,6 +45,14 @@ class World:
     def answer(self, dpid, conn, body):
         self.fleet.reply(dpid, conn, self.pending(conn)[-1], body, False)
 
+    def read_h1(self, body):
+        """Switch 1 (host h1) connected, named and read once: `body`."""
+        self.fleet.switch_up(1, 'c1')
+        self.fleet.learn_names({1: 'h1'})
+        self.t += 3
+        self.fleet.tick()
+        self.answer(1, 'c1', body)
+
 
 def test_each_switch_is_read_on_its_own_jittered_schedule_once_named():
     w = World(jitter=(0.5, 0.1))
@@ -91,11 +99,7 @@ def test_readings_credit_each_increase_once_and_the_pace_follows_cost():
 def test_a_flow_removed_credits_its_final_count_and_a_recreated_wire_starts_at_zero():
     w = World()
     f = w.fleet
-    f.switch_up(1, 'c1')
-    f.learn_names({1: 'h1'})
-    w.t += 3
-    f.tick()
-    w.answer(1, 'c1', [stat(1, A_IN, 10)])
+    w.read_h1([stat(1, A_IN, 10)])
     gone = SimpleNamespace(table_id=0, priority=100, match={'in_port': 1},
                            cookie=A_IN, packet_count=12, byte_count=1200)
     f.flow_removed(1, 'c1', gone)
@@ -108,13 +112,8 @@ def test_a_flow_removed_credits_its_final_count_and_a_recreated_wire_starts_at_z
 def test_the_feed_carries_what_changed_and_everything_for_a_new_mirror():
     w = World()
     f = w.fleet
-    f.switch_up(1, 'c1')
-    f.learn_names({1: 'h1'})
-    w.t += 3
-    f.tick()
-    w.answer(1, 'c1', [stat(1, A_IN, 10),
-                       stat(2, ids.wire_cookie(OTHER) | ids.ROLE_ENTERS_A,
-                            4)])
+    w.read_h1([stat(1, A_IN, 10),
+               stat(2, ids.wire_cookie(OTHER) | ids.ROLE_ENTERS_A, 4)])
     f.sample()
     full = f.feed('', 0)
     assert full['full'] and set(full['wires']) == {str(CID), str(OTHER)}
@@ -155,11 +154,7 @@ def test_the_mirror_answers_as_the_in_process_collector_does():
         m.check_ready()
     w = World()
     f = w.fleet
-    f.switch_up(1, 'c1')
-    f.learn_names({1: 'h1'})
-    w.t += 3
-    f.tick()
-    w.answer(1, 'c1', [stat(1, A_IN, 10)])
+    w.read_h1([stat(1, A_IN, 10)])
     f.ready = True
     f.sample()
     m.apply('https://c', f.feed('', 0))

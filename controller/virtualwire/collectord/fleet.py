@@ -229,9 +229,10 @@ class Fleet:
         self._cpu_mark = (now, c1)
         self.stats['cpu_share'] = round(share, 3)
 
-    def figures(self, cid, now=None):
+    def figures(self, cid, now=None, spread=None):
         """Totals each way with the window (as the controller's own
-        collector answers `wire`)."""
+        collector answers `wire`). `spread`: the switches' read spread,
+        computed once by a caller asking for many wires."""
         now = self.clock() if now is None else now
         w = self.counters.wire(cid, zero_if_unknown=True)
         h = self.history.get(cid)
@@ -239,7 +240,8 @@ class Fleet:
             t0, first = h[0]
             t0 = max(t0, min(now - WINDOW, h[-1][0]))
             end = (max(now, h[-1][0]), h[-1][1])
-            for d, f in window((t0, first), end, self.spread()).items():
+            spread = self.spread() if spread is None else spread
+            for d, f in window((t0, first), end, spread).items():
                 w[d]['window'] = f
         else:
             raw = self.counters.raw(cid)
@@ -256,7 +258,7 @@ class Fleet:
     def feed(self, epoch, since):
         """What changed since generation `since` of this process's epoch
         (everything, for another epoch: a new mirror or a restart)."""
-        now = self.clock()
+        now, spread = self.clock(), self.spread()
         full = epoch != self.epoch or since > self.gen
         if full:
             cids = list(self.counters.wires)
@@ -264,7 +266,7 @@ class Fleet:
             cids = [c for c, g in self.changed.items() if g > since]
         return {'epoch': self.epoch, 'gen': self.gen, 'full': full,
                 'ready': self.ready, 'interval': self.interval,
-                'wires': {str(c): self.figures(c, now) for c in cids
+                'wires': {str(c): self.figures(c, now, spread) for c in cids
                           if c in self.counters.wires},
                 'hosts': {h: self.counters.host(h)
                           for h in self.counters.hosts},

@@ -23,6 +23,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from os_ken.lib import hub
 
+from virtualwire.metrics.exporter import Fixed
+
 MAX_WAIT = 30.0
 
 
@@ -94,7 +96,7 @@ class CollectorApi:
     def metrics(self, req):
         doc = self.loop.call(self.fleet.status)
         reg = CollectorRegistry(auto_describe=False)
-        reg.register(_Fixed(list(_families(doc, process_figures()))))
+        reg.register(Fixed(list(_families(doc, process_figures()))))
         return webob.Response(body=generate_latest(reg),
                               content_type='text/plain', charset='utf-8')
 
@@ -116,14 +118,6 @@ def _families(doc, proc):
     yield GaugeMetricFamily('virtualwire_collector_resident_memory_bytes',
                             'Resident memory of the collector process',
                             value=proc['rss_bytes'])
-
-
-class _Fixed:
-    def __init__(self, families):
-        self.families = families
-
-    def collect(self):
-        return self.families
 
 
 def _json(doc, status=200):

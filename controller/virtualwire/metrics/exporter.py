@@ -129,7 +129,9 @@ def exposition(registry):
     return generate_latest(registry)
 
 
-class _Fixed:
+class Fixed:
+    """A prometheus_client collector of families made beforehand."""
+
     def __init__(self, families):
         self.families = families
 
@@ -142,5 +144,5 @@ def scoped_exposition(doc):
     (`core.tenancy.Scope.metrics`): no host, link, migration, collector
     or controller series."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Fixed(list(wire_families(doc['wires']))))
+    registry.register(Fixed(list(wire_families(doc['wires']))))
     return generate_latest(registry)
