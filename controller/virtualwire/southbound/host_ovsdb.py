@@ -14,50 +14,15 @@ external_ids:vw-gateway-port=true.
 """
 import logging
 
-import ovs.db.idl
-
 from os_ken.lib import hub
 
 from virtualwire.core.model import (EXTENDER, GATEWAY, HYPERVISOR, Encap,
                                     GatewayPort, Host, Link, VnicPort)
 from virtualwire.core.links import LINK_KEY
 from virtualwire.pipeline import carriers
-from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
+from virtualwire.southbound.host_monitor import HostMonitor
 
 LOG = logging.getLogger(__name__)
-
-COLUMNS = {
-    'Open_vSwitch': ['bridges', 'external_ids'],
-    'Bridge': ['name', 'datapath_id', 'datapath_type', 'external_ids',
-               'ports'],
-    'Port': ['name', 'interfaces'],
-    'Interface': ['name', 'type', 'ofport', 'external_ids', 'mtu', 'options'],
-}
-
-
-def _one(value):
-    if isinstance(value, list):
-        return value[0] if value else None
-    return value
-
-
-def bridge_records(idl):
-    """IDL rows -> plain dicts (so `hosts_from_records` stays pure)."""
-    recs = []
-    for br in idl.tables['Bridge'].rows.values():
-        ifaces = []
-        for port in br.ports:
-            for itf in port.interfaces:
-                ifaces.append({'name': itf.name, 'type': itf.type,
-                               'ofport': _one(itf.ofport),
-                               'mtu': _one(itf.mtu),
-                               'options': dict(itf.options),
-                               'external_ids': dict(itf.external_ids)})
-        recs.append({'name': br.name, 'datapath_id': _one(br.datapath_id),
-                     'datapath_type': br.datapath_type,
-                     'external_ids': dict(br.external_ids),
-                     'interfaces': ifaces})
-    return recs
 
 
 def hosts_from_records(records, carrier_types=carriers.TYPES):
@@ -116,18 +81,13 @@ class HostDb:
         self.client = None
 
     def start(self):
-        schema = fetch_schema(self.remote, 'Open_vSwitch')
-        helper = ovs.db.idl.SchemaHelper(schema_json=schema)
-        for table, cols in COLUMNS.items():
-            helper.register_columns(table, cols)
-        self.client = IdlClient(self.remote, helper, self._changed,
-                                name='host-db ' + self.remote)
-        self.client.start()
+        self.client = HostMonitor(self.remote, self._changed,
+                                  name='host-db ' + self.remote).start()
         return self
 
     def _changed(self, client):
         with client.lock:
-            recs = bridge_records(client.idl)
+            recs = client.rows.records()
             identity = client.peer_names()
         if self.remote.startswith('ssl:') and identity is None:
             return      # rows from before a reconnect; the next run tells

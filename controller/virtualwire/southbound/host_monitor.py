@@ -1,0 +1,230 @@
+"""A host OVSDB's rows, as few bytes as they can be: our own OVSDB monitor.
+
+Why not the `ovs` IDL: it keeps every row as a Row with a Datum per column
+and an Atom per value. Measured on a host OVSDB of 5,005 Interfaces (the
+columns we read): 33 MiB, about 6.7 KB per vNIC, which puts a 200,000-vNIC
+cloud's host views alone past a gigabyte. We only read (never write) and
+only a few columns, so we ask the server for exactly those (RFC 7047
+`monitor`) and keep each row as a tuple of plain values, with the
+external_ids keys we use (`KEEP`). The JSON-RPC session (reconnection,
+echo, ssl: with the process-wide certificates) is the `ovs` package's.
+
+The decoding and the row store are pure (`RowStore`); `HostMonitor` is
+the thin pump around a session.
+"""
+import logging
+import sys
+
+import ovs.jsonrpc
+import ovs.poller
+
+from os_ken.lib import hub
+
+from virtualwire.southbound import fast_json
+
+LOG = logging.getLogger(__name__)
+fast_json.install()
+
+DB = 'Open_vSwitch'
+COLUMNS = {
+    'Bridge': ['name', 'datapath_id', 'datapath_type', 'external_ids',
+               'ports'],
+    'Port': ['name', 'interfaces'],
+    'Interface': ['name', 'type', 'ofport', 'external_ids', 'mtu', 'options'],
+}
+# The Interface keys anything downstream reads (host_ovsdb): the rest of
+# a vNIC's external_ids (libvirt writes several) is not kept.
+KEEP = {
+    'external_ids': frozenset({'iface-id', 'attached-mac', 'vm-id',
+                               'iface-status', 'vw-encap',
+                               'vw-gateway-port'}),
+    'options': frozenset({'local_ip'}),
+}
+_EMPTY: dict = {}
+_intern = sys.intern
+
+
+def _atom(v):
+    if isinstance(v, list):           # ["uuid", "..."] / ["named-uuid", ..]
+        return _intern(v[1])
+    return v
+
+
+def _set(v):
+    if isinstance(v, list) and v and v[0] == 'set':
+        return tuple(_atom(x) for x in v[1])
+    return (_atom(v),)
+
+
+def _optional(v):
+    s = _set(v)
+    return s[0] if s else None
+
+
+def _map(v, keep=None):
+    pairs = v[1] if isinstance(v, list) and v and v[0] == 'map' else ()
+    out = {_intern(k): val for k, val in pairs
+           if keep is None or k in keep}
+    return out or _EMPTY
+
+
+def _bridge(r):
+    return (r.get('name'), _optional(r.get('datapath_id', ['set', []])),
+            r.get('datapath_type', ''), _map(r.get('external_ids')),
+            _set(r.get('ports', ['set', []])))
+
+
+def _port(r):
+    return (r.get('name'), _set(r.get('interfaces', ['set', []])))
+
+
+def _interface(r):
+    return (r.get('name'), _intern(r.get('type', '')),
+            _optional(r.get('ofport', ['set', []])),
+            _optional(r.get('mtu', ['set', []])),
+            _map(r.get('options'), KEEP['options']),
+            _map(r.get('external_ids'), KEEP['external_ids']))
+
+
+DECODE = {'Bridge': _bridge, 'Port': _port, 'Interface': _interface}
+
+
+class RowStore:
+    """The monitored tables: {table: {uuid: row tuple}}."""
+
+    def __init__(self):
+        self.tables = {t: {} for t in COLUMNS}
+
+    def replace(self, result):
+        """The monitor request's reply: everything, anew."""
+        self.tables = {t: {} for t in COLUMNS}
+        self.update(result)
+
+    def update(self, updates):
+        """An `update` notification (or the initial reply): for each row,
+        "new" holds every monitored column; no "new" means deleted."""
+        for table, rows in (updates or {}).items():
+            store, decode = self.tables.get(table), DECODE.get(table)
+            if store is None:
+                continue
+            for uuid, change in rows.items():
+                new = change.get('new')
+                if new is None:
+                    store.pop(uuid, None)
+                else:
+                    store[_intern(uuid)] = decode(new)
+
+    def records(self):
+        """Rows -> plain dicts, the shape `host_ovsdb.hosts_from_records`
+        reads (so that stays pure and tested on its own)."""
+        ports, ifaces = self.tables['Port'], self.tables['Interface']
+        recs = []
+        for name, dpid, dp_type, ext, port_ids in \
+                self.tables['Bridge'].values():
+            out = []
+            for pid in port_ids:
+                for iid in ports.get(pid, (None, ()))[1]:
+                    itf = ifaces.get(iid)
+                    if itf is None:
+                        continue
+                    out.append({'name': itf[0], 'type': itf[1],
+                                'ofport': itf[2], 'mtu': itf[3],
+                                'options': itf[4], 'external_ids': itf[5]})
+            recs.append({'name': name, 'datapath_id': dpid,
+                         'datapath_type': dp_type, 'external_ids': ext,
+                         'interfaces': out})
+        return recs
+
+
+class HostMonitor:
+    """One host OVSDB, monitored over a reconnecting JSON-RPC session;
+    on_change(self) after each batch of changes, from the pump's thread.
+    `lock` guards `rows` and the session."""
+
+    MONITOR_ID = 'vw-host'
+
+    def __init__(self, remote, on_change, name=None):
+        self.remote = remote
+        self.name = name or remote
+        self.on_change = on_change
+        self.rows = RowStore()
+        self.lock = hub.Semaphore()
+        self.session = None
+        self._seqno = None
+        self._request_id = None
+        self._stopped = False
+        self._thread = None
+
+    def start(self):
+        self.session = ovs.jsonrpc.Session.open(self.remote)
+        self._thread = hub.spawn(self._pump)
+        return self
+
+    def stop(self, timeout=5.0):
+        """Close the session; the pump ends at its next wake-up (<= 0.5
+        s). A native hub's thread is joined: it would hold the process."""
+        with self.lock:
+            self._stopped = True
+            if self.session is not None:
+                self.session.close()
+        join = getattr(self._thread, 'join', None)
+        if join is not None:
+            join(timeout)
+        self._thread = None
+
+    def peer_names(self):
+        """The names of the connected server's verified certificate (an
+        ssl: remote), else None. Call with `lock` held."""
+        from virtualwire.southbound.tls import peer_names
+        stream = getattr(getattr(self.session, 'rpc', None), 'stream', None)
+        return peer_names(getattr(stream, 'socket', None))
+
+    def _ask(self):
+        msg = ovs.jsonrpc.Message.create_request('monitor', [
+            DB, self.MONITOR_ID,
+            {t: {'columns': c} for t, c in COLUMNS.items()}])
+        self._request_id = msg.id
+        self.session.send(msg)
+
+    def _take(self, msg):
+        """One message; True if the rows changed."""
+        if msg.type == msg.T_REPLY and msg.id == self._request_id:
+            self.rows.replace(msg.result)
+            return True
+        if msg.type == msg.T_ERROR and msg.id == self._request_id:
+            LOG.warning('host OVSDB %s refused the monitor: %s', self.name,
+                        msg.error)
+        elif msg.type == msg.T_NOTIFY and msg.method == 'update' and \
+                len(msg.params) == 2 and msg.params[0] == self.MONITOR_ID:
+            self.rows.update(msg.params[1])
+            return True
+        return False
+
+    def _pump(self):
+        while True:
+            changed = False
+            with self.lock:
+                if self._stopped:
+                    return
+                self.session.run()
+                # The session's seqno moves when it starts to connect or
+                # drops; ask once per connection, once it is up.
+                seqno = self.session.get_seqno()
+                if seqno != self._seqno and self.session.is_connected():
+                    self._seqno = seqno
+                    self._ask()
+                for _ in range(100):          # a burst, then notify once
+                    msg = self.session.recv()
+                    if msg is None:
+                        break
+                    changed |= self._take(msg)
+                poller = ovs.poller.Poller()
+                self.session.wait(poller)
+                self.session.recv_wait(poller)
+            if changed:
+                try:
+                    self.on_change(self)
+                except Exception:
+                    LOG.exception('change handler for %s failed', self.name)
+            poller.timer_wait(500)
+            poller.block()
