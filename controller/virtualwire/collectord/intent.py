@@ -1,8 +1,8 @@
 """What the collector process reads from and writes to the intent database.
 
-- Wires' identities (connector id, creation time), monitored: a wire
-  deleted is forgotten, one recreated under the same id counts from zero.
-  Only those two columns (the IDL keeps a Python object per row).
+- Wires' identities (connector id, creation time), monitored
+  (`store.wire_replica`, as the controller does): a wire deleted is
+  forgotten, one recreated under the same id counts from zero.
 - Host names by datapath id, from the controller's host rows (read when a
   switch nobody named yet is connected): a switch is read only once the
   controller admitted it as a host.
@@ -20,33 +20,22 @@ from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
 from virtualwire.store import rawrpc
 from virtualwire.store.intent import DB_NAME
 from virtualwire.store.runtime import RuntimeStore
+from virtualwire.store.wire_replica import WireReplica
 
 LOG = logging.getLogger(__name__)
 LOCK = 'virtualwire_collector'
-
-
-class _WireIdentities(ovs.db.idl.Idl):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.events = []
-
-    def notify(self, event, row, updates=None):
-        if row._table.name != 'Wire':
-            return
-        self.events.append((row.connector_id, None
-                            if event == ovs.db.idl.ROW_DELETE
-                            else row.created_at))
 
 
 class CollectorIntent:
     def __init__(self, remote, on_wires):
         schema = fetch_schema(remote, DB_NAME)
         helper = ovs.db.idl.SchemaHelper(schema_json=schema)
-        helper.register_columns('Wire', ['connector_id', 'created_at'])
-        self.client = IdlClient(remote, helper, name='intent-db',
-                                idl_class=_WireIdentities)
+        # The IDL is here for the lock (and one small table to monitor);
+        # the wires come through our own replica.
+        helper.register_table('Leadership')
+        self.client = IdlClient(remote, helper, name='intent-db')
         self.client.idl._session.reconnect.set_backoff(1000, 1000)
-        self.client.on_change = self._changed
+        self.replica = WireReplica(self.client, self._changed)
         self.on_wires = on_wires            # on_wires([(cid, ident)])
         self.runtime = RuntimeStore(self.client)
         self._first = True
@@ -56,14 +45,16 @@ class CollectorIntent:
         with self.client.lock:
             self.client.idl.set_lock(LOCK)
         self.client.start()
+        self.replica.start()
         self.runtime.start()
         return self
 
-    def _changed(self, client):
-        with client.lock:
-            events, client.idl.events = client.idl.events, []
+    def _changed(self, replica):
+        with replica.lock:
+            events = replica.table.take_events()
         if events:
-            self.on_wires(events)
+            self.on_wires([(cid, w.created_at if w is not None else None)
+                           for _, cid, w in events])
 
     @property
     def has_lock(self):

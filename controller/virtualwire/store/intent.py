@@ -21,12 +21,13 @@ import random
 import ovs.db.idl
 
 from virtualwire.core import ids, links
-from virtualwire.core.model import ExtenderLink, Wire
+from virtualwire.core.model import ExtenderLink
 from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
 from virtualwire.store import txn as store_txn
 from virtualwire.store import wire_writes
 from virtualwire.store.credentials import CredentialStore
 from virtualwire.store.ownership import OwnershipStore
+from virtualwire.store.wire_replica import WireReplica
 from virtualwire.store.errors import LinkExists, StoreError, VnicTaken
 
 __all__ = ['IntentStore', 'LinkExists', 'StoreError', 'VnicTaken',
@@ -38,29 +39,9 @@ SCHEMA_PATH = os.path.join(os.path.dirname(__file__), 'schema',
 DB_NAME = 'VirtualWire'
 # Not read through the IDL: the collector's saved counters and the hosts'
 # last observed state (our own writes, read back only at start: raw,
-# store.rawrpc), and Binding (written and checked raw: store.wire_writes).
-UNMONITORED = ('Counters', 'Binding', 'Host', 'HostVnic')
-
-
-class _WireEvents(ovs.db.idl.Idl):
-    """Records Wire row changes, so a writer learns what changed without
-    re-reading the table (which would make bulk writes O(n^2)), and keeps
-    Wire rows by connector id."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.events = []
-        self.wire_rows = {}          # connector id -> Wire row
-
-    def notify(self, event, row, updates=None):
-        if row._table.name != 'Wire':
-            return
-        if event == ovs.db.idl.ROW_DELETE:
-            self.wire_rows.pop(row.connector_id, None)
-            self.events.append(('delete', row.connector_id, None))
-        else:
-            self.wire_rows[row.connector_id] = row
-            self.events.append(('upsert', row.connector_id, _wire(row)))
+# store.rawrpc), Binding (written and checked raw: store.wire_writes) and
+# Wire (store.wire_replica: a row a model Wire, not an IDL Row).
+UNMONITORED = ('Counters', 'Binding', 'Host', 'HostVnic', 'Wire')
 
 
 class IntentStore:
@@ -75,46 +56,48 @@ class IntentStore:
         for table in schema['tables']:
             if table not in UNMONITORED:
                 helper.register_table(table)
-        self.client = IdlClient(remote, helper, name='intent-db',
-                                idl_class=_WireEvents)
+        self.client = IdlClient(remote, helper, name='intent-db')
         # A cluster's members are few and near: after losing the leader,
         # look for the new one every second, not after the library's
         # back-off of up to 8 s (a write waits for our replica to see it:
         # test_intent_tls measured 3-15 s before this).
         self.client.idl._session.reconnect.set_backoff(1000, 1000)
-        self.client.on_change = self._changed
+        self.replica = WireReplica(self.client, self._changed)
         self.on_change = on_change
         self.credentials = CredentialStore(self.client)
         self.ownership = OwnershipStore(self.client)
         self._rng = random.SystemRandom()
 
-    def _changed(self, client):
+    def _changed(self, replica):
         """Hand the changes seen so far to on_change, in commit order: the
         pump and a writer may both get here, so the hand-off happens under
-        the IDL's lock (on_change must not block: it posts an event)."""
-        with client.lock:
-            events, client.idl.events = client.idl.events, []
-            n = len(client.idl.tables['Wire'].rows)
+        the replica's lock (on_change must not block: it posts an event)."""
+        with replica.lock:
+            events = replica.table.take_events()
             if self.on_change:
-                self.on_change(events, n)
+                self.on_change(events, len(replica.table.rows))
 
     def flush(self):
-        self._changed(self.client)
+        self._changed(self.replica)
 
     def start(self, timeout=10.0):
         if not self.client.wait_connected(timeout):
             raise StoreError('intent database %s did not answer within %ss'
                              % (self.client.remote, timeout))
         self.client.start()
+        self.replica.start()
+        if not self.replica.wait_ready(timeout):
+            raise StoreError('intent database %s did not send its wires '
+                             'within %ss' % (self.client.remote, timeout))
         return self
 
     def stop(self):
+        self.replica.stop()
         self.client.stop()
 
     def wires(self):
-        with self.client.lock:
-            return {r.connector_id: _wire(r)
-                    for r in self.client.idl.tables['Wire'].rows.values()}
+        with self.replica.lock:
+            return dict(self.replica.table.rows)
 
     def create_wire(self, end_a, end_b, connector_id=None):
         """Insert a wire and a Binding per end. The connector id is random
@@ -187,10 +170,6 @@ class IntentStore:
         return store_txn.delete_rows(self.client, 'ExtenderLink',
                                      lambda r: (r.a, r.b) == (a, b),
                                      'deleting the link')
-
-
-def _wire(row):
-    return Wire(row.connector_id, row.end_a, row.end_b, row.created_at)
 
 
 def _link(row):

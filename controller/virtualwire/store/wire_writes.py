@@ -1,5 +1,5 @@
 """Writing wires: one raw OVSDB transaction per batch (`store.rawrpc`:
-the standard library's JSON), then waiting until our own IDL replica has
+the standard library's JSON), then waiting until our own replica has
 the change, so a caller that asks the control loop next sees its write.
 
 Why not an IDL transaction: building 30,000 rows through the `ovs`
@@ -65,8 +65,8 @@ def write(store, pairs, cids, connector_ids=None):
     created = now()
     remote = store.client.remote
     for _ in range(16):
-        with store.client.lock:
-            known = set(store.client.idl.wire_rows)
+        with store.replica.lock:
+            known = set(store.replica.table.rows)
         chosen = list(connector_ids) if connector_ids else \
             store.draw_ids(len(pairs), known)
         try:
@@ -79,8 +79,8 @@ def write(store, pairs, cids, connector_ids=None):
             taken = {v: c for v, c in taken.items() if c not in cids}
             if taken:
                 raise refusal(taken) from None
-            with store.client.lock:
-                collided = set(chosen) & set(store.client.idl.wire_rows)
+            with store.replica.lock:
+                collided = set(chosen) & set(store.replica.table.rows)
             if connector_ids or not collided:
                 raise
             continue                 # another writer drew the same id
@@ -92,14 +92,15 @@ def write(store, pairs, cids, connector_ids=None):
 
 
 def await_replica(store, made, gone):
-    """Until the IDL's replica has the wires made and not the ones gone
-    (the database sends them to it after answering us)."""
+    """Until our replica has the wires made and not the ones gone (the
+    database sends them to it after answering us)."""
     end = time.monotonic() + SEEN_TIMEOUT
-    ran = store.client.ran           # set each time the pump ran the IDL
+    replica = store.replica
+    ran = replica.ran                # set each time its pump has read
     while True:
-        with store.client.lock:
+        with replica.lock:
             ran.clear()
-            rows = store.client.idl.wire_rows
+            rows = replica.table.rows
             if all(c in rows for c in made) and \
                     not any(c in rows for c in gone):
                 return
