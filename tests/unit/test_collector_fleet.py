@@ -224,3 +224,27 @@ def test_the_process_keeps_to_its_share_of_a_core():
         t[0] += 2.0
         f.sample()
     assert f.stretch < 1.01
+
+
+def test_cpu_spent_elsewhere_never_stops_the_readings():
+    """CPU the process spends on anything but readings (100,000 wires'
+    events, say) does not fall when readings are spaced out: the stretch
+    stops at MAX_STRETCH and every switch is still read."""
+    from virtualwire.collectord.fleet import CPU_SHARE, MAX_STRETCH
+    t, cpu = [1000.0], [0.0]
+    sent = []
+    f = Fleet(lambda conn, msg: sent.append(conn) or len(sent),
+              interval=2.0, clock=lambda: t[0], rng=lambda: 0.0,
+              cpu=lambda: cpu[0])
+    f.switch_up(1, 'c1')
+    f.learn_names({1: 'h1'})
+    for _ in range(200):                # a whole core, whatever we do
+        t[0] += 2.0
+        cpu[0] += 2.0
+        f.sample()
+        f.tick()
+        if f.switches[1].xid is not None:
+            f.reply(1, 'c1', f.switches[1].xid, [], False)
+    assert f.stretch == MAX_STRETCH and 1.0 / CPU_SHARE < MAX_STRETCH
+    # 400 s: read at least every MAX_STRETCH intervals (60 s).
+    assert len(sent) >= 400 // (2.0 * MAX_STRETCH)

@@ -37,6 +37,11 @@ LOG = logging.getLogger(__name__)
 # took half a core of a 2-core host from the controller and the switches).
 BUDGET = 0.25
 CPU_SHARE = 0.25
+# The stretch is at most this: CPU spent on anything but readings (wire
+# events, the feed) does not shrink when readings are spaced out, so the
+# stretch compounded each interval: 100,000 wires made in batches raised
+# it past 1e9 and the collector stopped reading altogether.
+MAX_STRETCH = 30.0
 STUCK = 10.0            # s before a poller stops waiting for a reply
 UNREAD_GRACE = 30.0     # s after start to wait for hosts not reconnecting
 
@@ -230,7 +235,7 @@ class Fleet:
             return
         c1 = self.cpu()
         share = (c1 - c0) / (now - t0)
-        want = max(1.0, self.stretch * share / CPU_SHARE)
+        want = min(MAX_STRETCH, max(1.0, self.stretch * share / CPU_SHARE))
         self.stretch = want if want > self.stretch else \
             max(1.0, (self.stretch + want) / 2.0)
         self._cpu_mark = (now, c1)
