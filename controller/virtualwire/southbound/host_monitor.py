@@ -14,6 +14,7 @@ the thin pump around a session.
 """
 import logging
 import sys
+from typing import Any, Callable, Dict
 
 import ovs.jsonrpc
 import ovs.poller
@@ -86,14 +87,15 @@ def _interface(r):
             _map(r.get('external_ids'), KEEP['external_ids']))
 
 
-DECODE = {'Bridge': _bridge, 'Port': _port, 'Interface': _interface}
+DECODE: Dict[str, Callable[[dict], tuple]] = {
+    'Bridge': _bridge, 'Port': _port, 'Interface': _interface}
 
 
 class RowStore:
     """The monitored tables: {table: {uuid: row tuple}}."""
 
     def __init__(self):
-        self.tables = {t: {} for t in COLUMNS}
+        self.tables: Dict[str, Dict[str, tuple]] = {t: {} for t in COLUMNS}
 
     def replace(self, result):
         """The monitor request's reply: everything, anew."""
@@ -105,7 +107,7 @@ class RowStore:
         "new" holds every monitored column; no "new" means deleted."""
         for table, rows in (updates or {}).items():
             store, decode = self.tables.get(table), DECODE.get(table)
-            if store is None:
+            if store is None or decode is None:
                 continue
             for uuid, change in rows.items():
                 new = change.get('new')
@@ -149,7 +151,7 @@ class HostMonitor:
         self.on_change = on_change
         self.rows = RowStore()
         self.lock = hub.Semaphore()
-        self.session = None
+        self.session: Any = None     # ovs.jsonrpc.Session once started
         self._seqno = None
         self._request_id = None
         self._stopped = False

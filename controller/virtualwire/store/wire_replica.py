@@ -17,6 +17,7 @@ only its difference from what was known comes out (a wire deleted while
 the connection was down is reported deleted).
 """
 import logging
+from typing import Any
 
 import ovs.jsonrpc
 import ovs.poller
@@ -91,7 +92,7 @@ class WireReplica:
         self.table = WireTable()
         self.lock = hub.Semaphore()
         self.ran = hub.Event()
-        self.session = None
+        self.session: Any = None     # ovs.jsonrpc.Session to `remote`
         self.remote = None
         self._seqno = None
         self._request_id = None
