@@ -10,18 +10,18 @@ external_ids keys we use (`KEEP`). The JSON-RPC session (reconnection,
 echo, ssl: with the process-wide certificates) is the `ovs` package's.
 
 The decoding and the row store are pure (`RowStore`); `HostMonitor` is
-the thin pump around a session.
+the thin pump around a session (`monitor_session`).
 """
 import logging
 import sys
-from typing import Any, Callable, Dict
+from typing import Callable, Dict
 
-import ovs.jsonrpc
 import ovs.poller
 
 from os_ken.lib import hub
 
 from virtualwire.southbound import fast_json
+from virtualwire.southbound.monitor_session import MonitorSession
 
 LOG = logging.getLogger(__name__)
 fast_json.install()
@@ -143,22 +143,20 @@ class HostMonitor:
     on_change(self) after each batch of changes, from the pump's thread.
     `lock` guards `rows` and the session."""
 
-    MONITOR_ID = 'vw-host'
-
     def __init__(self, remote, on_change, name=None):
         self.remote = remote
         self.name = name or remote
         self.on_change = on_change
         self.rows = RowStore()
         self.lock = hub.Semaphore()
-        self.session: Any = None     # ovs.jsonrpc.Session once started
-        self._seqno = None
-        self._request_id = None
+        self.monitor = MonitorSession(
+            DB, 'vw-host', {t: {'columns': c} for t, c in COLUMNS.items()},
+            'host OVSDB ' + remote)
         self._stopped = False
         self._thread = None
 
     def start(self):
-        self.session = ovs.jsonrpc.Session.open(self.remote)
+        self.monitor.open(self.remote)
         self._thread = hub.spawn(self._pump)
         return self
 
@@ -167,8 +165,7 @@ class HostMonitor:
         s). A native hub's thread is joined: it would hold the process."""
         with self.lock:
             self._stopped = True
-            if self.session is not None:
-                self.session.close()
+            self.monitor.close()
         join = getattr(self._thread, 'join', None)
         if join is not None:
             join(timeout)
@@ -178,51 +175,17 @@ class HostMonitor:
         """The names of the connected server's verified certificate (an
         ssl: remote), else None. Call with `lock` held."""
         from virtualwire.southbound.tls import peer_names
-        stream = getattr(getattr(self.session, 'rpc', None), 'stream', None)
-        return peer_names(getattr(stream, 'socket', None))
-
-    def _ask(self):
-        msg = ovs.jsonrpc.Message.create_request('monitor', [
-            DB, self.MONITOR_ID,
-            {t: {'columns': c} for t, c in COLUMNS.items()}])
-        self._request_id = msg.id
-        self.session.send(msg)
-
-    def _take(self, msg):
-        """One message; True if the rows changed."""
-        if msg.type == msg.T_REPLY and msg.id == self._request_id:
-            self.rows.replace(msg.result)
-            return True
-        if msg.type == msg.T_ERROR and msg.id == self._request_id:
-            LOG.warning('host OVSDB %s refused the monitor: %s', self.name,
-                        msg.error)
-        elif msg.type == msg.T_NOTIFY and msg.method == 'update' and \
-                len(msg.params) == 2 and msg.params[0] == self.MONITOR_ID:
-            self.rows.update(msg.params[1])
-            return True
-        return False
+        return peer_names(self.monitor.socket())
 
     def _pump(self):
         while True:
-            changed = False
             with self.lock:
                 if self._stopped:
                     return
-                self.session.run()
-                # The session's seqno moves when it starts to connect or
-                # drops; ask once per connection, once it is up.
-                seqno = self.session.get_seqno()
-                if seqno != self._seqno and self.session.is_connected():
-                    self._seqno = seqno
-                    self._ask()
-                for _ in range(100):          # a burst, then notify once
-                    msg = self.session.recv()
-                    if msg is None:
-                        break
-                    changed |= self._take(msg)
+                changed = self.monitor.run(self.rows.replace,
+                                           self.rows.update)
                 poller = ovs.poller.Poller()
-                self.session.wait(poller)
-                self.session.recv_wait(poller)
+                self.monitor.wait(poller)
             if changed:
                 try:
                     self.on_change(self)

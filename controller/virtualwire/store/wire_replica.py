@@ -17,15 +17,14 @@ only its difference from what was known comes out (a wire deleted while
 the connection was down is reported deleted).
 """
 import logging
-from typing import Any
 
-import ovs.jsonrpc
 import ovs.poller
 
 from os_ken.lib import hub
 
 from virtualwire.core.model import Wire
 from virtualwire.southbound import fast_json
+from virtualwire.southbound.monitor_session import MonitorSession
 
 LOG = logging.getLogger(__name__)
 fast_json.install()
@@ -84,18 +83,15 @@ class WireReplica:
     changes. `lock` guards `table`; `ran` is set each time the pump has
     read what the server sent."""
 
-    MONITOR_ID = 'vw-wires'
-
     def __init__(self, follow, on_change=None):
         self.follow = follow
         self.on_change = on_change
         self.table = WireTable()
         self.lock = hub.Semaphore()
         self.ran = hub.Event()
-        self.session: Any = None     # ovs.jsonrpc.Session to `remote`
-        self.remote = None
-        self._seqno = None
-        self._request_id = None
+        self.monitor = MonitorSession(DB, 'vw-wires',
+                                      {'Wire': {'columns': COLUMNS}},
+                                      'intent database')
         self._stopped = False
         self._thread = None
         self.ready = False           # the first whole table has arrived
@@ -114,8 +110,7 @@ class WireReplica:
     def stop(self, timeout=5.0):
         with self.lock:
             self._stopped = True
-            if self.session is not None:
-                self.session.close()
+            self.monitor.close()
         join = getattr(self._thread, 'join', None)
         if join is not None:
             join(timeout)
@@ -128,38 +123,21 @@ class WireReplica:
             return None
         return session.get_name()
 
-    def _take(self, msg):
-        if msg.type == msg.T_REPLY and msg.id == self._request_id:
-            self.table.replace(msg.result)
-            self.ready = True
-            return True
-        if msg.type == msg.T_ERROR and msg.id == self._request_id:
-            LOG.warning('intent database refused the Wire monitor: %s',
-                        msg.error)
-        elif msg.type == msg.T_NOTIFY and msg.method == 'update' and \
-                len(msg.params) == 2 and msg.params[0] == self.MONITOR_ID:
-            self.table.update(msg.params[1])
-            return True
-        return False
+    def _replace(self, result):
+        self.table.replace(result)
+        self.ready = True
 
     def _pump(self):
         while True:
-            changed = False
             with self.lock:
                 if self._stopped:
                     return
                 target = self._target()
-                if target is not None and target != self.remote:
-                    if self.session is not None:
-                        self.session.close()
-                    self.remote, self._seqno = target, None
-                    self.session = ovs.jsonrpc.Session.open(target)
-                    self.session.reconnect.set_backoff(1000, 1000)
+                if target is not None and target != self.monitor.remote:
+                    self.monitor.open(target, backoff_ms=1000)
+                changed = self.monitor.run(self._replace, self.table.update)
                 poller = ovs.poller.Poller()
-                if self.session is not None:
-                    changed = self._run_session()
-                    self.session.wait(poller)
-                    self.session.recv_wait(poller)
+                self.monitor.wait(poller)
                 self.ran.set()
             if changed and self.on_change is not None:
                 try:
@@ -169,20 +147,3 @@ class WireReplica:
             # The IDL may move to another member: look again soon.
             poller.timer_wait(200)
             poller.block()
-
-    def _run_session(self):
-        self.session.run()
-        seqno = self.session.get_seqno()
-        if seqno != self._seqno and self.session.is_connected():
-            self._seqno = seqno
-            msg = ovs.jsonrpc.Message.create_request('monitor', [
-                DB, self.MONITOR_ID, {'Wire': {'columns': COLUMNS}}])
-            self._request_id = msg.id
-            self.session.send(msg)
-        changed = False
-        for _ in range(100):
-            msg = self.session.recv()
-            if msg is None:
-                break
-            changed |= self._take(msg)
-        return changed
