@@ -85,7 +85,10 @@ def test_loss_is_zero_on_a_clean_wire_and_exact_when_frames_are_dropped(
     sent, got = udp_stream(va, vb, '192.0.2.2', seconds=3, rate=500,
                            port=6101)
     assert got['received'] == sent['sent']
-    clean = settled(api, w['id'])
+    # Readings that the next one repeats: the collector (nice 5) can fall
+    # behind busy guests, and a reading 3.5 s after the stream missed its
+    # last frames once in CI (lost one short of what the receiver missed).
+    clean = quiet(api, w['id'])
     ab = clean['a_to_b']
     # Nothing lost while the stream ran. Counted from `before`: a frame
     # lost at set-up is not this stream's (CI once saw 1 such frame, cause
@@ -107,7 +110,7 @@ def test_loss_is_zero_on_a_clean_wire_and_exact_when_frames_are_dropped(
     t.join(60)
     sent, got = out['r']
     assert drop.dropped > 300, drop.dropped
-    after = settled(api, w['id'])
+    after = quiet(api, w['id'])
     lost = after['a_to_b']['lost_packets'] - ab['lost_packets']
     # Every datagram the receiver missed, the wire says it lost (and the
     # odd ARP frame of the sender's lost with them) ...

@@ -2,6 +2,8 @@
 disconnect, many at once (`core.batch`), stats; and, on any change,
 `?wait=programmed`: the answer waits until every connected switch holds
 the change (`control.programmed`)."""
+import logging
+import time
 from typing import Any
 
 import webob
@@ -9,6 +11,8 @@ import webob
 from virtualwire.api.render import json_response, read_json_object
 from virtualwire.core import batch, errors, ids
 from virtualwire.store.errors import VnicTaken
+
+LOG = logging.getLogger(__name__)
 
 MAX_BATCH_BODY = 4 * 1024 * 1024       # 10,000 items at ~100 bytes and more
 DEFAULT_WAIT = 30.0
@@ -155,6 +159,7 @@ class WireHandlers:
     def batch(self, req):
         """Many wires made and removed in one transaction, or none."""
         seconds = wait_args(req)
+        t0 = time.perf_counter()
         pairs, cids = batch.parse(read_json_object(req, MAX_BATCH_BODY))
         total = len(pairs) + len(cids)
         refused = batch.refuse(self._call(self.ctl.batch_refusals, pairs,
@@ -172,8 +177,13 @@ class WireHandlers:
                                 w.connector_id),
                             'a': w.end_a, 'b': w.end_b} for w in made],
                'deleted': cids, 'generation': gen}
+        t1 = time.perf_counter()
         if seconds is not None:
             doc['programmed'] = self._programmed(seconds)
+        if total >= 1000:
+            LOG.info('batch of %d: stored in %.0f ms, then programmed in '
+                     '%.0f ms', total, (t1 - t0) * 1e3,
+                     (time.perf_counter() - t1) * 1e3)
         return json_response(200, doc)
 
     def all_stats(self, req):

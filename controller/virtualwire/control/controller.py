@@ -29,6 +29,7 @@ from virtualwire.southbound.session import SwitchSession
 
 LOG = logging.getLogger(__name__)
 DUMP_TIMEOUT = 10.0
+BULK = 1000         # changes from which their cost is logged (batches)
 
 
 class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
@@ -114,6 +115,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
         deleted while we were disconnected), reload it all."""
         self.loop.assert_owner()
         self.generation += 1
+        t0 = time.perf_counter()
         for kind, cid, wire in events:
             if kind == 'upsert':
                 self.known_wires.add(cid)
@@ -121,6 +123,9 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
                     self.tables.add_wire(wire)
             else:
                 self.tables.remove_wire(cid)
+        if len(events) >= BULK:
+            LOG.info('intent: %d changes computed in %.0f ms', len(events),
+                     (time.perf_counter() - t0) * 1e3)
         if n_wires is not None and n_wires != len(self.tables.wires):
             LOG.warning('intent has %d wires, we hold %d: reloading',
                         n_wires, len(self.tables.wires))
@@ -300,6 +305,7 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
         if not self.active or self.sync_held():
             return
         self.stats['syncs'] += 1
+        t0, mods = time.perf_counter(), self.stats['flow_mods']
         dirty = self.tables.pop_dirty()
         sent = {}
         for h in self.sync_order():
@@ -322,6 +328,11 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
                 sent[h.name] = s.barrier_xid
                 LOG.info('host %s: +%d ~%d -%d flows', h.name,
                          len(diff.add), len(diff.modify), len(diff.delete))
+        mods = self.stats['flow_mods'] - mods
+        if mods >= BULK:
+            LOG.info('sync: %d flow mods in %d bundles built and sent in '
+                     '%.0f ms', mods, len(sent),
+                     (time.perf_counter() - t0) * 1e3)
         for h in self.tables.hosts.values():
             s = self.sessions.get(h.dpid)
             if s is not None and s.installed is not None:

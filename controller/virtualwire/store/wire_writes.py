@@ -10,6 +10,7 @@ vNIC holds one wire", enforced by the database whoever writes) is written
 here and never monitored: nothing reads it but the conflict path.
 """
 import datetime
+import logging
 import time
 
 from virtualwire.core import ids
@@ -17,8 +18,10 @@ from virtualwire.core.model import Wire
 from virtualwire.store import rawrpc
 from virtualwire.store.errors import StoreError, VnicTaken
 
+LOG = logging.getLogger(__name__)
 DB_NAME = 'VirtualWire'
 SEEN_TIMEOUT = 60.0
+BULK = 1000         # changes from which their cost is logged (batches)
 
 
 def now():
@@ -69,6 +72,7 @@ def write(store, pairs, cids, connector_ids=None):
             known = set(store.replica.table.rows)
         chosen = list(connector_ids) if connector_ids else \
             store.draw_ids(len(pairs), known)
+        t0 = time.perf_counter()
         try:
             rawrpc.transact(remote, DB_NAME,
                             ops_for(pairs, chosen, cids, created),
@@ -84,8 +88,13 @@ def write(store, pairs, cids, connector_ids=None):
             if connector_ids or not collided:
                 raise
             continue                 # another writer drew the same id
+        t1 = time.perf_counter()
         await_replica(store, chosen, cids)
         store.flush()
+        if len(pairs) + len(cids) >= BULK:
+            LOG.info('intent: %d wires made, %d deleted: written in %.0f '
+                     'ms, seen back %.0f ms later', len(pairs), len(cids),
+                     (t1 - t0) * 1e3, (time.perf_counter() - t1) * 1e3)
         return [Wire(cid, a, b, created) for cid, (a, b) in zip(chosen,
                                                                 pairs)]
     raise StoreError('could not allocate connector ids')
