@@ -27,7 +27,7 @@ class _Protocol:
 
 PROTO = _Protocol()
 
-_ALL_ONES = 0xFFFFFFFFFFFFFFFF
+ALL_ONES = 0xFFFFFFFFFFFFFFFF
 
 # Width of the match fields a learned flow may set (all immediate values).
 _LEARN_BITS = {'in_port': 32, 'tunnel_id': 64, 'tun_ipv4_src': 32,
@@ -70,6 +70,17 @@ def _matches_option(match):
     return any(k == geneve_tlv.FIELD for k, _ in match)
 
 
+def flow_mod_flags(flow, command):
+    """Every flow of ours says when it goes, with its final counters:
+    what it counted since the collector's last reading is otherwise lost.
+    Except one matching Geneve's option: Open vSwitch 3.1 dies encoding
+    such a flow's flow-removed message (measured: ovs-vswitchd exits when
+    the wire is deleted; not with the flag off). Its last counts since the
+    collector's reading are lost instead."""
+    return ofp.OFPFF_SEND_FLOW_REM if command == 'add' and \
+        not _matches_option(flow.match) else 0
+
+
 def _unlearn(a, port):
     """NXActionLearn as a switch reports it, `port` the value the action
     before it loaded into its register -> our ('learn', ...) tuple, or
@@ -98,43 +109,39 @@ def _match(flow):
 
 
 def _actions(flow):
-    acts = []
-    for a in flow.actions:
-        if a[0] == 'output':
-            acts.append(parser.OFPActionOutput(a[1]))
-        elif a[0] == 'set_field':
-            acts.append(parser.OFPActionSetField(**{a[1]: a[2]}))
-        elif a[0] == 'learn':
-            acts.extend(_learn(a))
-        elif a[0] == 'push_vlan':
-            acts.append(parser.OFPActionPushVlan(a[1]))
-        elif a[0] == 'pop_vlan':
-            acts.append(parser.OFPActionPopVlan())
-        else:
-            raise ValueError('unsupported action %r' % (a,))
-    return acts
+    return [o for a in flow.actions for o in action_objects(a)]
+
+
+def action_objects(a):
+    """One action of a Flow as os-ken action objects (a learn is two)."""
+    if a[0] == 'output':
+        return [parser.OFPActionOutput(a[1])]
+    if a[0] == 'set_field':
+        return [parser.OFPActionSetField(**{a[1]: a[2]})]
+    if a[0] == 'learn':
+        return _learn(a)
+    if a[0] == 'push_vlan':
+        return [parser.OFPActionPushVlan(a[1])]
+    if a[0] == 'pop_vlan':
+        return [parser.OFPActionPopVlan()]
+    raise ValueError('unsupported action %r' % (a,))
+
+
+COMMANDS = {'add': ofp.OFPFC_ADD, 'modify': ofp.OFPFC_MODIFY_STRICT,
+            'delete': ofp.OFPFC_DELETE_STRICT}
 
 
 def flow_mod(flow, command):
-    cmd = {'add': ofp.OFPFC_ADD, 'modify': ofp.OFPFC_MODIFY_STRICT,
-           'delete': ofp.OFPFC_DELETE_STRICT}[command]
+    cmd = COMMANDS[command]
     inst = []
     if command != 'delete' and flow.actions:
         inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS,
                                              _actions(flow))]
-    # Every flow of ours says when it goes, with its final counters: what
-    # it counted since the collector's last reading is otherwise lost.
-    # Except one matching Geneve's option: Open vSwitch 3.1 dies encoding
-    # such a flow's flow-removed message (measured: ovs-vswitchd exits when
-    # the wire is deleted; not with the flag off). Its last counts since
-    # the collector's reading are lost instead.
-    flags = ofp.OFPFF_SEND_FLOW_REM if command == 'add' and \
-        not _matches_option(flow.match) else 0
     return parser.OFPFlowMod(
         PROTO, cookie=flow.cookie,
-        cookie_mask=_ALL_ONES if command == 'delete' else 0,
+        cookie_mask=ALL_ONES if command == 'delete' else 0,
         table_id=flow.table, command=cmd, priority=flow.priority,
-        flags=flags,
+        flags=flow_mod_flags(flow, command),
         out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY,
         match=_match(flow), instructions=inst)
 

@@ -5,7 +5,7 @@ import time
 from typing import Dict, Optional
 
 from virtualwire.pipeline.flow import apply_diff
-from virtualwire.southbound import geneve_tlv, openflow
+from virtualwire.southbound import flowmod_bytes, geneve_tlv, openflow
 
 
 class SwitchSession:
@@ -67,15 +67,14 @@ class SwitchSession:
             self.tlv_xid = m.xid
             self.dp.send_msg(m)     # before the bundle that needs it
         apply_diff(self.installed, diff)
-        msgs = openflow.diff_messages(diff)
-        for m in openflow.bundle(self.bundle_id, msgs):
+        for m in flowmod_bytes.diff_bundle(self.bundle_id, diff):
             self.dp.send_msg(m)
         self.bundle_id = (self.bundle_id + 1) & 0xFFFFFFFF or 1
         barrier = openflow.barrier()
         self.dp.set_xid(barrier)
         self.barrier_xid = barrier.xid
         self.dp.send_msg(barrier)
-        return len(msgs)
+        return len(diff.add) + len(diff.modify) + len(diff.delete)
 
     def barrier_reply(self, msg):
         if msg.xid == self.barrier_xid:
