@@ -59,7 +59,15 @@ def test_the_destination_switches_over_on_its_own_learn(lab, api):
         assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
         # The controller, running again, records the activation, waits its
         # settle time and moves the other switches; the source leaving
-        # completes the move.
+        # completes the move. (Leaving only once the activation is
+        # recorded: the switch's message, sent while the controller was
+        # stopped, and the host OVSDB's news of the source leaving race on
+        # its return; CI once saw the second first, 'source-left'.)
+        wait_until(lambda: any(
+            m.get('activated_by', {}).get(vnic)
+            for m in api.ok('GET', '/v1/migrations')['migrations']
+            if vnic in m['vnics'] and m['destination'] == 'h2'), 15,
+            what='the activation recorded')
         h1.remove_vm(src)
         src = None
         wait_until(lambda: {api.wire(wid)['host_a'],
