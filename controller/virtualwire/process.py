@@ -5,6 +5,7 @@ be lost (counters read since the last save)."""
 import logging
 import os
 import signal
+import sys
 
 
 def start(args):
@@ -21,6 +22,27 @@ def start(args):
     from os_ken.lib import hub
     hub.patch(thread=False)
     return hub
+
+
+def _memory_snapshots(hub, log):
+    """Where memory goes, on request: started with PYTHONTRACEMALLOC=N, a
+    daemon writes a tracemalloc snapshot on SIGUSR2 (to
+    $VIRTUALWIRE_TRACEMALLOC_OUT, default /tmp/<name>-<pid>.tracemalloc;
+    read it with `python -m virtualwire.memory_report FILE`). Off
+    otherwise: tracing costs about twice the memory and much CPU."""
+    import tracemalloc
+    if not tracemalloc.is_tracing():
+        return
+    name = os.path.basename(sys.argv[0]) or 'python'
+    out = os.environ.get('VIRTUALWIRE_TRACEMALLOC_OUT',
+                         '/tmp/%s-%d.tracemalloc' % (name, os.getpid()))
+
+    def _dump():
+        tracemalloc.take_snapshot().dump(out)
+        now, peak = tracemalloc.get_traced_memory()
+        log.info('tracemalloc snapshot written to %s (traced now %.1f MiB, '
+                 'peak %.1f MiB)', out, now / 2**20, peak / 2**20)
+    signal.signal(signal.SIGUSR2, lambda *_: hub.spawn(_dump))
 
 
 def run_until_stopped(hub, services, mgr, save, log):
@@ -41,6 +63,7 @@ def run_until_stopped(hub, services, mgr, save, log):
         hub.spawn(_stop)
     signal.signal(signal.SIGTERM, _term)
     signal.signal(signal.SIGINT, _term)
+    _memory_snapshots(hub, log)
     try:
         hub.joinall(services)
     finally:

@@ -155,7 +155,10 @@ def test_a_new_wire_at_zero_is_sent_once_and_kept_in_no_history():
     f.sample()
     first = f.feed(f.epoch, gen)
     assert {str(c) for c, _ in new} <= set(first['wires'])
-    assert first['wires']['50000']['a_to_b']['entered_packets'] == 0
+    # Sent as null: zeros, which a mirror shows without holding them.
+    assert first['wires']['50000'] is None
+    assert str(50000) not in f.feed('other', 0)['wires'], \
+        'a full feed leaves out wires that never counted'
     assert not set(f.history) & {c for c, _ in new}
     w.t += 2
     f.sample()
@@ -194,6 +197,17 @@ def test_the_mirror_answers_as_the_in_process_collector_does():
     # A wire the collector has no counts for reads as zeros, windowed.
     assert m.wire(123)['b_to_a']['window']['entered_packets'] == 0
     assert m.status()['process'] == 'https://c'
+    # The wire deleted and made again under its id: its counts start from
+    # zero, the feed says null and the mirror drops what it held.
+    gen = f.gen
+    f.wire_events([(CID, None)])
+    f.wire_events([(CID, 'made again')])
+    f.sample()
+    doc = f.feed(f.epoch, gen)
+    assert doc['wires'][str(CID)] is None
+    m.apply('https://c', doc)
+    assert CID not in m.mirror
+    assert m.wire(CID)['a_to_b']['entered_packets'] == 0
     # A mirror that stopped hearing from the collector says so.
     m.failed('https://c: connection refused')
     t[0] += 60

@@ -24,7 +24,8 @@ def test_a_snapshot_from_before_the_rows_reads_as_it_was():
 
 
 def test_a_plug_is_one_row_and_a_host_change_is_the_host_row():
-    before = host_rows.split(host('a', 'b'))
+    rows = host_rows.split(host('a', 'b'))
+    before = host_rows.written(rows)
     head, ins, upd, dele = host_rows.changes(before, host_rows.split(
         host('a', 'b', 'c')))
     assert (head, [v for v, _ in ins], upd, dele) == (False, ['c'], [], [])
@@ -34,4 +35,4 @@ def test_a_plug_is_one_row_and_a_host_change_is_the_host_row():
     head, ins, upd, dele = host_rows.changes(before, host_rows.split(
         host('a', 'b', mtu=9000)))
     assert (head, ins, upd, dele) == (True, [], [], [])
-    assert host_rows.changes(before, before) == (False, [], [], [])
+    assert host_rows.changes(before, rows) == (False, [], [], [])

@@ -273,16 +273,24 @@ class Fleet:
         now, spread = self.clock(), self.spread()
         full = epoch != self.epoch or since > self.gen
         if full:
-            cids = list(self.counters.wires)
+            cids = [c for c in self.counters.wires if self._counted(c)]
         else:
             cids = [c for c, g in self.changed.items() if g > since]
+        # A wire that never counted a frame is sent as null (the mirror
+        # shows zeros with a flat window, as `figures` would): at 100,000
+        # idle wires their figures were 1.4 KB each in the controller's
+        # mirror and 200 MB of JSON per full feed.
         return {'epoch': self.epoch, 'gen': self.gen, 'full': full,
                 'ready': self.ready, 'interval': self.interval,
-                'wires': {str(c): self.figures(c, now, spread) for c in cids
+                'wires': {str(c): self.figures(c, now, spread)
+                          if self._counted(c) else None for c in cids
                           if c in self.counters.wires},
                 'hosts': {h: self.counters.host(h)
                           for h in self.counters.hosts},
                 'status': self.status()}
+
+    def _counted(self, cid):
+        return bool(self.counters.wires.get(cid)) or cid in self.history
 
     def status(self):
         reads = [s for s in self.switches.values() if s.took is not None]

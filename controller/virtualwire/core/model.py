@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Dict, Optional, Tuple
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)     # slotted: one per wire, 100,000s
 class Wire:
     connector_id: int
     end_a: str          # vNIC id (libvirt interfaceid / OVS iface-id)

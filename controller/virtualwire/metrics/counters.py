@@ -26,10 +26,15 @@ HOST_ROLES = {'rejected': ids.ROLE_REJECTED, 'unwired': ids.ROLE_UNWIRED,
 _BITS = [1 << b for b in range(32, 48)]
 
 Reading = Tuple[object, int, int, int]        # key, cookie, packets, bytes
+_NONE = (0, 0)
 
 
 def _zero():
-    return {bit: [0, 0] for bit in _BITS}
+    """A wire's or host's counts: {role bit: [packets, bytes]}, holding only
+    the roles that counted something. Sparse on purpose: most wires of a
+    large fleet are idle, and a full table of 16 roles was 2.2 KB per wire
+    (220 MB of the collector at 100,000 wires)."""
+    return {}
 
 
 class FlowCounters:
@@ -109,23 +114,26 @@ class FlowCounters:
         if cid == 0 or roles & HOST_ROLES['held']:
             into.append(self.hosts.setdefault(host, _zero()))
         for counts in into:
-            if counts is None:
-                continue
             for bit in _BITS:
                 if roles & bit:
-                    counts[bit][0] += dp
-                    counts[bit][1] += db
+                    c = counts.get(bit)
+                    if c is None:
+                        counts[bit] = [dp, db]
+                    else:
+                        c[0] += dp
+                        c[1] += db
 
     # -- figures -------------------------------------------------------------
     def raw(self, cid):
         """{direction: (entered packets, delivered packets, entered bytes,
         delivered bytes)}: what rates and windowed loss are made of."""
-        c = self.wires.get(cid)
-        if c is None:
-            return {d: (0, 0, 0, 0) for d, _, _ in DIRECTIONS}
-        return {d: (c[ENTERS[src]][0], c[DELIVERS[dst]][0],
-                    c[ENTERS[src]][1], c[DELIVERS[dst]][1])
-                for d, src, dst in DIRECTIONS}
+        c = self.wires.get(cid) or {}
+        out = {}
+        for d, src, dst in DIRECTIONS:
+            e = c.get(ENTERS[src], _NONE)
+            v = c.get(DELIVERS[dst], _NONE)
+            out[d] = (e[0], v[0], e[1], v[1])
+        return out
 
     def take_touched(self):
         """{cid: raw counts before} of the wires credited since the last
@@ -146,7 +154,8 @@ class FlowCounters:
             c = _zero()
         out = {}
         for name, src, dst in DIRECTIONS:
-            e, d, h = c[ENTERS[src]], c[DELIVERS[dst]], c[HELD[dst]]
+            e, d, h = (c.get(ENTERS[src], _NONE), c.get(DELIVERS[dst], _NONE),
+                       c.get(HELD[dst], _NONE))
             out[name] = {'entered_packets': e[0], 'entered_bytes': e[1],
                          'delivered_packets': d[0], 'delivered_bytes': d[1],
                          'held_packets': h[0],
@@ -157,8 +166,8 @@ class FlowCounters:
         c = self.hosts.get(name) or _zero()
         out = {}
         for what, mask in HOST_ROLES.items():
-            out[what + '_packets'] = sum(c[b][0] for b in _BITS if b & mask)
-            out[what + '_bytes'] = sum(c[b][1] for b in _BITS if b & mask)
+            out[what + '_packets'] = sum(v[0] for b, v in c.items() if b & mask)
+            out[what + '_bytes'] = sum(v[1] for b, v in c.items() if b & mask)
         return out
 
     # -- durability ----------------------------------------------------------
@@ -168,7 +177,7 @@ class FlowCounters:
         restored, they read as new, which credits the same (their whole
         count, from zero), so an idle fleet saves next to nothing."""
         def counts(c):
-            return {str(b): v for b, v in c.items() if v != [0, 0]}
+            return {str(b): list(v) for b, v in c.items() if v != [0, 0]}
         return {
             'seen': {h: [[_key_json(k), *v] for k, v in flows.items()
                          if v[1] or v[2]]
@@ -181,10 +190,7 @@ class FlowCounters:
         self.touched = {}
 
         def counts(d):
-            c = _zero()
-            for b, v in d.items():
-                c[int(b)] = list(v)
-            return c
+            return {int(b): list(v) for b, v in d.items() if v != [0, 0]}
         self.seen = {h: {_key_from_json(r[0]): tuple(r[1:]) for r in rows}
                      for h, rows in snap.get('seen', {}).items()}
         self.wires, self.identity = {}, {}

@@ -121,7 +121,10 @@ class RemoteCollector:
         if doc['full'] or doc['epoch'] != self.epoch:
             self.mirror = {}
         for cid, figures in doc['wires'].items():
-            self.mirror[int(cid)] = figures
+            if figures is None:         # never counted: zeros (wire_figures)
+                self.mirror.pop(int(cid), None)
+            else:
+                self.mirror[int(cid)] = figures
         self.hosts = doc['hosts']
         self.remote_status = doc['status']
         self.epoch, self.gen = doc['epoch'], doc['gen']

@@ -1,14 +1,17 @@
 """A flow as a neutral, hashable value, and the keyed diff between what a
 switch holds and what it should hold. The OpenFlow edge
 (`southbound.openflow`) turns flows into messages and back."""
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Tuple
 
 from virtualwire.core import ids
 from virtualwire.pipeline import tables
 
 
-@dataclass(frozen=True, order=True)
+# Slotted, with its key made once: a controller holds four flows per wire
+# and every table, diff and switch's copy keys them (a dict per flow and a
+# new key tuple per lookup were 1.6 KB per wire, 160 MB at 100,000 wires).
+@dataclass(frozen=True, order=True, slots=True)
 class Flow:
     table: int
     priority: int
@@ -19,11 +22,12 @@ class Flow:
     # ('push_vlan', ethertype) | ('pop_vlan',)
     actions: Tuple[Tuple, ...]
     cookie: int = 0
+    # What OpenFlow considers the identity of a flow entry.
+    key: tuple = field(init=False, compare=False, repr=False)
 
-    @property
-    def key(self):
-        """What OpenFlow considers the identity of a flow entry."""
-        return (self.table, self.priority, self.match)
+    def __post_init__(self):
+        object.__setattr__(self, 'key',
+                           (self.table, self.priority, self.match))
 
     @property
     def connector_id(self):

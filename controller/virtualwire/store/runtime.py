@@ -33,7 +33,7 @@ class RuntimeStore:
         self._queue = hub.Queue()
         self._thread = None
         self._written = None          # Counters rows as last written
-        # {host: (its text, {vNIC: text})} as last written (None: unknown)
+        # {host: host_rows.written(its rows)} as last written (None: unknown)
         self._hosts_written: Optional[dict] = None
         # Bytes of each counter save (what a cluster replicates).
         self.counter_writes: collections.deque = collections.deque(
@@ -87,7 +87,7 @@ class RuntimeStore:
         restart never acts on a partial picture. Read directly, not
         through the IDL: these rows are ours (`store.host_rows`)."""
         hosts, ports = self._host_rows()
-        self._hosts_written = {n: (t, dict(ports.get(n, {})))
+        self._hosts_written = {n: host_rows.written((t, ports.get(n, {})))
                                for n, t in hosts.items()}
         out = {}
         for name, text in hosts.items():
@@ -119,7 +119,7 @@ class RuntimeStore:
         now_rows = host_rows.split(host)
         written = self._hosts_written.get(host.name)
         head, insert, update, delete = host_rows.changes(
-            written or ('', {}), now_rows)
+            written or (hash(''), {}), now_rows)
         if not (head or insert or update or delete):
             return 0
         now = datetime.datetime.now(datetime.timezone.utc) \
@@ -150,7 +150,7 @@ class RuntimeStore:
             raise StoreError('saving host %s failed: %s' % (name, e)) \
                 from None
         if self._hosts_written is not None:
-            self._hosts_written[name] = (now_rows[0], dict(now_rows[1]))
+            self._hosts_written[name] = host_rows.written(now_rows)
         return len(ops)
 
     def migrations(self):
