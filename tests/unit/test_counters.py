@@ -84,6 +84,29 @@ def test_a_snapshot_continues_exactly():
     assert ab(d)['entered_packets'] == 25
 
 
+def test_a_base_saved_with_decoded_keys_continues_exactly():
+    """Counter bases saved before keys were the switch's encoded match
+    (tuples of fields then): restored under the new keys, each flow is
+    matched by its decoded key, and only what it counted since is
+    credited (not its whole count again), removed flows included."""
+    c = counters()
+    c.poll('h1', [(K1, A_IN, 10, 100), (K2, A_IN, 4, 40)])
+    old = json.loads(json.dumps(c.snapshot()))
+    assert isinstance(old['seen']['h1'][0][0], list)     # the older form
+    new_key = {b'k1': K1, b'k2': K2}
+    d = FlowCounters(new_key.get)
+    d.restore(old)
+    d.removed('h1', b'k2', A_IN, 6, 60)              # 2 more, then gone
+    d.poll('h1', [(b'k1', A_IN, 25, 250)])          # 15 more
+    assert ab(d)['entered_packets'] == 10 + 4 + 2 + 15
+    d.poll('h1', [(b'k1', A_IN, 26, 260)])
+    assert ab(d)['entered_packets'] == 32
+    again = FlowCounters(new_key.get)               # saved in the new form
+    again.restore(json.loads(json.dumps(d.snapshot())))
+    again.poll('h1', [(b'k1', A_IN, 30, 300)])
+    assert ab(again)['entered_packets'] == 36
+
+
 def test_an_idle_fleet_saves_next_to_nothing_and_continues_exactly():
     """Flows that counted nothing are left out of the snapshot: restored,
     they read as new and are credited from zero, which is the same."""

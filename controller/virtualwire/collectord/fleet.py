@@ -26,7 +26,7 @@ from typing import Dict, Optional
 from virtualwire.core import ids
 from virtualwire.metrics.counters import FlowCounters
 from virtualwire.metrics.figures import WINDOW, window
-from virtualwire.southbound import openflow
+from virtualwire.southbound import counter_keys, openflow
 
 LOG = logging.getLogger(__name__)
 # A reading costs this process CPU (os-ken parses every flow): a switch is
@@ -73,7 +73,7 @@ class Fleet:
         self.cpu = cpu
         self._cpu_mark = (clock(), cpu())
         self.stretch = 1.0
-        self.counters = FlowCounters()
+        self.counters = FlowCounters(counter_keys.decoded)
         self.switches: Dict[int, Switch] = {}
         self.names: Dict[int, str] = {}      # dpid -> host name
         self.history: Dict[int, collections.deque] = {}
@@ -165,7 +165,7 @@ class Fleet:
         if more:
             return
         now = self.clock()
-        readings = [(openflow.flow_key(st), st.cookie, st.packet_count,
+        readings = [(counter_keys.counter_key(st), st.cookie, st.packet_count,
                      st.byte_count) for st in s.body]
         self.urgent |= self.counters.poll(s.name, readings)
         self.unread.discard(s.name)
@@ -183,7 +183,7 @@ class Fleet:
         if s is None or s.conn is not conn or s.name is None or \
                 ids.connector_of_cookie(msg.cookie) is None:
             return
-        self.counters.removed(s.name, openflow.flow_key(msg), msg.cookie,
+        self.counters.removed(s.name, counter_keys.counter_key(msg), msg.cookie,
                               msg.packet_count, msg.byte_count)
         self.stats['flow_removed'] += 1
         self.urgent = True

@@ -17,7 +17,7 @@ import time
 from virtualwire.core import errors, ids
 from virtualwire.metrics.counters import FlowCounters
 from virtualwire.metrics.figures import WINDOW, window
-from virtualwire.southbound import openflow
+from virtualwire.southbound import counter_keys, openflow
 
 LOG = logging.getLogger(__name__)
 UNREAD_GRACE = 30.0      # s after start to wait for hosts not reconnecting
@@ -36,7 +36,7 @@ class Collector:
         self.loop, self.ctl, self.runtime = loop, controller, runtime
         self.interval, self.persist_every = interval, persist_every
         self.clock = clock
-        self.counters = FlowCounters()
+        self.counters = FlowCounters(counter_keys.decoded)
         self.pending = {}            # host -> (session, sent at)
         self.read_at = {}            # host -> time of its last reading
         # cid -> deque of (t, {direction: (entered, delivered, entered
@@ -175,7 +175,7 @@ class Collector:
         self.loop.assert_owner()
         if ids.connector_of_cookie(msg.cookie) is None:
             return
-        self.counters.removed(host, openflow.flow_key(msg), msg.cookie,
+        self.counters.removed(host, counter_keys.counter_key(msg), msg.cookie,
                               msg.packet_count, msg.byte_count)
         self.removed_seen += 1
         self._urgent = True
@@ -233,5 +233,5 @@ class Collector:
 
 
 def _readings(body):
-    return [(openflow.flow_key(st), st.cookie, st.packet_count,
+    return [(counter_keys.counter_key(st), st.cookie, st.packet_count,
              st.byte_count) for st in body]

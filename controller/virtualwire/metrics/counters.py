@@ -38,8 +38,17 @@ def _zero():
 
 
 class FlowCounters:
-    def __init__(self):
+    """Keys are opaque to this class (`southbound.counter_keys` makes them:
+    bytes). `decoded(key)` turns one into the tuple form bases saved
+    before those keys had: given, such a base is matched to the first
+    readings after it is restored, and credits only what came since."""
+
+    def __init__(self, decoded=None):
+        self.decoded = decoded
         self.seen: Dict[str, Dict[object, Tuple[int, int, int]]] = {}
+        # host -> {decoded key: reading} restored from an older base, until
+        # that host's first reading.
+        self.legacy: Dict[str, Dict[tuple, Tuple[int, int, int]]] = {}
         self.wires: Dict[int, Dict[int, List[int]]] = {}
         self.identity: Dict[int, str] = {}      # cid -> wire created_at
         self.hosts: Dict[str, Dict[int, List[int]]] = {}
@@ -79,10 +88,13 @@ class FlowCounters:
         Returns True if a flow went away or started again since the last
         reading (worth saving the state at once)."""
         before = self.seen.get(host, {})
+        legacy = self.legacy.pop(host, None)
         now = {}
         changed = False
         for key, cookie, packets, nbytes in readings:
             old = before.get(key)
+            if old is None and legacy:
+                old = legacy.get(self.decoded(key))
             if old is None or packets < old[1] or nbytes < old[2]:
                 dp, db = packets, nbytes          # new, or started again
                 changed |= old is not None
@@ -97,6 +109,8 @@ class FlowCounters:
     def removed(self, host, key, cookie, packets, nbytes):
         """A flow's final counters (OpenFlow flow-removed)."""
         old = self.seen.get(host, {}).pop(key, None)
+        if old is None and self.legacy.get(host):
+            old = self.legacy[host].pop(self.decoded(key), None)
         if old is not None and packets >= old[1] and nbytes >= old[2]:
             packets, nbytes = packets - old[1], nbytes - old[2]
         if packets or nbytes:
@@ -191,8 +205,16 @@ class FlowCounters:
 
         def counts(d):
             return {int(b): list(v) for b, v in d.items() if v != [0, 0]}
-        self.seen = {h: {_key_from_json(r[0]): tuple(r[1:]) for r in rows}
-                     for h, rows in snap.get('seen', {}).items()}
+        self.seen, self.legacy = {}, {}
+        for h, rows in snap.get('seen', {}).items():
+            self.seen[h] = {bytes.fromhex(r[0]): tuple(r[1:]) for r in rows
+                            if isinstance(r[0], str)}
+            old = {_key_from_json(r[0]): tuple(r[1:]) for r in rows
+                   if not isinstance(r[0], str)}
+            if old and self.decoded is not None:
+                self.legacy[h] = old
+            else:                           # keys that were tuples all along
+                self.seen[h].update(old)
         self.wires, self.identity = {}, {}
         for cid, (ident, c) in snap.get('wires', {}).items():
             self.wires[int(cid)] = counts(c)
@@ -202,6 +224,8 @@ class FlowCounters:
 
 
 def _key_json(key):
+    if isinstance(key, bytes):
+        return key.hex()
     table, priority, match = key
     return [table, priority, [list(m) for m in match]]
 

@@ -1,4 +1,5 @@
-"""Flow-stats entries whose instructions are decoded only when read.
+"""Flow-stats entries whose match and instructions are decoded only when
+read.
 
 The collector reads every flow of every switch each cycle for its cookie,
 key and counters; os-ken decodes each entry's instructions and actions
@@ -37,6 +38,24 @@ def _set_instructions(self, value):
     self.__dict__['_instructions'] = value
 
 
+def _match(self):
+    raw = self.__dict__.pop('_raw_match', None)
+    if raw is not None:
+        self.__dict__['_match'] = parser.OFPMatch.parser(raw, 0)
+    return self.__dict__.get('_match')
+
+
+def _set_match(self, value):
+    self.__dict__.pop('_raw_match', None)
+    self.__dict__['_match'] = value
+
+
+def raw_match(st):
+    """The entry's match as the switch encoded it (bytes), while it has not
+    been decoded; else None."""
+    return st.__dict__.get('_raw_match')
+
+
 def _parse(cls, buf, offset):
     st = cls()
     (st.length, st.table_id, st.duration_sec, st.duration_nsec, st.priority,
@@ -44,8 +63,12 @@ def _parse(cls, buf, offset):
      st.packet_count, st.byte_count) = struct.unpack_from(
         ofp.OFP_FLOW_STATS_0_PACK_STR, buf, offset)
     offset += ofp.OFP_FLOW_STATS_0_SIZE
-    st.match = parser.OFPMatch.parser(buf, offset)
-    match_length = utils.round_up(st.match.length, 8)
+    # The match too is decoded only when read: the collector keys its
+    # counters by the encoded match (`counter_keys`), and decoding every
+    # match was the larger part of a reading's CPU.
+    length = struct.unpack_from('!H', buf, offset + 2)[0]
+    st.__dict__['_raw_match'] = bytes(buf[offset:offset + length])
+    match_length = utils.round_up(length, 8)
     inst_length = st.length - (ofp.OFP_FLOW_STATS_SIZE - ofp.OFP_MATCH_SIZE
                                + match_length)
     st.__dict__['_raw_instructions'] = (buf, offset + match_length,
@@ -60,5 +83,6 @@ def install():
         return
     parser.OFPFlowStats.instructions = property(_instructions,
                                                 _set_instructions)
+    parser.OFPFlowStats.match = property(_match, _set_match)
     parser.OFPFlowStats.parser = classmethod(_parse)
     _installed = True
