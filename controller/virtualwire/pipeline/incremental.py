@@ -26,9 +26,10 @@ class IncrementalTables:
         self.placement = placement or Placement()
         self.by_vnic: Dict[str, int] = {}        # vnic -> cid
         self.by_host: Dict[str, Set[int]] = {}   # host -> cids crossing it
-        # cid -> {host: its flows there}, and the hosts a wire crosses, as
-        # tuples: sets per wire were 660 B of it (66 MB at 100,000 wires).
-        self.wire_out: Dict[int, Dict[str, Tuple[Flow, ...]]] = {}
+        # cid -> (host, its flows there, host, ...) and the hosts a wire
+        # crosses, as flat tuples: a dict of sets per wire was 660 B of
+        # it (66 MB at 100,000 wires).
+        self.wire_out: Dict[int, tuple] = {}
         self.wire_hosts: Dict[int, Tuple[str, ...]] = {}
         self.tables: Dict[str, Dict] = {}        # host -> {key: Flow}
         self.dirty: Dict[str, Set] = {}          # host -> keys changed
@@ -217,7 +218,7 @@ class IncrementalTables:
             self.wire_hosts.pop(cid, None)
 
     def _install(self, cid, out):
-        old = self.wire_out.get(cid, {})
+        old = _unpack(self.wire_out.get(cid, ()))
         regroup = set()
         for host in set(old) | set(out):
             before, after = set(old.get(host, ())), out.get(host, set())
@@ -226,7 +227,8 @@ class IncrementalTables:
                 if any(f.priority == guests.ACTIVATE for f in before ^ after):
                     regroup.add(host)
         if out:
-            self.wire_out[cid] = {h: tuple(fs) for h, fs in out.items()}
+            self.wire_out[cid] = tuple(x for h, fs in out.items()
+                                       for x in (h, tuple(fs)))
         else:
             self.wire_out.pop(cid, None)
         for host in regroup:
@@ -236,7 +238,7 @@ class IncrementalTables:
         """Merge the activation flows of each guest moving to `host`
         (pipeline.guests) into its table."""
         base = {f.key: f for cid in self.by_host.get(host, ())
-                for f in self.wire_out.get(cid, {}).get(host, ())
+                for f in _unpack(self.wire_out.get(cid, ())).get(host, ())
                 if f.priority == guests.ACTIVATE}
         if not base and not self.merged.get(host):
             return
@@ -249,3 +251,8 @@ class IncrementalTables:
                 keys.add(k)
         self.merged[host] = {k: f for k, f in merged.items()
                              if f != base[k]}
+
+
+def _unpack(packed) -> Dict[str, Tuple[Flow, ...]]:
+    """{host: flows} from a wire_out entry."""
+    return dict(zip(packed[0::2], packed[1::2]))
