@@ -143,3 +143,30 @@ def test_a_hosts_state_is_a_row_per_vnic_and_a_plug_writes_one(db, stores):
     assert again.hosts()['old'] == make(3, 'old')
     assert again._save_host(make(3, 'old')) == 4     # split into rows
     assert RuntimeStore(stores(db).client).hosts()['old'] == make(3, 'old')
+
+
+def test_a_bulk_deletion_removes_exactly_its_wires_rows(db, stores):
+    """From BULK_DELETE deletions on, rows are found once and deleted by
+    uuid (ovsdb-server scans for any other condition): the wires deleted
+    lose their Wire and Binding rows (their vNICs can be wired again),
+    every other wire keeps both."""
+    from virtualwire.store import rawrpc, wire_writes
+    s = stores(db)
+    n = wire_writes.BULK_DELETE + 36
+    made = s.apply_batch([('a%d' % i, 'b%d' % i) for i in range(n)], [])
+    gone, kept = made[:n - 10], made[n - 10:]
+    s.apply_batch([], [w.connector_id for w in gone])
+    assert set(s.wires()) == {w.connector_id for w in kept}
+    [wires, bindings] = rawrpc.transact(db, 'VirtualWire', [
+        {'op': 'select', 'table': t, 'where': [],
+         # _uuid too: a select of other columns only answers distinct rows
+         'columns': ['_uuid', 'connector_id']} for t in ('Wire', 'Binding')])
+    assert sorted(r['connector_id'] for r in wires['rows']) == \
+        sorted(w.connector_id for w in kept)
+    assert sorted(r['connector_id'] for r in bindings['rows']) == \
+        sorted(w.connector_id for w in kept for _ in (0, 1))
+    # The deleted wires' vNICs are free; the kept ones' are not.
+    again = s.apply_batch([(w.end_a, w.end_b) for w in gone[:3]], [])
+    assert len(again) == 3
+    with pytest.raises(VnicTaken, match=kept[0].end_a):
+        s.apply_batch([(kept[0].end_a, 'z1')], [])
