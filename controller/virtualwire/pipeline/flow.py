@@ -53,17 +53,16 @@ _SHARED_MAX = 1 << 16
 
 
 def shared(part):
-    if not isinstance(part, tuple) or \
-            any(x in _PER_WIRE for x in part[:2] if isinstance(x, str)):
-        return part
     try:
+        if part[0] in _PER_WIRE or part[1] in _PER_WIRE:
+            return part
         out = _SHARED.get(part)
         if out is None:
             if len(_SHARED) >= _SHARED_MAX:
                 _SHARED.clear()
             out = _SHARED[part] = part
         return out
-    except TypeError:                 # a part holding something unhashable
+    except (TypeError, IndexError):   # unhashable, or a lone ('pop_vlan',)
         return part
 
 
@@ -71,8 +70,8 @@ def make_flow(table, role, match, actions, cookie) -> Flow:
     """A flow of `table` (a `tables.Table`) at the priority of `role`,
     checked against the declared pipeline."""
     f = Flow(table.id, table.priority(role),
-             tuple(shared(p) for p in sorted(match.items())),
-             tuple(shared(a) for a in actions), cookie)
+             tuple([shared(p) for p in sorted(match.items())]),
+             tuple([shared(a) for a in actions]), cookie)
     tables.check(f)
     return f
 
