@@ -143,6 +143,35 @@ def test_a_hosts_state_is_a_row_per_vnic_and_a_plug_writes_one(db, stores):
     assert again.hosts()['old'] == make(3, 'old')
     assert again._save_host(make(3, 'old')) == 4     # split into rows
     assert RuntimeStore(stores(db).client).hosts()['old'] == make(3, 'old')
+    # Each vNIC's row holds its fields as typed columns.
+    [res] = rawrpc.transact(db, 'VirtualWire', [
+        {'op': 'select', 'table': 'HostVnic',
+         'where': [['host', '==', 'h1'], ['vnic', '==', 'v007']],
+         'columns': ['port', 'port_name', 'ofport', 'mac', 'vm_id']}])
+    assert res['rows'] == [{'port': '', 'port_name': 'vnet7', 'ofport': 8,
+                            'mac': '', 'vm_id': ''}]
+    # A vNIC row written before those columns (its vNIC as JSON text)
+    # reads the same, and the next save rewrites it typed.
+    import json
+    from dataclasses import asdict
+    two = make(2, 'older')
+    rawrpc.transact(db, 'VirtualWire', [
+        {'op': 'insert', 'table': 'Host', 'row': {
+            'name': 'older', 'snapshot': host_to_json(make(0, 'older'))}}] + [
+        {'op': 'insert', 'table': 'HostVnic', 'row': {
+            'host': 'older', 'vnic': v.vnic_id,
+            'port': json.dumps(asdict(v))}} for v in two.vnics])
+    third = RuntimeStore(stores(db).client)
+    assert third.hosts()['older'] == two
+    assert third._save_host(two) == 2
+    [res] = rawrpc.transact(db, 'VirtualWire', [
+        {'op': 'select', 'table': 'HostVnic',
+         'where': [['host', '==', 'older']],
+         'columns': ['vnic', 'port', 'port_name', 'ofport']}])
+    assert sorted((r['vnic'], r['port'], r['port_name'], r['ofport'])
+                  for r in res['rows']) == [('v000', '', 'vnet0', 1),
+                                            ('v001', '', 'vnet1', 2)]
+    assert RuntimeStore(stores(db).client).hosts()['older'] == two
 
 
 def test_a_bulk_deletion_removes_exactly_its_wires_rows(db, stores):
@@ -170,3 +199,50 @@ def test_a_bulk_deletion_removes_exactly_its_wires_rows(db, stores):
     assert len(again) == 3
     with pytest.raises(VnicTaken, match=kept[0].end_a):
         s.apply_batch([(kept[0].end_a, 'z1')], [])
+
+
+def test_a_database_of_schema_1_8_is_converted_and_its_hosts_read(
+        tmp_path, stores):
+    """An intent database of schema 1.8.0 holding a host with its vNIC
+    row as JSON text is converted when its server starts (1.9.0 adds the
+    typed columns); the host reads as it was."""
+    import json
+    import subprocess
+    from dataclasses import asdict
+
+    from virtualwire.core.model import Encap, Host, VnicPort, host_to_json
+    from virtualwire.store import rawrpc
+    from virtualwire.store.host_rows import COLUMNS
+    from virtualwire.store.intent import SCHEMA_PATH
+    from virtualwire.store.runtime import RuntimeStore
+    with open(SCHEMA_PATH) as f:
+        old = json.load(f)
+    old['version'] = '1.8.0'
+    for c in COLUMNS:
+        del old['tables']['HostVnic']['columns'][c]
+    old_path = tmp_path / 'old.ovsschema'
+    old_path.write_text(json.dumps(old))
+    state = tmp_path / 'state'
+    state.mkdir()
+    subprocess.run(['ovsdb-tool', 'create', str(state / 'intent.db'),
+                    str(old_path)], check=True)
+    h = Host('h9', 9, (Encap('gre', '198.19.0.9', 4),), vnics=(
+        VnicPort('v1', 'vnet1', 3, mac='52:54:00:00:00:01', vm_id='g'),))
+    subprocess.run(['ovsdb-tool', 'transact', str(state / 'intent.db'),
+                    json.dumps(['VirtualWire', {
+                        'op': 'insert', 'table': 'Host', 'row': {
+                            'name': 'h9', 'snapshot': host_to_json(
+                                Host('h9', 9, h.encaps))}}, {
+                        'op': 'insert', 'table': 'HostVnic', 'row': {
+                            'host': 'h9', 'vnic': 'v1',
+                            'port': json.dumps(asdict(h.vnics[0]))}}])],
+                   check=True, capture_output=True)
+    remote = local_ovsdb.ensure(str(state))       # converts the file
+    try:
+        [res] = rawrpc.transact(remote, 'VirtualWire', [
+            {'op': 'select', 'table': 'HostVnic', 'where': [],
+             'columns': ['port_name', 'ofport']}])
+        assert res['rows'] == [{'port_name': '', 'ofport': 0}]  # converted
+        assert RuntimeStore(stores(remote).client).hosts() == {'h9': h}
+    finally:
+        local_ovsdb.stop(str(state))

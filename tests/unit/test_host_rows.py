@@ -36,3 +36,21 @@ def test_a_plug_is_one_row_and_a_host_change_is_the_host_row():
         host('a', 'b', mtu=9000)))
     assert (head, ins, upd, dele) == (True, [], [], [])
     assert host_rows.changes(before, rows) == (False, [], [], [])
+
+
+def test_vnic_rows_are_typed_and_older_text_rows_still_read():
+    """A vNIC row holds VnicPort's fields as columns (schema 1.9.0); a row
+    written before them (its vNIC as JSON in `port`) reads the same, and
+    the next save rewrites it typed."""
+    import json
+    from dataclasses import asdict
+    h = host('a', 'b')
+    text, rows = host_rows.split(h)
+    assert rows['a'] == {'port_name': 'vnet0', 'ofport': 1, 'mac': '',
+                         'vm_id': 'g', 'status': ''}
+    older = {v.vnic_id: {'port': json.dumps(asdict(v))} for v in h.vnics}
+    assert host_rows.join(text, older) == h
+    head, ins, upd, dele = host_rows.changes(
+        host_rows.written((text, older)), (text, rows))
+    assert (head, ins, dele) == (False, [], [])
+    assert [v for v, _ in upd] == ['a', 'b']

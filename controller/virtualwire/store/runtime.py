@@ -103,11 +103,14 @@ class RuntimeStore:
             {'op': 'select', 'table': 'Host', 'where': [],
              'columns': ['name', 'snapshot']},
             {'op': 'select', 'table': 'HostVnic', 'where': [],
-             'columns': ['host', 'vnic', 'port']}])
+             'columns': ['host', 'vnic', 'port', *host_rows.COLUMNS]}])
         hosts = {r['name']: r['snapshot'] for r in res[0].get('rows', [])}
         ports: dict = {}
         for r in res[1].get('rows', []):
-            ports.setdefault(r['host'], {})[r['vnic']] = r['port']
+            host, vnic = r.pop('host'), r.pop('vnic')
+            if not r.get('port'):
+                r.pop('port', None)    # typed (the text only in older rows)
+            ports.setdefault(host, {})[vnic] = r
         return hosts, ports
 
     def _save_host(self, host):
@@ -137,12 +140,14 @@ class RuntimeStore:
         ops += [{'op': 'delete', 'table': 'HostVnic',
                  'where': [['host', '==', name], ['vnic', '==', v]]}
                 for v in delete]
+        # 'port' emptied: a row written before the typed columns held its
+        # vNIC there as JSON text.
         ops += [{'op': 'update', 'table': 'HostVnic',
                  'where': [['host', '==', name], ['vnic', '==', v]],
-                 'row': {'port': t}} for v, t in update]
+                 'row': dict(r, port='')} for v, r in update]
         ops += [{'op': 'insert', 'table': 'HostVnic',
-                 'row': {'host': name, 'vnic': v, 'port': t}}
-                for v, t in insert]
+                 'row': dict(r, host=name, vnic=v, port='')}
+                for v, r in insert]
         try:
             rawrpc.transact(self.client.remote, DB_NAME, ops)
         except StoreError as e:
