@@ -105,6 +105,13 @@ def test_a_flow_has_one_counter_key_in_stats_and_when_removed():
         assert counter_keys.counter_key(removed) == key
         # The tuple form older counter bases were saved with.
         assert counter_keys.decoded(key) == f.key == openflow.flow_key(st)
+    # A table dump decodes every entry before the collector keys it: the
+    # key is still the switch's encoding, as in a reading that decoded
+    # nothing (else each reconnect would credit every count again).
+    dumped = _parse(_reply_bytes(FLOWS)).body
+    assert {openflow.flow_from_stats(st) for st in dumped} == set(FLOWS)
+    assert all(lazy_stats.raw_match(st) is not None for st in dumped)
+    assert [counter_keys.counter_key(st) for st in dumped] == keys
     # Messages built in memory (the fake switch) key alike too.
     built = parser.OFPFlowStats(table_id=0, priority=90,
                                 match=parser.OFPMatch(in_port=9, tunnel_id=7))

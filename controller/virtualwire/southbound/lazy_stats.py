@@ -39,10 +39,14 @@ def _set_instructions(self, value):
 
 
 def _match(self):
-    raw = self.__dict__.pop('_raw_match', None)
-    if raw is not None:
-        self.__dict__['_match'] = parser.OFPMatch.parser(raw, 0)
-    return self.__dict__.get('_match')
+    # The encoding stays beside the decoded match: a table dump decodes
+    # it (`openflow.flow_from_stats`) and then hands the same entries to
+    # the collector, whose key is the encoding (`counter_keys`).
+    if '_match' not in self.__dict__:
+        raw = self.__dict__.get('_raw_match')
+        self.__dict__['_match'] = None if raw is None else \
+            parser.OFPMatch.parser(raw, 0)
+    return self.__dict__['_match']
 
 
 def _set_match(self, value):
@@ -51,8 +55,8 @@ def _set_match(self, value):
 
 
 def raw_match(st):
-    """The entry's match as the switch encoded it (bytes), while it has not
-    been decoded; else None."""
+    """The entry's match as the switch encoded it (bytes); None for an
+    entry built in memory or given another match."""
     return st.__dict__.get('_raw_match')
 
 
@@ -67,6 +71,7 @@ def _parse(cls, buf, offset):
     # counters by the encoded match (`counter_keys`), and decoding every
     # match was the larger part of a reading's CPU.
     length = struct.unpack_from('!H', buf, offset + 2)[0]
+    st.__dict__.pop('_match', None)          # __init__'s None
     st.__dict__['_raw_match'] = bytes(buf[offset:offset + length])
     match_length = utils.round_up(length, 8)
     inst_length = st.length - (ofp.OFP_FLOW_STATS_SIZE - ofp.OFP_MATCH_SIZE
