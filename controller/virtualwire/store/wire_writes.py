@@ -109,16 +109,17 @@ def write(store, pairs, cids, connector_ids=None):
     has them. Raises VnicTaken (the vNICs wired already), StoreError."""
     created = now()
     remote = store.client.remote
+    t0 = time.perf_counter()
+    # Read once: a retry (another writer drew the same id) deletes the
+    # same rows.
+    rows = rows_of(remote, cids) if len(cids) >= BULK_DELETE else None
     for _ in range(16):
         # Drawn against the replica's rows themselves: a copy of their ids
         # cost every single connect O(wires) (100,000 keys at scale).
         with store.replica.lock:
             chosen = list(connector_ids) if connector_ids else \
                 store.draw_ids(len(pairs), store.replica.table.rows)
-        t0 = time.perf_counter()
         try:
-            rows = rows_of(remote, cids) if len(cids) >= BULK_DELETE \
-                else None
             rawrpc.transact(remote, DB_NAME,
                             ops_for(pairs, chosen, cids, created, rows),
                             timeout=SEEN_TIMEOUT)
