@@ -13,7 +13,7 @@ setup(
     # (lab/), installed beside it but not part of it.
     package_dir={'': 'controller', 'vwlab': 'lab/vwlab'},
     packages=find_packages('controller') + ['vwlab'],
-    package_data={'virtualwire': ['store/schema/*.ovsschema',
+    package_data={'virtualwire': ['store/schema/*.ovsschema', 'core/*.json',
                                   'api/dashboard/*'],
                   'vwlab': ['guest/*']},
     python_requires='>=3.11',
@@ -26,6 +26,7 @@ setup(
         'requests>=2.28',
         'tabulate>=0.9',
         'PyYAML>=6',
+        'jsonschema>=4.18',
         'prometheus_client>=0.17',
     ],
     extras_require={

@@ -38,21 +38,23 @@ def _wait(fn, timeout, what):
 
 
 def deploy(lab, topo, client):
-    """Create the topology's VMs and wire its links. Returns
-    [(wire, vm_a, ip_a, vm_b, ip_b)]."""
-    vms = {}
-    for node in topo.nodes.values():
-        nics = [(topo.vnic_id('%s:%s' % (node.name, nic)), cidr)
-                for nic, cidr in node.nics.items()]
-        vms[node.name] = lab.host(node.host).add_vm(
-            '%s-%s' % (topo.name, node.name), nics)
+    """Create the file's VMs on their hosts, report each as libvirt's hook
+    would, then apply the file through the controller's REST (as `vwctl
+    topology apply` does). Returns [(wire, vm_a, ip_a, vm_b, ip_b)]."""
+    vms = topo_mod.create_vms(lab, topo)
+    want = {v for vm in vms.values() for v in vm.nics}
+    _wait(lambda: want <= {v['id'] for v in
+                           client.call('GET', '/v1/vnics')['vnics']},
+          30, 'the controller to see every vNIC plugged')
+    doc = client.call('PUT', '/v1/topologies/%s?wait=programmed'
+                      % topo.name, {'source': topo.source})
     out = []
-    for a, b in topo.links:
-        w = client.call('POST', '/v1/wires',
-                        {'a': topo.vnic_id(a), 'b': topo.vnic_id(b)})
-        (na, ia), (nb, ib) = a.split(':'), b.split(':')
-        out.append((w, vms[na], topo.nodes[na].nics[ia], vms[nb],
-                    topo.nodes[nb].nics[ib]))
+    for link in topo.links:
+        w = client.call('GET', '/v1/wires/%d' % int(doc['wires'][link.key],
+                                                    16))
+        (na, ia), (nb, ib) = link.a.split(':'), link.b.split(':')
+        out.append((w, vms[na], topo.nodes[na].nics[ia].ip, vms[nb],
+                    topo.nodes[nb].nics[ib].ip))
     return out
 
 
@@ -99,7 +101,7 @@ def cmd_demo(args):
         topo = topo_mod.load(args.topology)
     else:
         topo = topo_mod.parse(topo_mod.DEMO, 'embedded demo')
-    n_hosts = max(args.hosts, max(int(h[1:]) for h in topo.hosts()))
+    n_hosts = max(args.hosts, max(int(h[1:]) for h in topo_mod.hosts(topo)))
     total = 6
     sites = args.sites.split(',') if args.sites else None
     if sites and len(sites) != n_hosts:

@@ -19,6 +19,7 @@ class Vm:
     host: 'LabHost'
     ns: str
     nics: Dict[str, dict] = field(default_factory=dict)   # vnic_id -> info
+    uuid: str = ''           # libvirt's vm-id, as its NICs carry it
 
     def sh(self, cmd, check=True, timeout=60):
         return sh(cmd, ns=self.ns, check=check, timeout=timeout)
@@ -82,6 +83,7 @@ class Guest:
     pidfile: str
     console: str
     nics: Dict[str, dict] = field(default_factory=dict)   # vnic_id -> info
+    uuid: str = ''           # libvirt's vm-id, as its NICs carry it
 
     def console_text(self):
         return read_text(self.console)
@@ -104,6 +106,7 @@ class LibvirtGuest:
     xml: str
     uuid: str = ''
     nics: Dict[str, dict] = field(default_factory=dict)   # vnic_id -> info
+    uuid: str = ''           # libvirt's vm-id, as its NICs carry it
 
     def console_text(self):
         return read_text(self.console)

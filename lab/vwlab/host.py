@@ -160,9 +160,9 @@ class LabHost:
         plugs a tap."""
         vm_ns = '%s-%s' % (self.lab.prefix, name)
         sh(['ip', 'netns', 'add', vm_ns])
-        vm = Vm(name, self, vm_ns)
+        vm_uuid = str(uuid_mod.uuid4())
+        vm = Vm(name, self, vm_ns, uuid=vm_uuid)
         self.vms[name] = vm
-        vm_uuid = secrets.token_hex(16)
         for i, (vnic_id, cidr) in enumerate(nics):
             self.plug(vm, vnic_id, 'eth%d' % i, cidr, vm_uuid, bridge=bridge)
         return vm

@@ -1,4 +1,6 @@
-"""Tenant topology files (containerlab-style):
+"""Topology files in the lab: the product's own reader
+(`virtualwire.core.topology_file`: the published schema, refusals naming
+the line) plus what only the lab needs, where to create each VM:
 
     name: demo
     nodes:
@@ -7,85 +9,58 @@
     links:
       - endpoints: ["client:eth0", "server:eth0"]
 
-Each link becomes a wire between the two vNICs; a vNIC's id is
-"<topology>-<node>-<nic>" (what libvirt would carry as its interfaceid).
+`vwlab demo` creates each node's VM on its host (a NIC's string is its
+address), reports it as libvirt's hook would (`vwlab.guest_report`), then
+applies the same file through the controller's REST, as a user would.
+A lab vNIC's id is "<topology>-<node>-<nic>".
 """
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from virtualwire.core.topology_file import FileError, TopologyFile
+from virtualwire.core.topology_file import parse as parse_file
 
-import yaml
-
-from virtualwire.core import ids
+TopologyError = FileError
 
 
-class TopologyError(ValueError):
-    pass
-
-
-@dataclass
-class Node:
-    name: str
-    host: str
-    nics: Dict[str, Optional[str]]        # nic -> CIDR or None
-
-
-@dataclass
-class Topology:
-    name: str
-    nodes: Dict[str, Node]
-    links: List[Tuple[str, str]]          # (node:nic, node:nic)
-
-    def vnic_id(self, endpoint):
-        node, nic = endpoint.split(':', 1)
-        return '%s-%s-%s' % (self.name, node, nic)
-
-    def hosts(self):
-        return sorted({n.host for n in self.nodes.values()})
-
-
-def parse(text, source='<topology>'):
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise TopologyError('%s: not valid YAML: %s' % (source, e))
-    if not isinstance(doc, dict):
-        raise TopologyError('%s: expected a mapping with name, nodes, links'
-                            % source)
-    name = str(doc.get('name', ''))
-    if not name:
-        raise TopologyError('%s: "name" is required' % source)
-    nodes = {}
-    for nname, spec in (doc.get('nodes') or {}).items():
-        if not isinstance(spec, dict) or 'host' not in spec:
-            raise TopologyError('%s: node %s needs a "host"' % (source, nname))
-        nics = spec.get('nics') or {'eth0': None}
-        nodes[nname] = Node(nname, str(spec['host']),
-                            {str(k): v for k, v in nics.items()})
-    topo = Topology(name, nodes, [])
-    used = {}
-    for i, link in enumerate(doc.get('links') or []):
-        eps = link.get('endpoints') if isinstance(link, dict) else None
-        if not isinstance(eps, list) or len(eps) != 2:
-            raise TopologyError('%s: link %d needs exactly two endpoints'
-                                % (source, i + 1))
-        for ep in eps:
-            node, _, nic = str(ep).partition(':')
-            if node not in nodes or nic not in nodes[node].nics:
-                raise TopologyError('%s: link %d: unknown endpoint %r'
-                                    % (source, i + 1, ep))
-            if ep in used:
-                raise TopologyError('%s: %s is on links %d and %d: a vNIC '
-                                    'holds one wire' % (source, ep,
-                                                        used[ep], i + 1))
-            used[ep] = i + 1
-            ids.check_vnic_id(topo.vnic_id(ep))
-        topo.links.append((str(eps[0]), str(eps[1])))
+def parse(text, source='<topology>') -> TopologyFile:
+    topo = parse_file(text, source)
+    for node in topo.nodes.values():
+        if not node.host:
+            raise FileError('node %s needs a "host" (the lab host to create '
+                            'its VM on)' % node.name, node.line, source)
     return topo
 
 
-def load(path):
+def load(path) -> TopologyFile:
     with open(path) as f:
         return parse(f.read(), path)
+
+
+def create_vms(lab, topo, placement=None):
+    """Each node's VM (named its `vm`, else the node's name) on its host
+    (`placement[node]`, else the file's `host`), one NIC per NIC of the
+    file in order (eth0, eth1, ...; aliased ua-NAME), its address set;
+    each reported to the controller as libvirt's hook would. Returns
+    {node: Vm}."""
+    from vwlab import guest_report
+    vms = {}
+    for node in topo.nodes.values():
+        host = lab.host((placement or {}).get(node.name) or node.host)
+        nics = [(vnic_id(topo, '%s:%s' % (node.name, nic)), n.ip)
+                for nic, n in node.nics.items()]
+        vm = host.add_vm(node.vm or node.name, nics)
+        for (vnic, _ip), nic in zip(nics, node.nics):
+            vm.nics[vnic]['alias'] = 'ua-' + nic
+        guest_report.report(host, vm)
+        vms[node.name] = vm
+    return vms
+
+
+def vnic_id(topo, endpoint):
+    node, nic = endpoint.split(':', 1)
+    return '%s-%s-%s' % (topo.name, node, nic)
+
+
+def hosts(topo):
+    return sorted({n.host for n in topo.nodes.values()})
 
 
 DEMO = """\

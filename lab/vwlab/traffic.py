@@ -138,7 +138,11 @@ def udp_recv(port, seconds, ready_file=None):
         longest, prev = max(longest, run), q
     print(json.dumps({'received': len(seen), 'highest_seq': max_seq,
                       'missing': len(missing), 'missing_seqs': missing[:1000],
-                      'duplicates': dups, 'longest_gap_packets': longest}))
+                      'duplicates': dups, 'longest_gap_packets': longest,
+                      # When the first and the last arrived: a probe
+                      # judging a window shows it spanned it.
+                      'first_at': min(times.values(), default=None),
+                      'last_at': max(times.values(), default=None)}))
 
 
 def udp_send(dst, port, rate, seconds, size=64):

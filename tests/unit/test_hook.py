@@ -137,3 +137,23 @@ def _listener(tmp_path, tls):
                 conn.close()
     threading.Thread(target=serve, daemon=True).start()
     return srv, got
+
+
+def test_interfaces_are_read_in_order_with_their_mac_and_alias():
+    import importlib.machinery
+    mod = importlib.machinery.SourceFileLoader('vwhook2', HOOK).load_module()
+    xml = XML.replace("<interface type='bridge'>",
+                      "<interface type='bridge'><mac address='52:54:00:AA:"
+                      "00:01'/><alias name='ua-web'/>")
+    assert mod.interfaces_from_xml(xml) == [
+        {'index': 0, 'vnic': '11111111-2222-3333-4444-555555555555',
+         'mac': '52:54:00:aa:00:01', 'alias': 'ua-web'},
+        {'index': 1, 'vnic': '', 'mac': '', 'alias': ''}]
+
+
+def test_a_started_guest_is_reported_and_never_fails_its_start(tmp_path):
+    """started begin: PUT /v1/guests/UUID; the controller unreachable, the
+    guest starts all the same (exit 0), saying so."""
+    p = run(tmp_path, 'refuse', 'g1', 'started', 'begin', '-')
+    assert p.returncode == 0
+    assert 'unreachable' in p.stderr and 'letting started g1' in p.stderr

@@ -97,11 +97,15 @@ def test_another_tenants_objects_answer_as_nonexistent_ones(api):
     status, wire = doc(api('POST', '/v1/wires', {'a': 'globex-fw',
                                                  'b': 'globex-app'}))
     token(api, 'tenant', 'globex')
+    assert api('PUT', '/v1/topologies/globex-net?tenant=globex', {
+        'source': 'name: globex-net\nnodes:\n  fw: {vm: %s, nics: {eth0: '
+                  '{vnic: globex-fw}}}\n' % VM_B})[0] == 201
     before = [api('GET', p) for p in ('/v1/wires', '/v1/tenants',
-                                      '/v1/credentials', '/v1/vnics')]
+                                      '/v1/credentials', '/v1/vnics',
+                                      '/v1/topologies?tenant=globex')]
     flows = api.h.flow_mods()
     victim = isolation.Objects('globex', ['globex-fw', 'globex-app'],
-                               wire['id'], VM_B, 'h2')
+                               wire['id'], VM_B, 'h2', 'globex-net')
     problems, seen = isolation.probe(
         lambda m, p, b: api(m, p, b, acme), victim, 'acme-spare')
     assert problems == []
@@ -111,16 +115,24 @@ def test_another_tenants_objects_answer_as_nonexistent_ones(api):
     assert seen['DELETE /v1/wires/{wire_id}'] == [(404, 404)]
     assert seen['POST /v1/wires'] == [(404, 404), (404, 404)]
     assert seen['PUT /v1/vnics/{vnic_id}/tenant'] == [(403, 403)]
+    assert seen['DELETE /v1/topologies/{name}'] == [(404, 404)]
+    assert seen['GET /v1/topologies/{name}/graph'] == [(404, 404)]
+    assert seen['PUT /v1/topologies/{name}'] == [(422, 422), (422, 422)]
     assert [api('GET', p) for p in ('/v1/wires', '/v1/tenants',
-                                    '/v1/credentials',
-                                    '/v1/vnics')] == before
+                                    '/v1/credentials', '/v1/vnics',
+                                    '/v1/topologies?tenant=globex')] == \
+        before
     assert api.h.flow_mods() == flows
     # Every change it tried is in the audit log, refused, as acme.
     tried = [e for e in api.log.recent if e['who'] == 'tenant:acme']
     changes = sum(n for label, runs in seen.items()
                   if not label.startswith('GET') for n in [2 * len(runs)])
     assert len(tried) == changes
-    assert all(e['status'] in (403, 404) and e['error'] for e in tried)
+    # A file naming what is not its own is refused as a file naming
+    # nothing (422, the line), exactly as for nonexistent objects.
+    assert all((e['status'] in (403, 404) or e['status'] == 422 and
+                e['path'].startswith('/v1/topologies/')) and e['error']
+               for e in tried)
 
 
 def test_a_tenant_reader_only_reads(api):

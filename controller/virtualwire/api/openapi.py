@@ -2,6 +2,7 @@
 from virtualwire.api.openapi_access import credential_paths, intent_paths
 from virtualwire.api.openapi_batch import add_batch
 from virtualwire.api.openapi_tenants import tenant_paths
+from virtualwire.api.openapi_topologies import topology_paths
 
 
 def _ref(name):
@@ -35,6 +36,7 @@ def openapi_document():
     doc['paths'].update(credential_paths())
     doc['paths'].update(intent_paths())
     doc['paths'].update(tenant_paths(_VNIC))
+    doc['paths'].update(topology_paths())
     add_batch(doc, _END)
     # Any request can be malformed (400: e.g. control characters in its
     # path), lack the token (401), or carry a scoped credential that does

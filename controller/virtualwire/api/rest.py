@@ -17,8 +17,10 @@ from virtualwire.api.openapi import openapi_document
 from virtualwire.api.render import (error, json_response, peek_json,
                                     read_json_object)
 from virtualwire.api.rest_operator import OperatorHandlers
+from virtualwire.api.rest_topologies import TopologyHandlers, file_error
 from virtualwire.api.rest_wires import WireHandlers
-from virtualwire.core import batch, credentials, errors, ids, tenancy
+from virtualwire.core import (batch, credentials, errors, ids, tenancy,
+                              topology_file)
 from virtualwire.metrics.exporter import (CONTENT_TYPE, LoopCollector,
                                           exposition, scoped_exposition)
 
@@ -60,6 +62,14 @@ ROUTES = (
     ('/v1/credentials', 'GET', 'list_credentials'),
     ('/v1/credentials', 'POST', 'issue_credential'),
     ('/v1/credentials/{role}/{name}', 'DELETE', 'revoke_credential'),
+    ('/v1/topologies', 'GET', 'list_topologies'),
+    ('/v1/topologies/{name}', 'GET', 'show_topology'),
+    ('/v1/topologies/{name}', 'PUT', 'apply_topology'),
+    ('/v1/topologies/{name}', 'DELETE', 'destroy_topology'),
+    ('/v1/topologies/{name}/graph', 'GET', 'topology_graph'),
+    ('/v1/topology.schema.json', 'GET', 'topology_schema'),
+    ('/v1/guests', 'GET', 'list_guests'),
+    ('/v1/guests/{vm_uuid}', 'PUT', 'report_guest'),
     ('/v1/intent/orphans', 'GET', 'orphans'),
     ('/v1/intent/release-orphans', 'POST', 'release_orphans'),
 )
@@ -67,7 +77,7 @@ ADMIN = 'admin'
 
 # Served without the token: the API's description, and the dashboard's
 # static files (they hold no data; the page asks for the token).
-PUBLIC = frozenset({'openapi', 'home', 'ui'})
+PUBLIC = frozenset({'openapi', 'home', 'ui', 'topology_schema'})
 
 
 def _for_caller(req, view):
@@ -85,7 +95,7 @@ def _scope(req):
     return req.environ.get('virtualwire.scope')
 
 
-class RestApi(OperatorHandlers, WireHandlers):
+class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers):
     def __init__(self, loop, controller, intent, runtime, token,
                  audit_log=None, own_urls=None):
         self.loop, self.ctl = loop, controller
@@ -155,6 +165,8 @@ class RestApi(OperatorHandlers, WireHandlers):
                     req.environ['virtualwire.scope'] = tenancy.Scope(
                         who[1], self.intent.ownership.owners())
             return getattr(self, action)(req, **match)
+        except topology_file.FileError as e:
+            return file_error(e)
         except batch.ItemsRefused as e:
             resp = error(status_of(e), e.message)
             doc = resp.json

@@ -62,7 +62,9 @@ class Client:
         if token:
             self.session.headers['Authorization'] = 'Bearer ' + token
 
-    def call(self, method, path, body=None, timeout=None):
+    def call(self, method, path, body=None, timeout=None, text=False):
+        """The JSON answer (`text`: the body as text, e.g. a picture);
+        CliError with the controller's message on any error."""
         r = self._send(method, path, body, timeout)
         if r.status_code >= 400:
             items: list = []
@@ -72,6 +74,8 @@ class Client:
             except (ValueError, KeyError, TypeError):
                 msg = r.text.strip() or r.reason
             raise CliError('%s (HTTP %d)' % (msg, r.status_code), items)
+        if text:
+            return r.text
         return r.json() if r.content else {}
 
     def _send(self, method, path, body, timeout):

@@ -27,6 +27,7 @@ from virtualwire.cli import tenants as cli_tenants
 from virtualwire.cli import extenders as cli_extenders
 from virtualwire.cli import timeline
 from virtualwire.cli import top as cli_top
+from virtualwire.cli import topology as cli_topology
 from virtualwire.cli.client import (DEFAULT_CONFIG, CliError, Client,  # noqa: F401
                                     load_config)
 
@@ -234,6 +235,7 @@ def build_parser():
     cli_intent.add_parser(sub)
     cli_tenants.add_parsers(sub)
     cli_top.add_parser(sub)
+    cli_topology.add_parser(sub)
     return p
 
 

@@ -225,3 +225,28 @@ class Views(ControllerState):
                             connector_id=ids.fmt_connector(cid),
                             state=state))
         return {'wires': out, 'read_every_s': self.collector.interval}
+
+    def wires_with_rates(self, cids):
+        """{cid: wire view with `bits_per_second` and `packets_per_second`
+        (both ways, over the collector's window; None before its first
+        readings)} of those of `cids` that exist: a topology's wires."""
+        self.loop.assert_owner()
+        out = {}
+        for cid in cids:
+            if cid not in self.tables.wires:
+                continue
+            view = self.wire_view(cid)
+            try:
+                figures = self.collector.wire(cid)
+                windows = [d.get('window') for d in figures.values()]
+            except errors.VwError:
+                windows = [None]
+            if all(windows):
+                view['bits_per_second'] = sum(w['bits_per_second']
+                                              for w in windows)
+                view['packets_per_second'] = sum(w['packets_per_second']
+                                                 for w in windows)
+            else:
+                view['bits_per_second'] = view['packets_per_second'] = None
+            out[cid] = view
+        return out

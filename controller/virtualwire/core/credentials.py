@@ -3,11 +3,12 @@ its role needs (pure: the REST edge asks `refusal`).
 
   extender NAME    POST /v1/extenders/NAME/report and .../rotate-key
   hypervisor NAME  POST /v1/migrations with destination NAME, and
-                   POST /v1/migrations/UUID/released with host NAME (the
-                   libvirt hook on NAME)
+                   POST /v1/migrations/UUID/released and PUT
+                   /v1/guests/UUID with host NAME (the libvirt hook on NAME)
   reader NAME      every GET (Prometheus, dashboards, vwctl to look)
-  tenant NAME      tenant NAME's vNICs and wires: list, connect,
-                   disconnect, stats, metrics (`core.tenancy` scopes them)
+  tenant NAME      tenant NAME's vNICs, wires and topologies: list,
+                   connect, disconnect, apply, destroy, stats, metrics
+                   (`core.tenancy` scopes them)
   tenant-reader NAME  the same, GETs only (the tenant's Prometheus and
                    dashboard)
 
@@ -36,8 +37,10 @@ TENANT_ROLES = ('tenant', 'tenant-reader')
 # what is not its own); everything else is the cloud's.
 TENANT_READS = frozenset({'list_vnics', 'show_vnic', 'list_wires',
                           'show_wire', 'wire_stats', 'all_stats', 'metrics',
-                          'list_migrations'})
-TENANT_WRITES = frozenset({'connect', 'disconnect', 'batch'})
+                          'list_migrations', 'list_topologies',
+                          'show_topology', 'topology_graph', 'list_guests'})
+TENANT_WRITES = frozenset({'connect', 'disconnect', 'batch',
+                           'apply_topology', 'destroy_topology'})
 _NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
 
 
@@ -99,9 +102,10 @@ def refusal(role, name, method, action, match, body):
         if action == 'announce_migration' and \
                 body.get('destination') == name:
             return None
-        if action == 'migration_released' and body.get('host') == name:
+        if action in ('migration_released', 'report_guest') and \
+                body.get('host') == name:
             return None
         return ('this token is hypervisor %s\'s: it may only announce '
-                'migrations to %s and say that a guest left %s'
-                % (name, name, name))
+                'migrations to %s, say that a guest left %s and report the '
+                'guests on %s' % (name, name, name, name))
     return 'unknown role %s' % role

@@ -27,6 +27,7 @@ from virtualwire.store import txn as store_txn
 from virtualwire.store import wire_writes
 from virtualwire.store.credentials import CredentialStore
 from virtualwire.store.ownership import OwnershipStore
+from virtualwire.store.topologies import TopologyStore
 from virtualwire.store.wire_replica import WireReplica
 from virtualwire.store.errors import LinkExists, StoreError, VnicTaken
 
@@ -40,8 +41,10 @@ DB_NAME = 'VirtualWire'
 # Not read through the IDL: the collector's saved counters and the hosts'
 # last observed state (our own writes, read back only at start: raw,
 # store.rawrpc), Binding (written and checked raw: store.wire_writes) and
-# Wire (store.wire_replica: a row a model Wire, not an IDL Row).
-UNMONITORED = ('Counters', 'Binding', 'Host', 'HostVnic', 'Wire')
+# Wire (store.wire_replica: a row a model Wire, not an IDL Row);
+# Topology and Guest (store.topologies: a topology holds its file).
+UNMONITORED = ('Counters', 'Binding', 'Host', 'HostVnic', 'Wire',
+               'Topology', 'Guest')
 
 
 class IntentStore:
@@ -66,6 +69,7 @@ class IntentStore:
         self.on_change = on_change
         self.credentials = CredentialStore(self.client)
         self.ownership = OwnershipStore(self.client)
+        self.topologies = TopologyStore(self)
         self._rng = random.SystemRandom()
 
     def _changed(self, replica):

@@ -17,6 +17,7 @@ from virtualwire.core import credentials, ids, links, tenancy
 from virtualwire.core.model import Encap, ExtenderLink, Host, VnicPort, Wire
 from virtualwire.store.errors import LinkExists, VnicTaken
 from virtualwire.testing.fakeswitch import FakeFabric
+from virtualwire.testing.memory_topologies import MemoryTopologies
 
 TUN = 65000
 
@@ -30,6 +31,7 @@ class MemoryIntent:
         self.link_rows: Dict[tuple, ExtenderLink] = {}
         self.credentials = MemoryCredentials()
         self.ownership = MemoryOwnership()
+        self.topologies = MemoryTopologies(self)
         self.on_change: Callable = lambda events, n: None
         self._next = 0x1000
         # Commits are serialized and their changes handed on in commit

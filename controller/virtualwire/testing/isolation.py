@@ -19,21 +19,23 @@ GHOST_WIRE = 0x7A11ED00        # a connector id nobody holds (checked)
 class Objects:
     """Names for one side: the victim's real objects or their ghosts."""
 
-    def __init__(self, tenant, vnics, wire, vm_uuid, host):
+    def __init__(self, tenant, vnics, wire, vm_uuid, host,
+                 topology='no-topology'):
         self.tenant, self.vnics, self.wire = tenant, list(vnics), wire
-        self.vm_uuid, self.host = vm_uuid, host
+        self.vm_uuid, self.host, self.topology = vm_uuid, host, topology
 
     @classmethod
     def ghosts(cls, victim):
         return cls('ghost-tenant', ['ghost-vnic-%d' % i
                                     for i in range(len(victim.vnics))],
-                   GHOST_WIRE, str(uuid.UUID(int=0x5EED)), 'ghost-host')
+                   GHOST_WIRE, str(uuid.UUID(int=0x5EED)), 'ghost-host',
+                   'ghost-topology')
 
     def words(self):
         """What an answer about nothing must not mention (the host is
         the cloud's, not the tenant's: a tenant's own vNICs show theirs)."""
         return [self.tenant, self.vm_uuid, ids.fmt_connector(self.wire),
-                '%x' % self.wire] + self.vnics
+                '%x' % self.wire, self.topology] + self.vnics
 
 
 def _fill(path, objs):
@@ -42,6 +44,8 @@ def _fill(path, objs):
               'a': objs.host, 'b': objs.host}
     if path.startswith('/v1/credentials/'):
         values['name'] = objs.tenant
+    if path.startswith('/v1/topologies/'):
+        values['name'] = objs.topology
     return re.sub(r'\{(\w+)\}', lambda m: values[m.group(1)], path)
 
 
@@ -53,6 +57,14 @@ def _bodies(method, path, objs, own_free):
     if method == 'post' and path == '/v1/wires/batch':
         return [{'create': [{'a': own_free, 'b': objs.vnics[0]}]},
                 {'delete': [objs.wire]}]
+    if method == 'put' and path.startswith('/v1/topologies/'):
+        # Its topology's name, its vNICs, its VM: each reads as unknown.
+        head = 'name: %s\nnodes:\n' % objs.topology
+        return [{'source': head + '  x: {nics: {eth0: {vnic: %s}}}\n  y: '
+                 '{nics: {eth0: {vnic: %s}}}\nlinks:\n  - endpoints: '
+                 '[x:eth0, y:eth0]\n' % tuple(objs.vnics[:2])},
+                {'source': head + '  x: {vm: %s}\n' % objs.vm_uuid,
+                 'dry_run': True}]
     if method == 'put':
         return [{'tenant': 'attacker-claims'}]
     if path == '/v1/migrations' and method == 'post':
@@ -93,6 +105,7 @@ def _swap(text, victim, ghost):
 
 def _pairs(objs):
     named = [(objs.tenant, 'tenant'), (objs.vm_uuid, 'vm'),
+             (objs.topology, 'topology'),
              (objs.host, 'host'), (ids.fmt_connector(objs.wire), 'wire'),
              (str(objs.wire), 'wire'), ('%x' % objs.wire, 'wire')]
     named += [(v, 'vnic%d' % i) for i, v in enumerate(objs.vnics)]

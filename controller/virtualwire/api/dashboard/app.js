@@ -4,6 +4,7 @@
 import {html, clear, rate} from './draw.js';
 import {drawTopology} from './topology.js';
 import {drawMigrations} from './timeline.js';
+import {drawLogical} from './logical.js';
 
 const POLL_MS = 1000;
 const $ = (id) => document.getElementById(id);
@@ -57,9 +58,10 @@ function show() {
 async function poll() {
   clearTimeout(timer);
   try {
-    const [status, hosts, wires, vnics, stats, migrations] = await Promise.all([
+    const [status, hosts, wires, vnics, stats, migrations, topologies] = await Promise.all([
       get('/v1/status'), get('/v1/hosts'), get('/v1/wires'), get('/v1/vnics'),
-      get('/v1/stats'), get('/v1/migrations')]);
+      get('/v1/stats'), get('/v1/migrations'), get('/v1/topologies')]);
+    await logicalView(topologies.topologies || []);
     const byId = {};
     for (const s of (stats.wires || [])) byId[s.connector_id] = s;
     // A tenant's credential may not see the cloud's hosts: draw the hosts
@@ -80,6 +82,25 @@ async function poll() {
       '); retrying every second.';
   }
   timer = setTimeout(poll, POLL_MS);
+}
+
+// The topology chosen in the list (the first, until one is chosen): its
+// inspect view, drawn.
+async function logicalView(list) {
+  const sel = $('logical-select');
+  const key = (t) => (t.tenant || '') + '/' + t.name;
+  const chosen = sel.value;
+  clear(sel);
+  for (const t of list) {
+    sel.appendChild(html('option', {value: key(t)},
+                         t.name + (t.tenant ? ' (' + t.tenant + ')' : '')));
+  }
+  if (list.some((t) => key(t) === chosen)) sel.value = chosen;
+  const t = list.find((x) => key(x) === sel.value);
+  const view = t ? await get('/v1/topologies/' + encodeURIComponent(t.name) +
+                             (t.tenant ? '?tenant=' + encodeURIComponent(t.tenant) : ''))
+    : null;
+  drawLogical($('logical'), view && !view.error ? view : null);
 }
 
 export function hostsOf(vnics) {
@@ -158,4 +179,5 @@ function hostTable(hosts) {
 
 $('login-form').addEventListener('submit', signIn);
 $('signout').addEventListener('click', signOut);
+$('logical-select').addEventListener('change', poll);
 if (token()) show();

@@ -1,0 +1,62 @@
+"""What `inspect` shows of an applied topology (pure): its nodes with
+their VMs and vNICs where they run now, its links with their wires'
+state, hosts and rate. `core.topology_graph` draws the same view."""
+from collections import Counter
+from typing import Dict, Optional
+
+from virtualwire.core import ids
+from virtualwire.core.topology_file import TopologyFile
+
+
+def inspect(record, tf: TopologyFile, wires: Dict[int, dict],
+            vnics: Dict[str, dict]) -> dict:
+    """`record`: store.topologies.Record; `wires`: {cid: wire view with
+    rates} of its wires that exist; `vnics`: {id: vNIC view} plugged."""
+    ends = {k: v for k, v in record.resolved.items() if ':' in k}
+    nodes = []
+    for node in tf.nodes.values():
+        nics = []
+        for nic in node.nics.values():
+            vnic = ends.get('%s:%s' % (node.name, nic.name))
+            v = vnics.get(vnic) if vnic else None
+            nics.append({'name': nic.name, 'vnic': vnic,
+                         'host': v['host'] if v else None,
+                         'mac': v['mac'] if v else nic.mac,
+                         'ip': nic.ip})
+        hosts = sorted({n['host'] for n in nics if n['host']})
+        nodes.append({'name': node.name, 'kind': node.kind,
+                      'vm': record.resolved.get(node.name) or node.vm,
+                      'hosts': hosts, 'nics': nics})
+    links = []
+    for link in tf.links:
+        cid = record.wires.get(link.key)
+        w: Optional[dict] = wires.get(cid) if cid else None
+        links.append({
+            'link': link.key, 'a': link.a, 'b': link.b,
+            'connector_id': ids.fmt_connector(cid) if cid else None,
+            'id': cid,
+            'state': w['state'] if w else 'missing',
+            'host_a': w['host_a'] if w else None,
+            'host_b': w['host_b'] if w else None,
+            'path': w['path'] if w else [],
+            'moving': sorted(w['moving']) if w else [],
+            'bits_per_second': w.get('bits_per_second') if w else None,
+            'packets_per_second': w.get('packets_per_second') if w
+            else None})
+    return {'name': record.name, 'tenant': record.tenant or None,
+            'description': tf.description,
+            'applied_at': record.applied_at,
+            'generation': record.generation,
+            'nodes': nodes, 'links': links,
+            'states': dict(Counter(k['state'] for k in links))}
+
+
+def summary(record, tf: Optional[TopologyFile], wires: Dict[int, dict]):
+    """One line of `GET /v1/topologies`."""
+    states = Counter(wires[c]['state'] if c in wires else 'missing'
+                     for c in record.wires.values())
+    return {'name': record.name, 'tenant': record.tenant or None,
+            'nodes': len(tf.nodes) if tf else None,
+            'links': len(tf.links) if tf else len(record.wires),
+            'states': dict(states), 'applied_at': record.applied_at,
+            'generation': record.generation}
