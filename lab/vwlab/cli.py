@@ -48,6 +48,9 @@ def deploy(lab, topo, client):
           30, 'the controller to see every vNIC plugged')
     doc = client.call('PUT', '/v1/topologies/%s?wait=programmed'
                       % topo.name, {'source': topo.source})
+    print('      applied %s through the REST API (vwctl topology apply): '
+          '%d wires created, in one transaction' % (
+              topo.name, len(doc['plan']['create'])), flush=True)
     out = []
     for link in topo.links:
         w = client.call('GET', '/v1/wires/%d' % int(doc['wires'][link.key],

@@ -96,3 +96,115 @@ def dual_send(far_host, hosts, wid):
     return sum('set_field:%s->tun_dst' % h.tunnel_ip in line
                for h in hosts for line in flows_of(far_host, cookie)) \
         == len(hosts)
+
+
+ENSEMBLE = """\
+name: %s
+nodes:
+  g1: {vm: %s, nics: {eth0: null, eth1: null}}
+  g2: {vm: %s, nics: {eth0: null, eth1: null}}
+  g3: {vm: %s, nics: {eth0: null}}
+  f1: {vm: %s}
+  f2: {vm: %s}
+  f3: {vm: %s}
+links:
+  - endpoints: ["g1:eth0", "f1:eth0"]
+  - endpoints: ["g2:eth0", "f2:eth0"]
+  - endpoints: ["g3:eth0", "f3:eth0"]
+  - endpoints: ["g1:eth1", "g2:eth1"]
+"""
+
+
+class Ensemble:
+    """Three guests of one topology on `src` (g1 and g2 with two vNICs,
+    wired to each other; each guest's eth0 wired to its own far VM on
+    `far_host`), applied with vwctl; `move(to)` runs `vwctl migrate
+    --topology` with 1 kHz echo streams from the far VMs throughout, QEMU
+    events watched and the streams' datagrams captured."""
+
+    def __init__(self, lab, tag, src, far_host, tmp_path):
+        import uuid
+        from vwlab import guest_report
+        self.lab, self.tag, self.src, self.tmp = lab, tag, src, tmp_path
+        self.ips = ['10.7%d.1.1' % i for i in (1, 2, 3)]
+        e = [[str(uuid.uuid4()) for _ in range(k)] for k in (2, 2, 1)]
+        self.guests = [src.define_guest('%s-g%d' % (tag, i + 1), [
+            (v, ('%s/24' % self.ips[i]) if j == 0 else
+             '10.74.1.%d/24' % (i + 1)) for j, v in enumerate(e[i])])
+            for i in range(3)]
+        self.fars = []
+        for i in range(3):
+            vm = far_host.add_vm('%s-f%d' % (tag, i + 1), [(
+                '%s-f%d-nic' % (tag, i + 1), '10.7%d.1.2/24' % (i + 1))])
+            guest_report.report(far_host, vm)
+            g, nic = self.guests[i], e[i][0]
+            # The far end keeps probing a guest that stalls.
+            vm.sh(['ip', 'neigh', 'replace', self.ips[i], 'lladdr',
+                   g.nics[nic]['mac'], 'dev', vm.nics[list(vm.nics)[0]][
+                       'ifname'], 'nud', 'permanent'])
+            self.fars.append(vm)
+        self.far_host = far_host
+        path = tmp_path / ('%s.yaml' % tag)
+        path.write_text(ENSEMBLE % ((tag,) + tuple(
+            x.name for x in self.guests + self.fars)))
+        p = vwctl(lab, 'topology', 'apply', str(path), '--wait')
+        assert p.returncode == 0, p.stderr
+
+    def states(self, api):
+        view = api.ok('GET', '/v1/topologies/%s' % self.tag)
+        return {k['link']: (k['state'], k['path']) for k in view['links']}
+
+    def move(self, to, dst, bpf='udp port 7000', options=(), rate=1000):
+        """(vwctl's result, reports, {guest: [window]}, captures, taps).
+        rate: each stream's datagrams per second."""
+        import time
+        from conftest import wait_until
+        from vwlab.capture import HostCaptures, guest_taps
+        from vwlab.qemu_events import EventWatch, stop_resume_windows
+        lab, hosts = self.lab, [self.src, dst, self.far_host]
+        for vm, ip in zip(self.fars, self.ips):
+            wait_until(lambda: vm.ping(ip, count=1)[1] == 1, 60,
+                       what='guest answers on %s' % ip)
+        for h in lab.hosts:
+            h.log_datapath_flow_changes()
+        caps = HostCaptures(hosts, self.tmp, bpf=bpf).__enter__()
+        taps = set().union(*(guest_taps(self.src, g.name)
+                             for g in self.guests))
+        watch = EventWatch([self.src, dst]).__enter__()
+        # Until told to stop (a report of 900 s of sends is never read).
+        streams = [vm.tool_bg('udp-echo', '--dst', ip, '--rate', rate,
+                              '--seconds', 900, realtime=True)
+                   for vm, ip in zip(self.fars, self.ips)]
+        time.sleep(1)
+        t0 = time.time()
+        p = vwctl(lab, 'migrate', '--topology', self.tag, '--to', to,
+                  '--vm', 'g1', '--vm', 'g2', '--vm', 'g3', '--parallel',
+                  '2', *options, timeout=600)
+        print('vwctl migrate --topology took %.1f s (exit %d):\n%s\n%s' % (
+            time.time() - t0, p.returncode, p.stderr, p.stdout), flush=True)
+        for g in self.guests:
+            taps |= guest_taps(dst, g.name)
+        caps.note_interfaces()
+        time.sleep(1)
+        for s in streams:
+            s.send_signal(2)
+        reports = [probe_report(s) for s in streams]
+        caps.stop()
+        watch.__exit__(None, None, None)
+        for h in lab.hosts:
+            h.log_datapath_flow_changes(False)
+        windows = {g.name: stop_resume_windows(watch.events, g.name)
+                   for g in self.guests}
+        return p, reports, windows, caps, taps
+
+    def broken(self):
+        """Guests whose virtio ring QEMU's TCG fault corrupted."""
+        return [g.name for g in self.guests
+                if 'is not a head' in g.console_text()]
+
+    def remove(self, api):
+        api.req('DELETE', '/v1/topologies/%s' % self.tag)
+        for g in self.guests:
+            self.lab.destroy_guest(g)
+        for vm in self.fars:
+            self.far_host.remove_vm(vm)

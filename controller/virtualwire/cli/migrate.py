@@ -30,6 +30,13 @@ def libvirt_uris(config_path):
     return dict(cp['libvirt']) if cp.has_section('libvirt') else {}
 
 
+def params(libvirt, args):
+    """migrate3's parameters: --bandwidth MiB/s caps the migration stream
+    (so the wires' own traffic keeps its share of a slow link)."""
+    bw = getattr(args, 'bandwidth', None)
+    return {libvirt.VIR_MIGRATE_PARAM_BANDWIDTH: int(bw)} if bw else {}
+
+
 def guest_vnics(xml):
     root = ET.fromstring(xml)
     return [p.get('interfaceid') for p in root.findall(
@@ -116,7 +123,8 @@ def migrate(client, args, config_path, out=sys.stderr):
 
     def run():
         try:
-            dom.migrate3(dconn, {}, libvirt.VIR_MIGRATE_LIVE)
+            dom.migrate3(dconn, params(libvirt, args),
+                         libvirt.VIR_MIGRATE_LIVE)
         except libvirt.libvirtError as e:
             result['error'] = e.get_error_message()
     print('migrating %s %s -> %s (%d vNICs)' % (args.vm, src, args.dest,

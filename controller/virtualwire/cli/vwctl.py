@@ -27,6 +27,7 @@ from virtualwire.cli import tenants as cli_tenants
 from virtualwire.cli import extenders as cli_extenders
 from virtualwire.cli import timeline
 from virtualwire.cli import top as cli_top
+from virtualwire.cli import placement as cli_placement
 from virtualwire.cli import topology as cli_topology
 from virtualwire.cli.client import (DEFAULT_CONFIG, CliError, Client,  # noqa: F401
                                     load_config)
@@ -180,6 +181,16 @@ def cmd_migrate(c, a):
     from virtualwire.cli import migrate as cli_migrate
     path = a.config or os.environ.get('VWCTL_CONFIG') or DEFAULT_CONFIG
     try:
+        if a.topology:
+            from virtualwire.cli import ensemble
+            if a.vm_name or a.dest or not a.to:
+                raise CliError('usage: vwctl migrate --topology NAME --to '
+                               'HOST|SITE [--vm NODE ...] [--parallel N]')
+            return ensemble.migrate_topology(c, a, path)
+        if not (a.vm_name and a.dest):
+            raise CliError('usage: vwctl migrate VM DEST, or vwctl migrate '
+                           '--topology NAME --to HOST|SITE')
+        a.vm = a.vm_name
         return cli_migrate.migrate(c, a, path)
     except cli_migrate.MigrateError as e:
         raise CliError(str(e))
@@ -225,9 +236,25 @@ def build_parser():
     s.set_defaults(fn=cmd_stats)
     s = sub.add_parser('migrate', help='live-migrate a guest (libvirt) with '
                                        'progress; its wires follow')
-    s.add_argument('vm', help='libvirt domain name')
-    s.add_argument('dest', help='destination host (VirtualWire name)')
+    s.add_argument('vm_name', nargs='?', metavar='vm',
+                   help='libvirt domain name')
+    s.add_argument('dest', nargs='?',
+                   help='destination host (VirtualWire name)')
     s.add_argument('--source', help='source host (default: look it up)')
+    s.add_argument('--topology', metavar='NAME',
+                   help="move the topology's VMs together")
+    s.add_argument('--to', metavar='HOST|SITE',
+                   help='with --topology: a host, or a site (all to one '
+                        'of its hosts)')
+    s.add_argument('--vm', action='append', metavar='NODE',
+                   help='with --topology: only these nodes (repeat)')
+    s.add_argument('--parallel', type=int, default=2,
+                   choices=range(1, 17), metavar='1-16',
+                   help='with --topology: at most N at a time (default 2)')
+    s.add_argument('--tenant', help="with --topology: the tenant's "
+                   "topology (operator)")
+    s.add_argument('--bandwidth', type=int, metavar='MiB/s',
+                   help='cap each migration stream (libvirt bandwidth)')
     s.set_defaults(fn=cmd_migrate)
     cli_extenders.add_parser(sub)
     cli_batch.add_parser(sub)
@@ -236,6 +263,7 @@ def build_parser():
     cli_tenants.add_parsers(sub)
     cli_top.add_parser(sub)
     cli_topology.add_parser(sub)
+    cli_placement.add_parser(sub)
     return p
 
 
