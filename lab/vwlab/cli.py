@@ -190,7 +190,6 @@ def cmd_demo(args):
                 '      vwlab down %s' % (lab.prefix, lab.vwctl_config,
                                          lab.url, lab.token_file,
                                          lab.verify, lab.prefix))
-            lab.controller = None      # keep it running after we exit
             return 0
         say(6, total, 'tearing the lab down (use --keep to explore it)')
     finally:
