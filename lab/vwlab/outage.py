@@ -43,11 +43,14 @@ def edge_gap(report, t):
     return 0.0
 
 
-def probe_check(report, stop, resume):
+def probe_check(report, stop, resume, rate=1000):
     """{'probed': bool, 'stop_gap_ms', 'resume_gap_ms', 'why'}: did the
-    sender send within PROBE_GAP/2 of STOP and of RESUME?"""
+    sender send within PROBE_GAP/2 of STOP and of RESUME? (A slower
+    stream, `rate` a second, sends 1/rate apart: its gap may be that plus
+    half of PROBE_GAP.)"""
     gaps = {'stop': edge_gap(report, stop), 'resume': edge_gap(report, resume)}
-    silent = [k.upper() for k, g in gaps.items() if g > PROBE_GAP]
+    limit = max(PROBE_GAP, 1.0 / rate + PROBE_GAP / 2)
+    silent = [k.upper() for k, g in gaps.items() if g > limit]
     return {'probed': not silent,
             'stop_gap_ms': _ms(gaps['stop']),
             'resume_gap_ms': _ms(gaps['resume']),
@@ -186,7 +189,7 @@ def judge(report, window, rate, edges=None):
     stop, _src, resume, _dst = window
     main, others = holes(report, stop, resume, rate)
     lw = main[1] - main[0] if main else 0.0
-    check = probe_check(report, stop, resume)
+    check = probe_check(report, stop, resume, rate)
     return {'pause_ms': round((resume - stop) * 1000, 2),
             'lost': report['lost'],
             # The main hole by send times, in ms from STOP.

@@ -157,3 +157,11 @@ def test_the_added_outage_splits_into_before_stop_and_after_resume():
                                      duplicates=0, lost_outside_pause=0)])
     assert summary['added_before_stop_ms']['max'] == 2.0
     assert summary['added_after_resume_ms']['max'] == 2.0
+
+
+def test_a_slower_stream_is_allowed_its_own_half_interval():
+    """250 a second: sends 4 ms apart probed the pause; at 1 kHz the same
+    gap means the sender paused."""
+    sent = [STOP - 0.0025 + i / 250 for i in range(-200, 300)]
+    assert outage.probe_check(_report(sent), STOP, RESUME, 250)['probed']
+    assert not outage.probe_check(_report(sent), STOP, RESUME)['probed']
