@@ -31,24 +31,16 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Api, write_result                      # noqa: E402
+from cloud_lab import two_clouds, wait                    # noqa: E402
+from common import write_result                           # noqa: E402
 
-from vwlab import Lab, extenders, outage, sites           # noqa: E402
+from vwlab import outage                                  # noqa: E402
 from vwlab.capture import (HostCaptures, frames, guest_taps,  # noqa: E402
                            ifindexes_of)
 from vwlab.qemu_events import EventWatch, stop_resume_windows  # noqa: E402
 
 RATE = 1000
 GUEST, FAR = '10.93.0.1', '10.93.0.2'
-
-
-def wait(fn, timeout):
-    end = time.time() + timeout
-    while time.time() < end:
-        if fn():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def guest_first(path, tapidx, after, proto, outgoing):
@@ -112,16 +104,7 @@ def main():
     options = ['--bandwidth', str(args.bandwidth)]
     rows = []
     workdir = tempfile.mkdtemp(prefix='vw-cloudmig-')
-    with Lab(3, sites=['cloud-a', 'cloud-b', 'cloud-a'],
-             extenders='xa:cloud-a:nat,xb:cloud-b:nat', libvirt=True) as lab:
-        lab.start_controller()
-        api = Api(lab)
-        api.wait_hosts(5)
-        extenders.connect(lab, [('xa', 'xb')])
-        if not wait(lambda: extenders.link_view(lab, 'xa', 'xb')['state'] ==
-                    'up', 60):
-            raise SystemExit('the extender link did not come up')
-        sites.route_sites(lab)
+    with two_clouds() as (lab, api):
         h1, h2, h3 = lab.hosts[:3]
         nic = str(uuid.uuid4())
         far = h3.add_vm('cmf', [('cmf-nic', FAR + '/24')])

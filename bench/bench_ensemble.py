@@ -32,20 +32,12 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Api, write_result                      # noqa: E402
+from cloud_lab import two_clouds, wait                    # noqa: E402
+from common import write_result                           # noqa: E402
 
-from vwlab import Lab, extenders, guest_report, outage, sites  # noqa: E402
+from vwlab import guest_report, outage                     # noqa: E402
 from vwlab.qemu_events import EventWatch, stop_resume_windows  # noqa: E402
 
-
-
-def wait(fn, timeout):
-    end = time.time() + timeout
-    while time.time() < end:
-        if fn():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def vwctl(lab, *args, timeout=900):
@@ -159,16 +151,7 @@ def main():
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(',')]
     out = {}
-    with Lab(3, sites=['cloud-a', 'cloud-b', 'cloud-a'],
-             extenders='xa:cloud-a:nat,xb:cloud-b:nat', libvirt=True) as lab:
-        lab.start_controller()
-        api = Api(lab)
-        api.wait_hosts(5)
-        extenders.connect(lab, [('xa', 'xb')])
-        if not wait(lambda: extenders.link_view(lab, 'xa', 'xb')['state'] ==
-                    'up', 60):
-            raise SystemExit('the extender link did not come up')
-        sites.route_sites(lab)
+    with two_clouds() as (lab, api):
         h1, h2 = lab.hosts[0], lab.hosts[1]
         rebuilt = {}
         for n in sizes:
