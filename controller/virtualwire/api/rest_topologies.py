@@ -9,22 +9,17 @@ A topology belongs to a tenant: a tenant's credential names its own
 file is resolved as that tenant sees the deployment, whoever applies it:
 the operator applying it cannot wire another tenant's vNIC into it.
 """
-import datetime
 from typing import Any
 
 import webob
 
 from virtualwire.api.render import error, json_response, read_json_object
 from virtualwire.api.rest_wires import wait_args
+from virtualwire.store import wire_writes
 from virtualwire.core import (errors, ids, tenancy, topology_file,
                               topology_graph, topology_plan, topology_view)
 
 MAX_SOURCE_BODY = topology_file.MAX_SOURCE + 64 * 1024
-
-
-def _now():
-    return datetime.datetime.now(datetime.timezone.utc) \
-        .isoformat(timespec='seconds')
 
 
 def _query(req, allowed):
@@ -158,7 +153,7 @@ class TopologyHandlers:
             out['generation'] = before.generation   # nothing to write
             return json_response(200, out)
         links = self.intent.topologies.apply(tenant, name, doc['source'],
-                                 plan, mapping, before, _now())
+                                 plan, mapping, before, wire_writes.now())
         out.update(changed=True, generation=(before.generation
                                              if before else 0) + 1,
                    wires={k: ids.fmt_connector(c) for k, c in links.items()})
@@ -201,7 +196,7 @@ class TopologyHandlers:
     def report_guest(self, req, vm_uuid):
         doc = read_json_object(req)
         guest = topology_plan.parse_guest(vm_uuid, doc)
-        self.intent.topologies.report_guest(guest, _now())
+        self.intent.topologies.report_guest(guest, wire_writes.now())
         return json_response(200, {'uuid': guest.uuid, 'name': guest.name,
                                    'host': guest.host,
                                    'nics': len(guest.nics)})
