@@ -52,16 +52,21 @@ def guest_first(path, tapidx, after, proto, outgoing):
     return None
 
 
-def one_move(lab, g, far, src, dst, options, workdir):
+def one_move(lab, g, far, src, dst, options, workdir, rate=RATE,
+             during=None):
+    """One probed move. during(): called just before the migration starts
+    (the probe running); what it returns has finish(took), whose dict is
+    added to the row."""
     taps = guest_taps(src, g.name)
     caps = HostCaptures([src, dst], workdir,
                         bpf='udp port 7000 or ether proto 0x8035')
     caps.__enter__()
-    stream = far.tool_bg('udp-echo', '--dst', GUEST, '--rate', RATE,
+    stream = far.tool_bg('udp-echo', '--dst', GUEST, '--rate', rate,
                          '--seconds', 600, realtime=True)
     time.sleep(1.0)
     try:
         with EventWatch([src, dst]) as ev:
+            extra = during() if during else None
             took = lab.migrate(g, src, dst, timeout=300, options=options)
             dst_taps = guest_taps(dst, g.name)
             caps.note_interfaces()
@@ -86,7 +91,9 @@ def one_move(lab, g, far, src, dst, options, workdir):
         {q.to_bytes(8, 'big') for q in near}
     edges = outage.delivery_edges(caps.datagrams(heads), GUEST, taps,
                                   dst_taps, stop, resume, rarp)
-    row = outage.judge(r, window, RATE, edges)
+    row = outage.judge(r, window, rate, edges)
+    if extra is not None:
+        row.update(extra.finish(took))
     row.update(took_s=round(took, 1), move='%s->%s' % (src.name, dst.name),
                guest_first_answer_ms=None if reply is None else
                round((reply - resume) * 1000, 1))

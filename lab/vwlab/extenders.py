@@ -14,13 +14,19 @@ import requests
 from vwlab.sites import CONTROLLER_PUBLIC_IP, RENDEZVOUS_PORT
 
 SOUTHBOUND_PORT = 8781          # lab.start_controller's --southbound-rest
+# What the lab tells its agents its links carry (--link-rate): the agent
+# shapes nothing unless told, and a lab link is a userspace WireGuard
+# daemon that carried 130-330 Mbit/s here (docs/benchmarks.rst, extender
+# throughput), below which the wires' traffic keeps its place in the queue
+# ahead of a migration's.
+LAB_LINK_RATE = '80mbit'
 
 
 def start_agent(x, link_rate=None):
     """Run virtualwire-extender in the extender's namespace, with a token
     of its own: an extender credential, good only for its own reports and
     key rotation (the controller must be up). `link_rate`: the agent's
-    --link-rate (None: its default; '': links unshaped)."""
+    --link-rate (None: the lab's LAB_LINK_RATE; '': links unshaped)."""
     token_file = getattr(x, 'token_file', None) or \
         x.lab.credential('extender', x.name)
     x.token_file = token_file
@@ -37,7 +43,7 @@ def start_agent(x, link_rate=None):
          '--rendezvous', '%s:%d' % (CONTROLLER_PUBLIC_IP, RENDEZVOUS_PORT),
          '--db', x.db, '--vswitchd-ctl', '%s/vswitchd.ctl' % x.dir,
          '--interval', '0.5'] +
-        ([] if link_rate is None else ['--link-rate', link_rate]),
+        ['--link-rate', LAB_LINK_RATE if link_rate is None else link_rate],
         stdout=log, stderr=subprocess.STDOUT, env=x.env())
     with open(os.path.join(state, 'agent.pid'), 'w') as f:
         f.write('%d\n' % p.pid)

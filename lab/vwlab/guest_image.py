@@ -1,7 +1,9 @@
 """Build the lab guest reproducibly from Debian packages: the distribution's
 cloud kernel and a busybox-static initramfs whose /init loads virtio-net,
 sets addresses from the kernel command line and runs vw-responder (a UDP
-echo with the guest's own receive counter). No downloads beyond apt.
+echo with the guest's own receive counter) and, if asked, vw-dirty (a
+working set that keeps writing memory) and BIRD (the guest routes: OSPF,
+BGP). No downloads beyond apt.
 
     python -m vwlab.guest_image [--out DIR] [--json]
 
@@ -24,6 +26,11 @@ HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'guest')
 DEFAULT_OUT = os.environ.get('VW_GUEST_DIR', '/var/cache/virtualwire/guest')
 KERNEL_META = 'linux-image-cloud-amd64'
 BUSYBOX = 'busybox-static'
+# The router guest's daemon: the host's BIRD (bird2, installed by
+# scripts/install-deps; the guest is the same Debian) with the shared
+# libraries it loads.
+ROUTER_BINARIES = ('/usr/sbin/bird', '/usr/sbin/birdcl')
+ROUTER_PACKAGE = 'bird2'
 MODULES = ('virtio_ring', 'virtio', 'virtio_pci_modern_dev',
            'virtio_pci_legacy_dev', 'virtio_pci', 'failover', 'net_failover',
            'virtio_net')
@@ -61,17 +68,48 @@ def candidate(pkg):
 def _sources_digest():
     h = hashlib.sha256()
     for path in (os.path.join(HERE, 'init'),
-                 os.path.join(HERE, 'vw-responder.c'), __file__):
+                 os.path.join(HERE, 'vw-responder.c'),
+                 os.path.join(HERE, 'vw-dirty.c'), __file__):
         with open(path, 'rb') as f:
             h.update(f.read())
     return h.hexdigest()[:16]
+
+
+def installed(pkg):
+    p = subprocess.run(['dpkg-query', '-W', '-f', '${Version}', pkg],
+                       capture_output=True, text=True)
+    if p.returncode != 0 or not p.stdout.strip():
+        raise GuestBuildError('%s is not installed (scripts/install-deps)'
+                              % pkg)
+    return p.stdout.strip()
 
 
 def wanted_manifest():
     kpkg = kernel_package()
     return {'kernel_package': kpkg, 'kernel_version': candidate(kpkg),
             'busybox_version': candidate(BUSYBOX),
+            'bird_version': installed(ROUTER_PACKAGE),
             'sources': _sources_digest()}
+
+
+def shared_libraries(binaries):
+    """The libraries (and the loader) the binaries load, as ldd finds them
+    on this host."""
+    out = set()
+    for b in binaries:
+        for line in _run(['ldd', b]).splitlines():
+            parts = line.split()
+            path = parts[2] if '=>' in parts and len(parts) > 2 else parts[0]
+            if path.startswith('/'):
+                out.add(path)
+    return sorted(out)
+
+
+def _copy_with_libraries(binaries, tree):
+    for path in list(binaries) + shared_libraries(binaries):
+        dest = os.path.join(tree, path.lstrip('/'))
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copy(os.path.realpath(path), dest)
 
 
 def _download(pkgs, where):
@@ -132,7 +170,8 @@ def build(out=DEFAULT_OUT, progress=lambda m: None):
             want['busybox_version']))
         root = _download([want['kernel_package'], BUSYBOX], work)
         tree = os.path.join(work, 'initramfs')
-        for d in ('bin', 'dev', 'proc', 'sys', 'lib/modules', 'tmp'):
+        for d in ('bin', 'dev', 'proc', 'sys', 'lib/modules', 'tmp', 'etc',
+                  'run'):
             os.makedirs(os.path.join(tree, d))
         shutil.copy(os.path.join(root, 'bin/busybox'),
                     os.path.join(tree, 'bin/busybox'))
@@ -142,6 +181,11 @@ def build(out=DEFAULT_OUT, progress=lambda m: None):
         _run(['gcc', '-static', '-Os', '-s', '-o',
               os.path.join(tree, 'bin/vw-responder'),
               os.path.join(HERE, 'vw-responder.c')])
+        _run(['gcc', '-static', '-Os', '-s', '-o',
+              os.path.join(tree, 'bin/vw-dirty'),
+              os.path.join(HERE, 'vw-dirty.c')])
+        progress('adding BIRD %s' % want['bird_version'])
+        _copy_with_libraries(ROUTER_BINARIES, tree)
         included = []
         for m in MODULES:
             data = _module(root, m)

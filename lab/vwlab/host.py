@@ -267,12 +267,16 @@ class LabHost:
         return g
 
     def define_guest(self, name, nics, boot_timeout=60, beacon=None,
-                     bridge='br-int'):
+                     bridge='br-int', memory_mb=128, cmdline=()):
         """Start the lab guest through this host's libvirtd, NICs as
         <interface type='bridge'><virtualport type='openvswitch'> with an
         interfaceid each, on `bridge`. nics: [(interfaceid (a UUID),
         ip_cidr)]. beacon:
-        'IP:PORT:MICROSECONDS' the guest sends sequenced datagrams to."""
+        'IP:PORT:MICROSECONDS' the guest sends sequenced datagrams to.
+        cmdline: more of the guest's kernel command line, what its /init
+        reads: e.g. 'vw.dirty=MIB:PAGES_PER_SECOND:sparse|dense' (a working
+        set it keeps writing), vw.router/vw.ospf/vw.bgp (it routes: BIRD,
+        vwlab.routers)."""
         from vwlab import guest_image
         from vwlab.libvirt_host import domain_xml
         if self.libvirt is None:
@@ -294,7 +298,8 @@ class LabHost:
         with open(g.xml, 'w') as f:
             f.write(domain_xml(name, spec, img['kernel'], img['initrd'],
                                g.console, dom_uuid=g.uuid, beacon=beacon,
-                               bridge=bridge))
+                               bridge=bridge, memory_mb=memory_mb,
+                               cmdline=cmdline))
         self.libvirt.virsh('create', g.xml)
         wait_booted(g, boot_timeout)
         return g

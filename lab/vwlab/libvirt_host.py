@@ -59,14 +59,19 @@ def qemu_conf(ip):
 
 
 def domain_xml(name, nics, kernel, initrd, console, memory_mb=128,
-               dom_uuid=None, bridge='br-int', beacon=None):
+               dom_uuid=None, bridge='br-int', beacon=None, cmdline=()):
     """A lab guest as libvirt sees it. nics: [(interfaceid, mac, cidr)];
     interfaceid is the vNIC id (libvirt wants a UUID). Direct kernel boot
     of the lab image; serial console appended to a file both hosts see.
-    beacon: 'IP:PORT:MICROSECONDS' the guest sends to on its own."""
+    beacon: 'IP:PORT:MICROSECONDS' the guest sends to on its own; cmdline:
+    more kernel arguments for its /init (lab/vwlab/guest/init)."""
     nets = ','.join('eth%d=%s' % (i, n[2]) for i, n in enumerate(nics))
     if beacon:
         nets += ' vw.beacon=' + beacon
+    for arg in cmdline:
+        if not arg or any(c.isspace() for c in arg):
+            raise ValueError('a kernel argument without spaces: %r' % arg)
+        nets += ' ' + arg
     ifaces = ''.join(
         "    <interface type='bridge'>\n"
         "      <mac address=%s/>\n"

@@ -20,6 +20,7 @@ NAT kinds (lab notes, section 13):
                destination, punching fails; a relay is needed;
   'public':    no NAT, the extender's wan0 is on the public segment.
 """
+import json
 import time
 from dataclasses import dataclass
 
@@ -175,6 +176,20 @@ class Sites:
         sh(['iptables', '-F'], ns=ns)
         self._nat_rules(ns, kind)
         self.flush_nat(site)
+
+    def shape_wan(self, site, rate):
+        """The site's way out carries at most `rate` (tc units): a token
+        bucket on its NAT's public side, as a WAN link of that rate."""
+        sh(['tc', 'qdisc', 'replace', 'dev', 'wan', 'root', 'tbf', 'rate',
+            rate, 'burst', '128kb', 'latency', '100ms'],
+           ns=self.nat_ns(site))
+
+    def wan_bytes(self, site):
+        """Bytes the site has sent out on its public side."""
+        out = sh(['tc', '-s', '-j', 'qdisc', 'show', 'dev', 'wan'],
+                 ns=self.nat_ns(site))
+        return sum(q.get('bytes', 0) for q in json.loads(out)
+                   if q.get('root'))
 
     def flush_nat(self, site):
         """Forget every NAT mapping of the site (a NAT reboot, or a

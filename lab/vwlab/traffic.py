@@ -110,7 +110,7 @@ def udp_recv(port, seconds, ready_file=None):
     s.bind(('0.0.0.0', port))
     if ready_file:
         open(ready_file, 'w').close()
-    seen, dups, times = set(), 0, {}
+    seen, dups, times, delays = set(), 0, {}, []
     end = time.time() + seconds
     max_seq = -1
     while True:
@@ -123,12 +123,13 @@ def udp_recv(port, seconds, ready_file=None):
         data, _ = s.recvfrom(65535)
         if len(data) < HDR.size:
             continue
-        seq, _sent = HDR.unpack_from(data)
+        seq, sent = HDR.unpack_from(data)
         if seq in seen:
             dups += 1
             continue
         seen.add(seq)
         times[seq] = time.time()
+        delays.append(times[seq] - sent)    # one clock: lab namespaces
         max_seq = max(max_seq, seq)
     missing = [q for q in range(max_seq + 1) if q not in seen]
     # Outage = longest run of consecutive missing numbers, in packets.
@@ -142,7 +143,17 @@ def udp_recv(port, seconds, ready_file=None):
                       # When the first and the last arrived: a probe
                       # judging a window shows it spanned it.
                       'first_at': min(times.values(), default=None),
-                      'last_at': max(times.values(), default=None)}))
+                      'last_at': max(times.values(), default=None),
+                      'delay_ms': _delay_ms(delays)}))
+
+
+def _delay_ms(delays):
+    """One-way delay, sender's stamp to arrival (p50, p99, max), ms."""
+    if not delays:
+        return None
+    s = sorted(delays)
+    return {q: round(s[min(len(s) - 1, int(len(s) * f))] * 1e3, 2)
+            for q, f in (('p50', 0.5), ('p99', 0.99), ('max', 1.0))}
 
 
 def udp_send(dst, port, rate, seconds, size=64):

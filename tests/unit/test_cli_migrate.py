@@ -16,15 +16,25 @@ def test_vnics_are_the_openvswitch_interfaceids_in_order():
     assert guest_vnics(XML) == ['nic-a', 'nic-b']
 
 
-def test_progress_line_says_sent_left_dirty_rate_and_downtime():
+def test_progress_line_says_sent_left_dirty_rate_and_pause():
     line = progress_line({'data_total': 128 << 20, 'data_processed': 32 << 20,
-                          'data_remaining': 96 << 20,
-                          'memory_dirty_rate': 1500, 'downtime': 300}, 1.25)
-    assert '25.0%' in line and '32.0 MiB sent' in line
-    assert '96.0 MiB left' in line and 'dirty   1500 pages/s' in line
-    assert 'expected downtime 300 ms' in line
-    # Before libvirt knows the totals: no division by zero, no downtime.
-    assert 'expected downtime - ms' in progress_line({}, 0)
+                          'data_remaining': 96 << 20, 'memory_iteration': 3,
+                          'memory_dirty_rate': 1536,
+                          'memory_page_size': 4096, 'downtime': 300}, 1.25)
+    assert '25.0%' in line and '32.0 MiB sent' in line and 'pass 3' in line
+    assert '96.0 MiB left' in line and 'dirty   6.0 MiB/s' in line
+    assert 'expected pause 300 ms' in line
+    assert 'deltas' not in line and 'throttled' not in line
+    # Before libvirt knows the totals: no division by zero, no pause.
+    assert 'expected pause - ms' in progress_line({}, 0)
+
+
+def test_progress_line_shows_deltas_and_the_throttle_when_used():
+    line = progress_line({'compression_bytes': 3 << 20,
+                          'compression_cache_misses': 12,
+                          'auto_converge_throttle': 40}, 2.0)
+    assert 'deltas 3.0 MiB (12 misses)' in line
+    assert 'guest throttled 40%' in line
 
 
 def _wire(**over):

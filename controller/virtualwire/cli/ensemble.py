@@ -16,7 +16,9 @@ import urllib.parse
 from tabulate import tabulate
 
 from virtualwire.cli.client import CliError
-from virtualwire.cli.migrate import MigrateError, libvirt_uris, params
+from virtualwire.cli import migration_profile as profiles
+from virtualwire.cli.migrate import (MigrateError, PostcopySwitch,
+                                     libvirt_uris, memory_bytes, plan)
 from virtualwire.core import ensemble, errors
 
 POLL_S = 0.25
@@ -34,6 +36,7 @@ class Run:
             dst_uri, dest
         self.args = args
         self.state, self.error, self.dom = 'waiting', None, None
+        self.switch = None
         self.started = self.ended = 0.0
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -51,8 +54,9 @@ class Run:
             src = libvirt.open(self.src_uri)
             self.dom = src.lookupByUUIDString(self.m.vm)
             dst = libvirt.open(self.dst_uri)
-            self.dom.migrate3(dst, params(libvirt, self.args),
-                              libvirt.VIR_MIGRATE_LIVE)
+            how = plan(self.args, memory_bytes(self.dom))
+            self.switch = PostcopySwitch(how['postcopy'])
+            self.dom.migrate3(dst, *profiles.libvirt_call(libvirt, how))
             self.state = 'done'
         except libvirt.libvirtError as e:
             self.state, self.error = 'failed', e.get_error_message()
@@ -62,9 +66,12 @@ class Run:
     def progress(self):
         """libvirt's job statistics now ({} if none)."""
         try:
-            return self.dom.jobStats() if self.dom is not None else {}
+            stats = self.dom.jobStats() if self.dom is not None else {}
         except Exception:
             return {}
+        if self.switch is not None:
+            self.switch.poll(self.dom, stats)
+        return stats
 
 
 def _vm_line(r, stats):

@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 
 from tabulate import tabulate
 
+from virtualwire.cli import migration_profile as profiles
 from virtualwire.cli.client import CliError
 
 
@@ -30,11 +31,34 @@ def libvirt_uris(config_path):
     return dict(cp['libvirt']) if cp.has_section('libvirt') else {}
 
 
-def params(libvirt, args):
-    """migrate3's parameters: --bandwidth MiB/s caps the migration stream
-    (so the wires' own traffic keeps its share of a slow link)."""
-    bw = getattr(args, 'bandwidth', None)
-    return {libvirt.VIR_MIGRATE_PARAM_BANDWIDTH: int(bw)} if bw else {}
+def plan(args, memory_bytes):
+    """The migration's plan from the arguments: --profile (default, wan),
+    --bandwidth MiB/s (a cap on the stream, so the wires' own traffic
+    keeps its share of a slow link), --postcopy."""
+    return profiles.plan(profiles.PROFILES[getattr(args, 'profile', None)
+                                           or 'default'],
+                         memory_bytes, getattr(args, 'bandwidth', None),
+                         bool(getattr(args, 'postcopy', False)))
+
+
+def memory_bytes(dom):
+    return int(dom.info()[1]) * 1024      # maxMem, KiB
+
+
+class PostcopySwitch:
+    """With --postcopy: once the first pass is done (QEMU counts it as
+    iteration 1), ask for post-copy, once."""
+
+    def __init__(self, wanted):
+        self.pending = wanted
+
+    def poll(self, dom, stats):
+        if self.pending and (stats.get('memory_iteration') or 0) >= 2:
+            self.pending = False
+            try:
+                dom.migrateStartPostCopy(0)
+            except Exception:       # e.g. already completing: pre-copy ends
+                pass
 
 
 def guest_vnics(xml):
@@ -50,12 +74,20 @@ def progress_line(stats, elapsed):
     total = stats.get('data_total') or 0
     done = stats.get('data_processed') or 0
     pct = 100.0 * done / total if total else 0.0
-    return ('%5.1fs  %5.1f%%  %7.1f MiB sent  %7.1f MiB left  dirty %6.0f '
-            'pages/s  expected downtime %s ms' % (
-                elapsed, pct, done / mib,
-                (stats.get('data_remaining') or 0) / mib,
-                stats.get('memory_dirty_rate') or 0,
-                stats.get('downtime', '-')))
+    dirty = (stats.get('memory_dirty_rate') or 0) * (
+        stats.get('memory_page_size') or 4096)
+    extra = ''
+    if stats.get('compression_bytes') is not None:
+        extra += '  deltas %.1f MiB (%d misses)' % (
+            stats['compression_bytes'] / mib,
+            stats.get('compression_cache_misses') or 0)
+    if stats.get('auto_converge_throttle'):
+        extra += '  guest throttled %d%%' % stats['auto_converge_throttle']
+    return ('%5.1fs  %5.1f%%  pass %d  %7.1f MiB sent  %7.1f MiB left  '
+            'dirty %5.1f MiB/s  expected pause %s ms%s' % (
+                elapsed, pct, stats.get('memory_iteration') or 0,
+                done / mib, (stats.get('data_remaining') or 0) / mib,
+                dirty / mib, stats.get('downtime', '-'), extra))
 
 
 def wire_phase(wire):
@@ -114,6 +146,9 @@ def migrate(client, args, config_path, out=sys.stderr):
     if src == args.dest:
         raise MigrateError('guest %s already runs on %s' % (args.vm, src))
     vnics = guest_vnics(dom.XMLDesc(0))
+    how = plan(args, memory_bytes(dom))
+    mparams, mflags = profiles.libvirt_call(libvirt, how)
+    switch = PostcopySwitch(how['postcopy'])
     try:
         dconn = libvirt.open(uris[args.dest])
     except libvirt.libvirtError as e:
@@ -123,12 +158,12 @@ def migrate(client, args, config_path, out=sys.stderr):
 
     def run():
         try:
-            dom.migrate3(dconn, params(libvirt, args),
-                         libvirt.VIR_MIGRATE_LIVE)
+            dom.migrate3(dconn, mparams, mflags)
         except libvirt.libvirtError as e:
             result['error'] = e.get_error_message()
-    print('migrating %s %s -> %s (%d vNICs)' % (args.vm, src, args.dest,
-                                                len(vnics)), file=out)
+    print('migrating %s %s -> %s (%d vNICs; %s)' % (
+        args.vm, src, args.dest, len(vnics), profiles.describe(how)),
+        file=out)
     try:
         wire_ids = [w['id'] for w in guest_wires(client, vnics)]
     except CliError as e:       # libvirt migrates without us (hook policy)
@@ -148,6 +183,7 @@ def migrate(client, args, config_path, out=sys.stderr):
             stats = dom.jobStats()
         except libvirt.libvirtError:
             stats = {}
+        switch.poll(dom, stats)
         now = time.time() - t0
         line = progress_line(stats, now) if stats.get('type', 0) else None
         if line and line[6:] != last and now - last_at >= 1.0:
@@ -170,11 +206,36 @@ def migrate(client, args, config_path, out=sys.stderr):
                            % (src, result['error']))
     wires = guest_wires(client, vnics)
     doc = {'vm': args.vm, 'source': src, 'destination': args.dest,
-           'seconds': round(took, 2), 'vnics': vnics, 'wires': wires}
-    text = 'migrated %s %s -> %s in %.2fs\n%s' % (
-        args.vm, src, args.dest, took, tabulate(
+           'seconds': round(took, 2), 'vnics': vnics, 'wires': wires,
+           'profile': how, 'job': completed_job(dconn, args.vm)}
+    text = 'migrated %s %s -> %s in %.2fs%s\n%s' % (
+        args.vm, src, args.dest, took, job_summary(doc['job']), tabulate(
             [[w['connector_id'], w['a'], w['b'], w['state'], w['host_a'],
               w['host_b']] for w in wires],
             headers=['connector_id', 'a', 'b', 'state', 'host_a',
                      'host_b']))
     return doc, text
+
+
+def completed_job(dconn, name):
+    """What the finished migration cost, from the destination's libvirt
+    (its record of the domain's last job; the source's domain is gone);
+    {} if it has none."""
+    try:
+        import libvirt
+        st = dconn.lookupByName(name).jobStats(
+            libvirt.VIR_DOMAIN_JOB_STATS_COMPLETED)
+    except Exception:
+        return {}
+    keys = ('time_elapsed', 'downtime', 'data_processed', 'memory_iteration',
+            'compression_bytes', 'compression_cache_misses',
+            'auto_converge_throttle')
+    return {k: st[k] for k in keys if k in st}
+
+
+def job_summary(job):
+    if not job.get('data_processed'):
+        return ''
+    return ' (%.1f MiB sent in %s passes, pause %s ms by QEMU)' % (
+        job['data_processed'] / (1 << 20), job.get('memory_iteration', '?'),
+        job.get('downtime', '?'))

@@ -29,6 +29,7 @@ from virtualwire.cli import timeline
 from virtualwire.cli import top as cli_top
 from virtualwire.cli import placement as cli_placement
 from virtualwire.cli import topology as cli_topology
+from virtualwire.cli.migration_profile import PROFILES
 from virtualwire.cli.client import (DEFAULT_CONFIG, CliError, Client,  # noqa: F401
                                     load_config)
 
@@ -255,6 +256,14 @@ def build_parser():
                    "topology (operator)")
     s.add_argument('--bandwidth', type=int, metavar='MiB/s',
                    help='cap each migration stream (libvirt bandwidth)')
+    s.add_argument('--profile', choices=sorted(PROFILES), default='default',
+                   help='what QEMU is asked to do: ' + '; '.join(
+                       '%s: %s' % (k, v.summary)
+                       for k, v in sorted(PROFILES.items())))
+    s.add_argument('--postcopy', action='store_true',
+                   help='switch to post-copy after the first pass (the '
+                        'guest runs on the destination at once; a link '
+                        'failure then loses it)')
     s.set_defaults(fn=cmd_migrate)
     cli_extenders.add_parser(sub)
     cli_batch.add_parser(sub)

@@ -53,7 +53,7 @@ def _device_changed(have: LinkSpec, want: LinkSpec) -> bool:
 
 class Agent:
     def __init__(self, name, state_dir, controller, rendezvous, switch,
-                 wireguard_bin='boringtun-cli', link_rate='80mbit'):
+                 wireguard_bin='boringtun-cli', link_rate=''):
         self.link_rate = link_rate
         self.name, self.dir = name, state_dir
         self.controller, self.rendezvous = controller, rendezvous

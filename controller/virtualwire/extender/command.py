@@ -40,9 +40,14 @@ def main(argv=None):
                    help='the userspace WireGuard daemon: boringtun-cli '
                         '(measured faster here) or wireguard-go')
     p.add_argument('--interval', type=float, default=1.0)
-    p.add_argument('--link-rate', default='80mbit',
-                   help='shape each link to this rate (tc units; below what '
-                        'the daemon carries), wires first; "" for none')
+    p.add_argument('--link-rate', default='', metavar='RATE',
+                   help="the rate each link carries (tc units, e.g. 95mbit: "
+                        "a little below the slower of the path's rate and "
+                        "what the WireGuard daemon carries here): the link "
+                        "is shaped to it, the wires' frames first, a "
+                        "migration's stream after them. Default: unshaped "
+                        "(nothing caps a link, and nothing keeps the wires "
+                        "ahead of other traffic on it)")
     args = p.parse_args(argv)
     if args.controller.startswith('http://') and \
             not args.insecure_plaintext_lab:

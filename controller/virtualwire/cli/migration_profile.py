@@ -1,0 +1,137 @@
+"""Migration profiles: what QEMU is asked to do to move a guest, as data,
+and the two ways of asking (libvirt-python for `vwctl migrate`, `virsh
+migrate` flags for the hook path, where the operator runs virsh).
+
+  default  QEMU's plain pre-copy: every dirty page sent again whole, as
+           often as the guest dirties it; on a slow link a guest that
+           dirties memory faster than the link carries never finishes.
+  wan      for a slow link between clouds (measured in
+           bench/bench_wan_migration.py, docs/benchmarks.rst):
+           - xbzrle: a page sent again goes as its delta against the copy
+             sent before (a cache on the source, sized from the guest's
+             memory): a page whose few bytes changed costs bytes, not 4 KiB;
+           - zlib compression at level 1 on two threads (QEMU's `compress`,
+             libvirt's "mt") for pages sent whole, the first pass above all;
+           - auto-converge: a guest dirtying faster than the link carries
+             is slowed (its vCPU throttled, in steps) until the migration
+             can finish, instead of iterating for ever.
+           QEMU 7.2 / libvirt 9.0 (Debian 12) cannot yet ask for multifd
+           with zstd (libvirt 9.4); `compress` is its predecessor.
+
+--postcopy (either profile): start post-copy after the first pass (the
+guest runs on the destination at once and pulls the pages it still lacks;
+a link failure then loses the guest, which is why it is only on request).
+QEMU cannot compress a post-copy migration, so with --postcopy the wan
+profile keeps xbzrle and auto-converge and drops compression.
+"""
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    xbzrle: bool = False
+    compress_threads: int = 0        # QEMU `compress` (zlib), 0: off
+    compress_level: int = 1
+    auto_converge: bool = False
+    summary: str = ''
+
+
+PROFILES: Dict[str, Profile] = {
+    'default': Profile('default', summary="QEMU's plain pre-copy"),
+    'wan': Profile('wan', xbzrle=True, compress_threads=2, compress_level=1,
+                   auto_converge=True,
+                   summary='page deltas (xbzrle), zlib level 1 on 2 '
+                           'threads, auto-converge'),
+}
+
+
+def xbzrle_cache_bytes(memory_bytes: int) -> int:
+    """Half the guest's memory, a power of two (QEMU wants one), at least
+    64 MiB (QEMU's default) and at most 1 GiB: the pages a guest keeps
+    rewriting fit, and the source does not hold a second copy of a big
+    guest's memory."""
+    want = max(64 * MIB, min(1 << 30, memory_bytes // 2))
+    size = 64 * MIB
+    while size * 2 <= want:
+        size *= 2
+    return size
+
+
+def plan(profile: Profile, memory_bytes: int,
+         bandwidth_mib: Optional[int] = None,
+         postcopy: bool = False) -> dict:
+    """What to ask for, independent of how it is asked."""
+    compress = [] if postcopy else (
+        ['mt'] if profile.compress_threads else [])
+    methods = compress + (['xbzrle'] if profile.xbzrle else [])
+    out: dict = {'profile': profile.name, 'methods': methods,
+                 'auto_converge': profile.auto_converge,
+                 'postcopy': postcopy, 'bandwidth_mib': bandwidth_mib}
+    if 'xbzrle' in methods:
+        out['xbzrle_cache'] = xbzrle_cache_bytes(memory_bytes)
+    if 'mt' in methods:
+        out['mt_threads'] = profile.compress_threads
+        out['mt_level'] = profile.compress_level
+    return out
+
+
+def libvirt_call(libvirt, p: dict) -> Tuple[dict, int]:
+    """(migrate3 params, flags) for a plan()."""
+    params: dict = {}
+    flags = libvirt.VIR_MIGRATE_LIVE
+    if p['bandwidth_mib']:
+        params[libvirt.VIR_MIGRATE_PARAM_BANDWIDTH] = int(p['bandwidth_mib'])
+    if p['methods']:
+        flags |= libvirt.VIR_MIGRATE_COMPRESSED
+        # A typed-parameter list: one entry per method.
+        params[libvirt.VIR_MIGRATE_PARAM_COMPRESSION] = list(p['methods'])
+    if 'xbzrle_cache' in p:
+        params[libvirt.VIR_MIGRATE_PARAM_COMPRESSION_XBZRLE_CACHE] = \
+            p['xbzrle_cache']
+    if 'mt_threads' in p:
+        params[libvirt.VIR_MIGRATE_PARAM_COMPRESSION_MT_THREADS] = \
+            p['mt_threads']
+        params[libvirt.VIR_MIGRATE_PARAM_COMPRESSION_MT_LEVEL] = \
+            p['mt_level']
+    if p['auto_converge']:
+        flags |= libvirt.VIR_MIGRATE_AUTO_CONVERGE
+    if p['postcopy']:
+        flags |= libvirt.VIR_MIGRATE_POSTCOPY
+    return params, flags
+
+
+def virsh_args(p: dict) -> List[str]:
+    """The same plan as `virsh migrate --live` options."""
+    out: List[str] = []
+    if p['bandwidth_mib']:
+        out += ['--bandwidth', str(int(p['bandwidth_mib']))]
+    if p['methods']:
+        out += ['--compressed', '--comp-methods', ','.join(p['methods'])]
+    if 'xbzrle_cache' in p:
+        out += ['--comp-xbzrle-cache', str(p['xbzrle_cache'])]
+    if 'mt_threads' in p:
+        out += ['--comp-mt-threads', str(p['mt_threads']),
+                '--comp-mt-level', str(p['mt_level'])]
+    if p['auto_converge']:
+        out.append('--auto-converge')
+    if p['postcopy']:
+        out += ['--postcopy', '--postcopy-after-precopy']
+    return out
+
+
+def describe(p: dict) -> str:
+    """One line for people: what the migration was asked to do."""
+    parts = [p['profile']]
+    if p['methods']:
+        parts.append('+'.join(p['methods']))
+    if p['auto_converge']:
+        parts.append('auto-converge')
+    if p['postcopy']:
+        parts.append('post-copy after the first pass')
+    if p['bandwidth_mib']:
+        parts.append('%d MiB/s cap' % p['bandwidth_mib'])
+    return ', '.join(parts)

@@ -1,0 +1,61 @@
+"""Migration profiles: the plan each asks of QEMU, and the same plan as
+libvirt-python's migrate3 arguments and as `virsh migrate` options (the
+hook path's documented flags)."""
+import types
+
+import pytest
+
+from virtualwire.cli import migration_profile as mp
+
+MIB = 1 << 20
+
+# libvirt's constants, as the module reads them (values as in libvirt 9.0).
+LV = types.SimpleNamespace(
+    VIR_MIGRATE_LIVE=1, VIR_MIGRATE_COMPRESSED=2048,
+    VIR_MIGRATE_AUTO_CONVERGE=8192, VIR_MIGRATE_POSTCOPY=32768,
+    VIR_MIGRATE_PARAM_BANDWIDTH='bandwidth',
+    VIR_MIGRATE_PARAM_COMPRESSION='compression',
+    VIR_MIGRATE_PARAM_COMPRESSION_XBZRLE_CACHE='compression.xbzrle.cache',
+    VIR_MIGRATE_PARAM_COMPRESSION_MT_THREADS='compression.mt.threads',
+    VIR_MIGRATE_PARAM_COMPRESSION_MT_LEVEL='compression.mt.level')
+
+
+@pytest.mark.parametrize('memory,cache', [
+    (128 * MIB, 64 * MIB), (256 * MIB, 128 * MIB), (300 * MIB, 128 * MIB),
+    (1 << 30, 512 * MIB), (64 << 30, 1 << 30), (32 * MIB, 64 * MIB)])
+def test_xbzrle_cache_is_half_the_memory_a_power_of_two_within_bounds(
+        memory, cache):
+    assert mp.xbzrle_cache_bytes(memory) == cache
+
+
+def test_default_asks_for_nothing_but_a_live_migration():
+    p = mp.plan(mp.PROFILES['default'], 256 * MIB)
+    assert mp.libvirt_call(LV, p) == ({}, LV.VIR_MIGRATE_LIVE)
+    assert mp.virsh_args(p) == []
+    assert mp.describe(p) == 'default'
+
+
+def test_wan_asks_for_deltas_compression_and_auto_converge():
+    p = mp.plan(mp.PROFILES['wan'], 256 * MIB, bandwidth_mib=10)
+    params, flags = mp.libvirt_call(LV, p)
+    assert flags == (LV.VIR_MIGRATE_LIVE | LV.VIR_MIGRATE_COMPRESSED |
+                     LV.VIR_MIGRATE_AUTO_CONVERGE)
+    assert params == {'bandwidth': 10, 'compression': ['mt', 'xbzrle'],
+                      'compression.xbzrle.cache': 128 * MIB,
+                      'compression.mt.threads': 2,
+                      'compression.mt.level': 1}
+    assert mp.virsh_args(p) == [
+        '--bandwidth', '10', '--compressed', '--comp-methods', 'mt,xbzrle',
+        '--comp-xbzrle-cache', str(128 * MIB), '--comp-mt-threads', '2',
+        '--comp-mt-level', '1', '--auto-converge']
+    assert mp.describe(p) == 'wan, mt+xbzrle, auto-converge, 10 MiB/s cap'
+
+
+def test_postcopy_drops_compression_which_qemu_cannot_do_with_it():
+    p = mp.plan(mp.PROFILES['wan'], 128 * MIB, postcopy=True)
+    params, flags = mp.libvirt_call(LV, p)
+    assert params['compression'] == ['xbzrle']
+    assert 'compression.mt.threads' not in params
+    assert flags & LV.VIR_MIGRATE_POSTCOPY
+    assert mp.virsh_args(p)[-2:] == ['--postcopy', '--postcopy-after-precopy']
+    assert mp.describe(p).endswith('post-copy after the first pass')
