@@ -7,7 +7,8 @@ The lab: two clouds (bench/cloud_lab.py) whose NATs send at most
 --wan-rate (tc tbf: a 100 Mbit/s WAN link each way); the extenders shape
 their link to --link-rate, the wires' frames first. Each move is a fresh
 guest (256 MiB, TCG) that keeps writing memory (vw-dirty: a --dirty
-working set, 8 bytes into each page it writes), from h1 (cloud-a) to h2
+working set of 64-byte records, one record's counter bumped in each page
+it writes: lab/vwlab/guest/vw-dirty.c), from h1 (cloud-a) to h2
 (cloud-b), with the migration options of its profile as `virsh migrate`
 flags (the hook path; vwctl asks libvirt for the same). Per move:
 
@@ -149,6 +150,8 @@ def summarise(rows):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--runs', type=int, default=5, help='moves per profile')
+    ap.add_argument('--kinds', default='default,wan',
+                    help='profiles, alternated, --runs times each')
     ap.add_argument('--unshaped', type=int, default=1,
                     help='wan moves with the extenders unshaped, after')
     ap.add_argument('--wan-rate', default='100mbit')
@@ -161,7 +164,7 @@ def main():
     ap.add_argument('--wire-seconds', type=float, default=12)
     args = ap.parse_args()
     workdir = tempfile.mkdtemp(prefix='vw-wanmig-')
-    order = [k for _ in range(args.runs) for k in ('default', 'wan')] + \
+    order = [k for _ in range(args.runs) for k in args.kinds.split(',')] + \
         ['wan-unshaped'] * args.unshaped
     rows = []
     with two_clouds(link_rate=args.link_rate, wan_rate=args.wan_rate) as (
@@ -220,7 +223,7 @@ def main():
             subprocess.run(['sync'])
     by = {k: summarise([r for r in rows if r['profile'] == k])
           for k in dict.fromkeys(order)}
-    d, w = by['default'], by['wan']
+    d, w = by.get('default', {}), by.get('wan', {})
 
     def ratio(key):
         if not (d.get(key) and w.get(key)):

@@ -1,15 +1,20 @@
 /* vw-dirty: a guest workload that keeps writing memory, for measuring live
  * migration (the pages a migration must send again).
  *
- *     vw-dirty MIB PAGES_PER_SECOND [sparse|dense]
+ *     vw-dirty MIB PAGES_PER_SECOND [sparse|dense|random]
  *
  * Holds a working set of MIB MiB and writes PAGES_PER_SECOND of its pages
  * a second, in 100 slices a second, page after page round the set:
- *   sparse  8 bytes per page (a counter): most of the page is unchanged,
- *           as in a heap of counters and small records; page deltas
- *           (QEMU's xbzrle) send little of it again
- *   dense   the whole page rewritten with pseudo-random bytes: nothing a
- *           delta or a compressor can save (a worst case)
+ *   sparse  a heap of records (64 B each: an id, a counter, a 16-byte key
+ *           and five words from a small vocabulary: zlib at level 1 packs
+ *           a page to about 45%, as it does much of a real guest's memory);
+ *           a write bumps one record's counter (8 bytes), so most of the
+ *           page is unchanged and page deltas (QEMU's xbzrle) send little
+ *           of it again
+ *   dense   the same heap, every record of the page rewritten (new
+ *           counters throughout the page)
+ *   random  pages of pseudo-random bytes, each write rewriting the whole
+ *           page: nothing a delta or a compressor can save (a worst case)
  * Prints its counters to the console once a minute.
  *
  * Static, no dependencies: it runs from a busybox initramfs.
@@ -26,12 +31,19 @@
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: vw-dirty MIB PAGES_PER_SECOND [sparse|dense]\n");
+        fprintf(stderr, "usage: vw-dirty MIB PAGES_PER_SECOND "
+                "[sparse|dense|random]\n");
         return 2;
     }
     size_t mib = strtoul(argv[1], NULL, 10);
     unsigned long rate = strtoul(argv[2], NULL, 10);
-    int dense = argc > 3 && strcmp(argv[3], "dense") == 0;
+    const char *mode = argc > 3 ? argv[3] : "sparse";
+    int dense = strcmp(mode, "dense") == 0;
+    int random = strcmp(mode, "random") == 0;
+    if (!dense && !random && strcmp(mode, "sparse") != 0) {
+        fprintf(stderr, "vw-dirty: mode is sparse, dense or random\n");
+        return 2;
+    }
     size_t pages = mib * 256;
     if (!pages || !rate) {
         fprintf(stderr, "vw-dirty: MIB and PAGES_PER_SECOND must be > 0\n");
@@ -45,14 +57,31 @@ int main(int argc, char **argv)
     }
     /* Every page non-zero and distinct first: QEMU sends zero pages as a
      * flag, and a set of zero pages would not cost what a real one does. */
+    static const char *words[] = {"alpha ", "bravo ", "delta ", "order ",
+                                  "state ", "route ", "value ", "index "};
     uint64_t x = 0x9e3779b97f4a7c15ULL;
     for (size_t p = 0; p < pages; p++)
-        for (size_t i = 0; i < PAGE; i += 8) {
+        for (size_t r = 0; r < PAGE / 64; r++) {
+            unsigned char *rec = set + p * PAGE + r * 64;
             x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-            memcpy(set + p * PAGE + i, &x, 8);
+            if (random) {
+                for (size_t i = 0; i < 64; i += 8) {
+                    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+                    memcpy(rec + i, &x, 8);
+                }
+                continue;
+            }
+            uint64_t id = p * (PAGE / 64) + r, zero = 0, key2;
+            memcpy(rec, &id, 8);
+            memcpy(rec + 8, &zero, 8);
+            memcpy(rec + 16, &x, 8);            /* a 16-byte key */
+            key2 = x * 0x2545f4914f6cdd1dULL;
+            memcpy(rec + 24, &key2, 8);
+            for (size_t w = 0; w < 5; w++)
+                memcpy(rec + 32 + w * 6, words[(x >> (3 * w + 7)) & 7], 6);
+            memcpy(rec + 62, "  ", 2);
         }
-    printf("vw-dirty: %zu MiB, %lu pages/s, %s\n", mib, rate,
-           dense ? "dense" : "sparse");
+    printf("vw-dirty: %zu MiB, %lu pages/s, %s\n", mib, rate, mode);
     fflush(stdout);
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
@@ -62,13 +91,16 @@ int main(int argc, char **argv)
     for (;;) {
         for (unsigned long k = 0; k < per_slice; k++, written++) {
             unsigned char *pg = set + at * PAGE;
-            if (dense) {
+            if (random) {
                 for (size_t i = 0; i < PAGE; i += 8) {
                     x ^= x << 13; x ^= x >> 7; x ^= x << 17;
                     memcpy(pg + i, &x, 8);
                 }
+            } else if (dense) {
+                for (size_t r = 0; r < PAGE / 64; r++)
+                    memcpy(pg + r * 64 + 8, &written, 8);
             } else {
-                memcpy(pg + (written % (PAGE / 8)) * 8, &written, 8);
+                memcpy(pg + (written % (PAGE / 64)) * 64 + 8, &written, 8);
             }
             at = (at + 1) % pages;
         }
