@@ -141,6 +141,9 @@ def summarise(rows):
     out = {k: dist([r.get(k) for r in ok]) for k in keys}
     out['wire_delay_p99_ms'] = dist([(r.get('wire_delay_ms') or {}).get(
         'p99') for r in ok])
+    # The network's part of the outage, from the captures (added_ms also
+    # holds a TCG guest that does not answer for seconds after RESUME).
+    out['network_ms'] = dist([r['capture'].get('network_ms') for r in ok])
     out['guest_crashed_runs'] = [r['run'] for r in rows if r['guest_crashed']]
     out['wire_inside_migration'] = all(r['wire_inside_migration']
                                        for r in ok)
