@@ -13,9 +13,14 @@ ATTEMPTS = 3           # runs whose guest QEMU broke are done again
 def test_a_router_guest_keeps_ospf_and_bgp_through_a_move(lab):
     h1, h2, h3 = lab.hosts
     for k in range(ATTEMPTS):
-        # R1 on h3 (its wire re-points), R2 on h2: its wire collapses when
-        # the guest arrives beside it.
-        if routed_move(lab, h1, h2, h3, h2, 's%d' % k, 1000) is not None:
+        # Both neighbours on h3: both wires re-point. Not R2 on the
+        # destination: OVS 3.1 drops tunnelled traffic into a host for a
+        # few ms when libvirt plugs the destination's tap (README), and CI
+        # once lost 10 datagrams of the probe so, 1.3 s before STOP. The
+        # cross-cloud test has R2 beside the destination (its wire
+        # collapses) and excuses that race only where the switch's log
+        # shows it.
+        if routed_move(lab, h1, h2, h3, h3, 's%d' % k, 1000) is not None:
             return
     pytest.fail('the router guest broke (QEMU TCG virtio fault) in all '
                 '%d runs' % ATTEMPTS)
