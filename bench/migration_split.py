@@ -3,6 +3,12 @@ lost before QEMU's STOP (the source side: its switch, the guest's last
 moments) and after RESUME (the destination's switch-over), p50/p90/max
 over the probed, non-crashed migrations (vwlab.outage.split_added).
 
+The part before STOP is then split by the captures on the source's taps:
+`network` is STOP minus the last datagram the switch handed into the
+guest's tap (the switch stopped delivering that early: the network's), and
+the rest of the probe's hole before STOP is the source QEMU's (datagrams
+handed into its tap and never read by the guest before it stopped).
+
     python bench/migration_split.py migration [migration-realtime ...]
 """
 import json
@@ -30,11 +36,16 @@ def main(names):
             for end in ('far', 'near'):
                 rows = [r for r in doc[system][end]['rows']
                         if not r['guest_crashed'] and split_added(r)]
+                before = [split_added(r)[0] for r in rows]
+                net = [min(b, r['capture'].get('last_before_stop_ms') or 0.0)
+                       for b, r in zip(before, rows)]
                 print('  %-11s %-4s n=%2d  added %-16s before STOP %-16s '
-                      'after RESUME %s' % (
+                      '(network %-16s QEMU %-16s) after RESUME %s' % (
                           system, end, len(rows),
                           _f(dist([r['added_ms'] for r in rows])),
-                          _f(dist([split_added(r)[0] for r in rows])),
+                          _f(dist(before)), _f(dist(net)),
+                          _f(dist([round(b - n, 2)
+                                   for b, n in zip(before, net)])),
                           _f(dist([split_added(r)[1] for r in rows]))))
 
 

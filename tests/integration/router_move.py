@@ -9,18 +9,18 @@ import time
 import uuid
 
 from conftest import Api, wait_until
-from vwlab import loss_audit, routers
+from vwlab import loss_audit, outage, routers
+from vwlab.capture import HostCaptures, guest_taps
 from vwlab.qemu_events import EventWatch, stop_resume_windows
 
-# Lost datagrams must have been sent within the guest's pause, widened
-# before STOP by the source QEMU's last moments: busy with the final pass,
-# it stops reading its taps before it stops the guest, and what waits in a
-# tap dies with it (90 ms seen across clouds with the WAN profile's two
-# compression threads on two cores; in-site, datagrams in flight through
-# the guest at STOP: the echo crosses it twice). After RESUME by the
-# switch-over (QEMU's announce activates the destination: SWITCHOVER_MS in
-# the cross-cloud test).
-MARGIN_BEFORE_S = 0.15
+# Lost datagrams must have been sent within the guest's pause, widened by
+# MARGIN_S each side: datagrams in flight through the guest at STOP (the
+# echo crosses it twice), and the switch-over after RESUME (QEMU's announce
+# activates the destination). Earlier ones are allowed only where the
+# captures show the switch handed them into the guest's source tap: the
+# source QEMU, busy with its final pass, stops reading its taps up to
+# ~150 ms before it stops the guest, and what waits in a tap dies with it
+# (QEMU's, not the network's; held frames are to take them).
 MARGIN_S = 0.05
 # After the move, longer than the dead interval (4 s) and the hold time
 # (3 s): an adjacency the pause broke has been seen to break by then.
@@ -32,12 +32,22 @@ SETTLE_S = 6.0
 # and put back. A datagram sent this close to such a window may have met
 # it on either leg of its echo.
 RACE_SLACK_S = 0.02
+# The lab's TCG guest at times runs nothing for seconds after RESUME
+# although its tap gets every datagram (docs/benchmarks.rst): a router
+# that does not run loses its OSPF neighbour after the dead interval, as
+# any would. Such a run is told by the captures (the switch delivered into
+# the destination tap within SWITCHOVER_S of RESUME) against the probe
+# (nothing came back for over STALL_S), printed, and done again.
+SWITCHOVER_S = 0.05
+STALL_S = 1.0
 BEHIND_R1, BEHIND_R2 = '10.201.1.1/24', '10.202.1.1/24'
 
 
-def routed_move(lab, src, dst, r1_host, r2_host, tag, rate, **migrate):
-    """Returns None if the guest's QEMU broke (TCG's virtio fault: not
-    judged), else the move's figures, every check passed."""
+def routed_move(lab, src, dst, r1_host, r2_host, tag, rate, workdir,
+                **migrate):
+    """Returns None if the guest's QEMU broke (TCG's virtio fault, or a
+    stall after RESUME: not judged), else the move's figures, every check
+    passed. workdir: for the captures on the guest's taps."""
     api = Api(lab)
     e0, e1 = str(uuid.uuid4()), str(uuid.uuid4())
     g = src.define_guest('rtr%s' % tag, [(e0, '10.211.1.1/30'),
@@ -55,6 +65,7 @@ def routed_move(lab, src, dst, r1_host, r2_host, tag, rate, **migrate):
     r2 = routers.BirdRouter(v2, '10.211.2.2', stubs=(('stub0', BEHIND_R2),),
                             bgp=('10.211.2.1', 65020, 65010)).start()
     server = v2.tool_bg('echo-server', '--port', 7000)
+    caps = None
     try:
         # Both protocols up, and each side has the other's networks: R1's
         # from OSPF (the guest exports its BGP routes), R2's from BGP.
@@ -68,15 +79,21 @@ def routed_move(lab, src, dst, r1_host, r2_host, tag, rate, **migrate):
         before = (r1.changes(), r2.changes(), routers.guest_changes(g))
         for h in lab.hosts:
             h.log_datapath_flow_changes()
+        caps = HostCaptures([src, dst], workdir,
+                            bpf='udp port 7000').__enter__()
+        src_taps = guest_taps(src, g.name)
         stream = v1.tool_bg('udp-echo', '--dst', dst_ip, '--rate', rate,
                             '--seconds', 600, realtime=True)
         time.sleep(1.0)
         with EventWatch([src, dst]) as ev:
             took = lab.migrate(g, src, dst, **migrate)
+            dst_taps = guest_taps(dst, g.name)
+            caps.note_interfaces()
             time.sleep(SETTLE_S)
         stream.send_signal(signal.SIGINT)
         from migration_helpers import probe_report
         r = probe_report(stream)
+        caps.stop()
         if 'is not a head' in g.console_text():
             print('router guest %s: virtio ring corrupted (QEMU TCG '
                   'fault), not judged' % g.name)
@@ -85,6 +102,26 @@ def routed_move(lab, src, dst, r1_host, r2_host, tag, rate, **migrate):
         [(stop, s_host, resume, d_host)] = stop_resume_windows(ev.events,
                                                                g.name)
         assert (s_host, d_host) == (src.name, dst.name)
+        near = {q.to_bytes(8, 'big') for q, t in enumerate(r['sent_times'])
+                if stop - 0.2 <= t <= resume + 2.0}
+        grams = caps.datagrams(near | {q.to_bytes(8, 'big')
+                                       for q, _t in r['lost_sent_at']})
+        edges = outage.delivery_edges(grams, dst_ip, src_taps, dst_taps,
+                                      stop, resume)
+        # Either leg of the echo handed into the guest on its source.
+        into_source = {d.payload[:8] for d in grams
+                       if d.outgoing and (d.host, d.iface) in src_taps}
+        silent = max([t - resume for _q, t in r['lost_sent_at']
+                      if resume < t < resume + SETTLE_S], default=0.0)
+        first = edges['first_into_dest_ms']
+        if silent > STALL_S and first is not None and \
+                first <= SWITCHOVER_S * 1e3:
+            print('router guest %s: delivered into from %.1f ms after '
+                  'RESUME, silent for %.1f s (the TCG stall): not judged; '
+                  'its neighbours logged %s' % (g.name, first, silent,
+                                                 after[0][len(before[0]):] +
+                                                 after[1][len(before[1]):]))
+            return None
         # The wires followed: the one to R2 collapsed beside it when the
         # guest came to R2's host, the other re-pointed.
         states = {w: api.wire(w) for w in wires}
@@ -107,21 +144,27 @@ def routed_move(lab, src, dst, r1_host, r2_host, tag, rate, **migrate):
         races = [w for h in lab.hosts
                  for w in loss_audit.ovs_glitches(h.vswitchd_log())]
         outside = [(q, t) for q, t in r['lost_sent_at']
-                   if not stop - MARGIN_BEFORE_S <= t <= resume + MARGIN_S]
+                   if not stop - MARGIN_S <= t <= resume + MARGIN_S]
+        unread = [(q, t) for q, t in outside if t < stop and
+                  q.to_bytes(8, 'big') in into_source]
+        outside = [x for x in outside if x not in unread]
         raced = [(q, t) for q, t in outside if any(
             a - RACE_SLACK_S <= t <= b + RACE_SLACK_S for a, b in races)]
         outside = [x for x in outside if x not in raced]
-        assert not outside, ('lost outside the pause (-%d/+%d ms): %s (OVS '
-                             'tunnel races %s)' % (
-                                 MARGIN_BEFORE_S * 1e3, MARGIN_S * 1e3,
+        assert not outside, ('lost outside the pause +-%d ms, not handed '
+                             'to the guest: %s (OVS tunnel races %s)' % (
+                                 MARGIN_S * 1e3,
                                  [(q, round((t - stop) * 1e3, 1))
                                   for q, t in outside[:20]],
                                  [(round((a - stop) * 1e3, 1),
                                    round((b - stop) * 1e3, 1))
                                   for a, b in races]))
-        out = {'took_s': round(took, 1),
+        # The destination's switch handed the guest the probe at once.
+        assert first is not None and first <= SWITCHOVER_S * 1e3, edges
+        out = {'took_s': round(took, 1), 'network_ms': edges['network_ms'],
                'pause_ms': round((resume - stop) * 1e3, 1),
                'lost': r['lost'], 'rate': rate,
+               'unread_by_source_qemu': len(unread),
                'lost_before_stop_ms': round(max(
                    [stop - t for _q, t in r['lost_sent_at'] if t < stop],
                    default=0) * 1e3, 1),
@@ -132,6 +175,8 @@ def routed_move(lab, src, dst, r1_host, r2_host, tag, rate, **migrate):
                                                 len(before[1])))
         return out
     finally:
+        if caps is not None:
+            caps.stop()
         for h in lab.hosts:
             h.log_datapath_flow_changes(False)
         server.kill()

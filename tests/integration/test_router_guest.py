@@ -10,7 +10,7 @@ from router_move import routed_move
 ATTEMPTS = 3           # runs whose guest QEMU broke are done again
 
 
-def test_a_router_guest_keeps_ospf_and_bgp_through_a_move(lab):
+def test_a_router_guest_keeps_ospf_and_bgp_through_a_move(lab, tmp_path):
     h1, h2, h3 = lab.hosts
     for k in range(ATTEMPTS):
         # Both neighbours on h3: both wires re-point. Not R2 on the
@@ -20,7 +20,10 @@ def test_a_router_guest_keeps_ospf_and_bgp_through_a_move(lab):
         # cross-cloud test has R2 beside the destination (its wire
         # collapses) and excuses that race only where the switch's log
         # shows it.
-        if routed_move(lab, h1, h2, h3, h3, 's%d' % k, 1000) is not None:
+        d = tmp_path / ('run%d' % k)
+        d.mkdir()
+        if routed_move(lab, h1, h2, h3, h3, 's%d' % k, 1000,
+                       d) is not None:
             return
     pytest.fail('the router guest broke (QEMU TCG virtio fault) in all '
                 '%d runs' % ATTEMPTS)
