@@ -1,7 +1,8 @@
 """Live migration across clouds over a slow WAN: QEMU's plain pre-copy
-(profile `default`) against `vwctl migrate --profile wan` (page deltas,
-zlib on two threads, auto-converge: controller/virtualwire/cli/
-migration_profile.py), side by side in one run, alternating.
+(profile `default`) against `vwctl migrate --profile wan` (page deltas and
+auto-converge: controller/virtualwire/cli/migration_profile.py; its runs 1
+and 2 asked for zlib on two threads too), side by side in one run,
+alternating.
 
 The lab: two clouds (bench/cloud_lab.py) whose NATs send at most
 --wan-rate (tc tbf: a 100 Mbit/s WAN link each way); the extenders shape

@@ -93,6 +93,18 @@ def parse_args(argv=None):
                    help='cancel a vNIC move (migration) not activated by '
                         "the guest's first frame within this time: its wires "
                         'go back to the source alone (default: %(default)s)')
+    p.add_argument('--hold-frames', type=_hold_frames, default=0,
+                   metavar='N',
+                   help="keep up to N frames towards each live-migrating "
+                        "vNIC on its destination (through this controller) "
+                        "and deliver those its guest never read on the "
+                        "source, in order, when it runs there; 0: drop "
+                        "them, as the switch does alone (default: "
+                        "%(default)s)")
+    p.add_argument('--hold-bytes', type=_hold_bytes, default=1 << 20,
+                   metavar='BYTES',
+                   help='and at most this many bytes of them per vNIC '
+                        '(default: %(default)s)')
     p.add_argument('--activation-settle-ms', type=_settle_ms, default=20,
                    metavar='MS',
                    help="after a moving guest's first frame switched its "
@@ -139,6 +151,26 @@ def _stats_interval(text):
         raise argparse.ArgumentTypeError('must be 1 to 5 seconds, got %s'
                                          % text)
     return v
+
+
+def _bounded_int(text, low, high, what):
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError('%s must be a whole number, not %r'
+                                         % (what, text))
+    if not low <= n <= high:
+        raise argparse.ArgumentTypeError('%s must be %d-%d, not %d'
+                                         % (what, low, high, n))
+    return n
+
+
+def _hold_frames(text):
+    return _bounded_int(text, 0, 65536, '--hold-frames')
+
+
+def _hold_bytes(text):
+    return _bounded_int(text, 1500, 64 << 20, '--hold-bytes')
 
 
 def _settle_ms(text):
@@ -294,6 +326,8 @@ def main(argv=None):
                             stats_interval=args.stats_interval,
                             activation_settle=(args.activation_settle_ms /
                                                1000.0),
+                            hold_frames=args.hold_frames,
+                            hold_bytes=args.hold_bytes,
                             require_identity=tls_files is not None,
                             active=False, collector=remote_collector)
     host_dbs.on_hosts = controller.on_hosts
@@ -358,6 +392,9 @@ def main(argv=None):
                                     **mgr.create_contexts())
     services.append(hub.spawn(loop.run))
     loop.every(1.0, controller.tick)
+    if args.hold_frames:
+        from virtualwire.control.holding import POLL
+        loop.every(POLL, controller.poll_held)
     if tls_files is not None:       # a broken rotation is logged early
         loop.every(10.0, tls_files.refresh)
     # The collector paces itself (metrics.collector.BUDGET).

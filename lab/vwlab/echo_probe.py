@@ -42,6 +42,10 @@ def echo_report(sent_at, echoes):
             lost_back += max(0, min(gap, reached))
             lost_in += gap - max(0, min(gap, reached))
         prev = (seq, ctr)
+    # The responder's counter gives the order datagrams reached it: one
+    # that reached it before an older one was reordered on the way in.
+    by_seq = sorted(seen)
+    reordered = [q for p, q in zip(by_seq, by_seq[1:]) if seen[q] < seen[p]]
     missing = [q for q in sorted(sent_at) if q not in seen]
     # Where the sender itself fell silent (not scheduled): a stream that
     # sent nothing during a guest's pause cannot have lost anything in it.
@@ -55,6 +59,9 @@ def echo_report(sent_at, echoes):
         else:
             runs.append([q, q])
     return {'sent': len(sent_at), 'echoed': len(seen), 'duplicates': dups,
+            'reordered': len(reordered),
+            # Each with its send time: where in a move it happened.
+            'reordered_sent_at': [[q, sent_at[q]] for q in reordered[:100]],
             'lost': len(missing), 'lost_tail': len(sent_at) - 1 - max(
                 seen, default=-1),
             'lost_on_the_way_in': lost_in, 'lost_on_the_way_back': lost_back,

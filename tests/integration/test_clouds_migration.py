@@ -248,11 +248,9 @@ def test_a_router_guest_keeps_ospf_and_bgp_across_clouds(clouds, tmp_path):
     """The router guest (router_move.py) moves from cloud-a to cloud-b:
     its OSPF neighbour stays behind in cloud-a (the wire now crosses the
     extenders), its BGP neighbour is in cloud-b (the wire collapses); the
-    migration stream crosses the extenders' link at 10 MiB/s. Plain
-    pre-copy: with the WAN profile's two zlib threads on the 2-core lab,
-    the TCG guest's virtio ring broke in 3 of 3 CI runs and stalled in
-    another (none in four local runs); the WAN profile is tested in
-    test_migration.py and measured in bench/bench_wan_migration.py."""
+    migration stream crosses the extenders' link at 10 MiB/s, plain
+    pre-copy (the WAN profile is tested in test_migration.py and measured
+    in bench/bench_wan_migration.py)."""
     from router_move import routed_move
     h1, h2, h3 = clouds.hosts[:3]
     for k in range(ATTEMPTS):

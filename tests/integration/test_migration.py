@@ -50,7 +50,7 @@ def test_wires_follow_a_live_migrated_guest(lab, api, tmp_path):
         # then the wires.
         p = vwctl(lab, 'migrate', '--profile', 'wan', g.name, 'h1')
         assert p.returncode == 0, p.stderr
-        assert 'migrating %s h2 -> h1 (2 vNICs; wan, mt+xbzrle, ' \
+        assert 'migrating %s h2 -> h1 (2 vNICs; wan, xbzrle, ' \
             'auto-converge)' % g.name in p.stderr, p.stderr
         assert 'MiB sent' in p.stderr and 'expected pause' in p.stderr
         assert 'dirty' in p.stderr and 'deltas' in p.stderr, p.stderr

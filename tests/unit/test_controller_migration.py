@@ -274,3 +274,85 @@ def test_restart_mid_migration_reads_the_activation_from_the_switch():
     assert n.send('h3', 5) == [('h2', 2)]
     [m] = n.call(n.ctl.migration_views)
     assert m['activated_by'] == {'g': 'found-in-table'}
+
+
+def _holding(hold_frames=64):
+    h = Harness(hold_frames=hold_frames)
+    h.host('h1', ('g', 1))
+    h.host('h2')
+    h.host('h3', ('f', 5))
+    w = h.connect('g', 'f')
+    vm = str(uuid.uuid4())
+    h.call(h.ctl.announce_migration, {
+        'vm': 'guest', 'vm_uuid': vm, 'vnics': ['g'], 'destination': 'h2'})
+    h.host('h2', ('g', 2))
+    return h, w, vm
+
+
+def _datagram(n):
+    return b'\x45' + n.to_bytes(4, 'big') * 10
+
+
+def test_held_frames_the_guest_never_read_reach_it_first_in_order():
+    h, w, vm = _holding()
+    src = h.fabric.switches['h1']
+    src.tap_reads[1] = 700                 # the source tap, guest caught up
+    h.call(h.ctl.poll_held)
+    for n in range(10):
+        # The source guest gets each frame; the destination holds its copy.
+        assert h.send('h3', 5, payload=_datagram(n)) == [('h1', 1)]
+    src.tap_reads[1] = 706                 # it read six, then stopped
+    h.fabric.packet_outs.clear()
+    dst = h.fabric.switches['h2']
+    dst.sent.clear()
+    assert h.send('h2', 2, payload=b'\0' * 28, eth_type=RARP) == [('h3', 5)]
+    h.settle()
+    outs = h.fabric.packet_outs
+    assert [(sw, port) for sw, port, _ in outs] == [('h2', 2)] * 4
+    assert [f[14:] for _, _, f in outs] == [_datagram(n) for n in range(6, 10)]
+    # Out before the bundle that starts delivering: nothing overtakes them.
+    kinds = [type(m).__name__ for m in dst.sent]
+    assert kinds[:4] == ['OFPPacketOut'] * 4 and 'OFPBundleCtrlMsg' in kinds
+    assert h.send('h3', 5, payload=_datagram(10)) == [('h2', 2)]
+    [m] = h.call(h.ctl.migration_views)
+    assert m['held']['g'] == {'delivered': 4, 'held': 10, 'read_on_source': 6,
+                              'evicted': 0, 'skipped': 0, 'aligned': True,
+                              'source_reads': 'answered'}
+
+
+def test_a_flood_while_the_guest_is_paused_is_cut_at_the_bound_and_counted():
+    h, w, vm = _holding(hold_frames=8)
+    src = h.fabric.switches['h1']
+    src.tap_reads[1] = 0
+    h.call(h.ctl.poll_held)
+    for n in range(30):
+        h.send('h3', 5, payload=_datagram(n))
+    src.tap_reads[1] = 2
+    h.send('h2', 2, payload=b'\0' * 28, eth_type=RARP)
+    h.settle()
+    assert [f[14:] for _, _, f in h.fabric.packet_outs] == \
+        [_datagram(n) for n in range(22, 30)]
+    [m] = h.call(h.ctl.migration_views)
+    assert (m['held']['g']['delivered'], m['held']['g']['evicted']) == (8, 20)
+
+
+def test_without_an_answer_from_the_source_everything_held_goes():
+    h, w, vm = _holding()
+    h.call(h.ctl.poll_held)               # no reads known: no base
+    for n in range(3):
+        h.send('h3', 5, payload=_datagram(n))
+    h.send('h2', 2, payload=b'\0' * 28, eth_type=RARP)
+    h.settle()
+    assert len(h.fabric.packet_outs) == 3
+    [m] = h.call(h.ctl.migration_views)
+    assert m['held']['g']['aligned'] is False
+
+
+def test_holding_moves_send_the_destinations_frames_to_the_controller():
+    h, w, vm = _holding()
+    h.send('h3', 5, payload=_datagram(1))
+    ins = {(dp.name, m.match['in_port'], len(m.data))
+           for dp, m in h.fabric.packet_in_log}
+    # The destination's whole frame; the source's copy, cut short.
+    assert ('h2', TUN, 14 + len(_datagram(1))) in ins
+    assert any(n == 'h1' and size <= 128 for n, _p, size in ins)

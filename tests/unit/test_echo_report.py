@@ -82,3 +82,12 @@ def test_the_echo_probe_keeps_its_schedule_when_echoes_come_back_fast():
     early = [k for k, at in enumerate(times) if at < times[0] + k / 1000.0
              - 0.0002]
     assert early == [], 'sent ahead of schedule: %s' % early[:10]
+
+
+def test_datagrams_that_reached_the_responder_out_of_order_are_counted():
+    # The responder got 3 before 2 (its counter says so): one reordering.
+    echoes = [(0, 1, 0), (1, 2, 0), (3, 3, 0), (2, 4, 0), (4, 5, 0)]
+    r = echo_report(_sent(5), echoes)
+    assert (r['lost'], r['reordered']) == (0, 1)
+    assert echo_report(_sent(5), [(q, q + 1, 0) for q in range(5)])[
+        'reordered'] == 0

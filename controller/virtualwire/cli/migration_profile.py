@@ -10,19 +10,22 @@ migrate` flags for the hook path, where the operator runs virsh).
            - xbzrle: a page sent again goes as its delta against the copy
              sent before (a cache on the source, sized from the guest's
              memory): a page whose few bytes changed costs bytes, not 4 KiB;
-           - zlib compression at level 1 on two threads (QEMU's `compress`,
-             libvirt's "mt") for pages sent whole, the first pass above all;
            - auto-converge: a guest dirtying faster than the link carries
              is slowed (its vCPU throttled, in steps) until the migration
              can finish, instead of iterating for ever.
-           QEMU 7.2 / libvirt 9.0 (Debian 12) cannot yet ask for multifd
-           with zstd (libvirt 9.4); `compress` is its predecessor.
+           Not QEMU's `compress` (zlib on threads, libvirt's "mt"): with it
+           the lab's guests broke their virtio rings after migrating
+           (4 of 5 guests within 13 moves, against none of 3 guests in 12
+           moves with xbzrle alone, /tmp-free recipe in docs/benchmarks.rst
+           "Live migration over a slow WAN"); QEMU deprecated it in 8.2
+           and removed it in 9.1. Its successor, multifd with zstd, needs
+           libvirt 9.4 (Debian 12 has 9.0).
 
 --postcopy (either profile): start post-copy after the first pass (the
 guest runs on the destination at once and pulls the pages it still lacks;
 a link failure then loses the guest, which is why it is only on request).
-QEMU cannot compress a post-copy migration, so with --postcopy the wan
-profile keeps xbzrle and auto-converge and drops compression.
+QEMU cannot use xbzrle in post-copy's second phase; it applies to the
+pre-copy pass before the switch.
 """
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
@@ -34,18 +37,14 @@ MIB = 1 << 20
 class Profile:
     name: str
     xbzrle: bool = False
-    compress_threads: int = 0        # QEMU `compress` (zlib), 0: off
-    compress_level: int = 1
     auto_converge: bool = False
     summary: str = ''
 
 
 PROFILES: Dict[str, Profile] = {
     'default': Profile('default', summary="QEMU's plain pre-copy"),
-    'wan': Profile('wan', xbzrle=True, compress_threads=2, compress_level=1,
-                   auto_converge=True,
-                   summary='page deltas (xbzrle), zlib level 1 on 2 '
-                           'threads, auto-converge'),
+    'wan': Profile('wan', xbzrle=True, auto_converge=True,
+                   summary='page deltas (xbzrle), auto-converge'),
 }
 
 
@@ -65,17 +64,12 @@ def plan(profile: Profile, memory_bytes: int,
          bandwidth_mib: Optional[int] = None,
          postcopy: bool = False) -> dict:
     """What to ask for, independent of how it is asked."""
-    compress = [] if postcopy else (
-        ['mt'] if profile.compress_threads else [])
-    methods = compress + (['xbzrle'] if profile.xbzrle else [])
+    methods = ['xbzrle'] if profile.xbzrle else []
     out: dict = {'profile': profile.name, 'methods': methods,
                  'auto_converge': profile.auto_converge,
                  'postcopy': postcopy, 'bandwidth_mib': bandwidth_mib}
     if 'xbzrle' in methods:
         out['xbzrle_cache'] = xbzrle_cache_bytes(memory_bytes)
-    if 'mt' in methods:
-        out['mt_threads'] = profile.compress_threads
-        out['mt_level'] = profile.compress_level
     return out
 
 
@@ -92,11 +86,6 @@ def libvirt_call(libvirt, p: dict) -> Tuple[dict, int]:
     if 'xbzrle_cache' in p:
         params[libvirt.VIR_MIGRATE_PARAM_COMPRESSION_XBZRLE_CACHE] = \
             p['xbzrle_cache']
-    if 'mt_threads' in p:
-        params[libvirt.VIR_MIGRATE_PARAM_COMPRESSION_MT_THREADS] = \
-            p['mt_threads']
-        params[libvirt.VIR_MIGRATE_PARAM_COMPRESSION_MT_LEVEL] = \
-            p['mt_level']
     if p['auto_converge']:
         flags |= libvirt.VIR_MIGRATE_AUTO_CONVERGE
     if p['postcopy']:
@@ -113,9 +102,6 @@ def virsh_args(p: dict) -> List[str]:
         out += ['--compressed', '--comp-methods', ','.join(p['methods'])]
     if 'xbzrle_cache' in p:
         out += ['--comp-xbzrle-cache', str(p['xbzrle_cache'])]
-    if 'mt_threads' in p:
-        out += ['--comp-mt-threads', str(p['mt_threads']),
-                '--comp-mt-level', str(p['mt_level'])]
     if p['auto_converge']:
         out.append('--auto-converge')
     if p['postcopy']:

@@ -13,6 +13,7 @@ import time
 from virtualwire.control.admission import AdmissionChecks
 from virtualwire.control.extenders import ExtenderHandlers
 from virtualwire.control.gateways import GatewayChecks
+from virtualwire.control.holding import HoldHandlers
 from virtualwire.control.migrating import MigrationHandlers
 from virtualwire.control.migrations import MigrationBook
 from virtualwire.control.programmed import Programmed
@@ -32,13 +33,15 @@ DUMP_TIMEOUT = 10.0
 BULK = 1000         # changes from which their cost is logged (batches)
 
 
-class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
-                 AdmissionChecks, SafeStart, Programmed, Roles, Views):
+class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
+                 GatewayChecks, AdmissionChecks, SafeStart, Programmed, Roles,
+                 Views):
     def __init__(self, loop, intent, runtime, host_dbs=None,
                  ovsdb_port=6640, move_timeout=900.0, clock=time.monotonic,
                  stats_interval=2.0, instruments=None,
                  activation_settle=0.0, require_identity=False,
-                 active=True, collector=None):
+                 active=True, collector=None, hold_frames=0,
+                 hold_bytes=1 << 20):
         self.loop = loop
         self.intent = intent            # store.intent.IntentStore (reads)
         self.runtime = runtime          # store.runtime.RuntimeStore
@@ -62,7 +65,14 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
         self.rotations = {}             # extender -> public key to replace
         self.hurry_until = {}           # extender -> its rotation's hurry
         self.stats = {'syncs': 0, 'bundles': 0, 'flow_mods': 0,
-                      'switch_errors': 0}
+                      'switch_errors': 0, 'held_delivered': 0,
+                      'held_evicted': 0, 'held_late': 0,
+                      'held_late_dropped': 0}
+        # Moves keep their destination's frames (control.holding).
+        self.hold_frames, self.hold_bytes = hold_frames, hold_bytes
+        self.tables.hold = hold_frames > 0
+        self.holding, self.awaiting_reads = {}, {}
+        self.releases, self.released, self.late = {}, {}, {}
         # Intent changes taken in, and who waits for one to be programmed
         # on the switches (control.programmed).
         self.generation = 0
@@ -322,8 +332,9 @@ class Controller(MigrationHandlers, ExtenderHandlers, GatewayChecks,
             else:
                 continue
             diff = self.hold_orphans(h.name, diff, full)
-            if diff:
-                self.stats['flow_mods'] += s.send_diff(diff)
+            outs = self.packet_outs_for(h.name)
+            if diff or outs:
+                self.stats['flow_mods'] += s.send_diff(diff, before=outs)
                 self.stats['bundles'] += 1
                 sent[h.name] = s.barrier_xid
                 LOG.info('host %s: +%d ~%d -%d flows', h.name,

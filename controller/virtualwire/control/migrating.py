@@ -123,6 +123,8 @@ class MigrationHandlers(ControllerState):
         up around it, and record what kind of frame it was."""
         self.loop.assert_owner()
         host = self.host_of_dpid(msg.datapath.id)
+        if host and self.hold_packet_in(host, msg):
+            return
         vnic = self.tables.vnic_at(host, msg.match.get('in_port')) \
             if host else None
         if vnic is not None and self._activate(
@@ -131,7 +133,8 @@ class MigrationHandlers(ControllerState):
             # this frame (pipeline.guests): the guest runs here.
             for v in self.tables.siblings_moving_to(vnic, host):
                 self._activate(v, host, frames.SIBLING_FRAME)
-            self._hold_sync()
+            if not self.tables.hold:
+                self._hold_sync()
 
     def _activate(self, vnic, host, trigger):
         if self.tables.activate(vnic, host):
@@ -139,6 +142,7 @@ class MigrationHandlers(ControllerState):
             self._record(self.migrations.activated(vnic, host, trigger))
             # The other switches move at the next sync: see sisters_sent.
             self.sisters_pending[vnic] = (host, None, self.clock())
+            self.held_activation(vnic, host)
             return True
         return False
 
@@ -158,6 +162,8 @@ class MigrationHandlers(ControllerState):
         """An event, so that the loop's sync runs after it."""
 
     def sync_held(self):
+        if self.awaiting_source():
+            return True             # held frames go out with the bundle
         if self.sync_held_until is None:
             return False
         if self.clock() < self.sync_held_until:

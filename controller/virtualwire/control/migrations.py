@@ -67,6 +67,8 @@ class Migration:
     # whose flows changed at its activation ('sisters').
     steps: Dict[str, Dict[str, float]] = field(default_factory=dict)
     sisters: Dict[str, List[str]] = field(default_factory=dict)
+    # vNIC -> what its held frames came to (core.held_frames.Release)
+    held: Dict[str, dict] = field(default_factory=dict)
 
     def view(self):
         d = asdict(self)
@@ -239,6 +241,20 @@ class MigrationBook:
                 if vnic not in m.activated:
                     m.activated[vnic] = when or time.time()
                     m.activated_by[vnic] = trigger
+                return m
+        return None
+
+    def held_released(self, vnic, view, update=False):
+        """The destination got vNIC's held frames: `view` says how many
+        (update: more of it, e.g. frames delivered late, to the record
+        that has its release, which may have ended since)."""
+        for m in list(self.active.values()) + list(reversed(
+                self.history.values()))[:8]:
+            if vnic in m.vnics and (not update or vnic in m.held):
+                if update and all(m.held[vnic].get(k) == v
+                                  for k, v in view.items()):
+                    return None
+                m.held[vnic] = dict(m.held.get(vnic, {}), **view)
                 return m
         return None
 

@@ -95,6 +95,7 @@ class Roles(ControllerState):
             return False
         live = dict(self.remembered)       # live host views (on_hosts)
         self.tables = IncrementalTables()
+        self.tables.hold = getattr(self, 'hold_frames', 0) > 0
         self.migrations = MigrationBook()
         self.move_seen.clear()
         self.announced_at.clear()

@@ -58,3 +58,16 @@ class ControllerState:
 
     def check_gateway_ends(self, *ends) -> None:
         raise NotImplementedError
+
+    # control.holding
+    def hold_packet_in(self, host, msg) -> bool:
+        raise NotImplementedError
+
+    def held_activation(self, vnic, host) -> None:
+        raise NotImplementedError
+
+    def awaiting_source(self) -> bool:
+        raise NotImplementedError
+
+    def packet_outs_for(self, host) -> list:
+        raise NotImplementedError

@@ -40,6 +40,8 @@ class IncrementalTables:
         # extender's change can only change their path), and the reverse.
         self.site_wires: Dict[str, Set[int]] = {}
         self.wire_sites: Dict[int, Set[str]] = {}
+        # Moves hold their destination's frames (core.held_frames).
+        self.hold = False
         self.stats = {'recomputed': 0, 'extender_changes': 0,
                       'recomputed_for_extenders': 0}
 
@@ -187,7 +189,7 @@ class IncrementalTables:
         wire = self.wires[cid]
         loc, shadows = wire_locations(wire, self.placement.claims,
                                       self.placement.moves, self.hosts)
-        out = wire_flows(wire, self.hosts, loc, shadows)
+        out = wire_flows(wire, self.hosts, loc, shadows, self.hold)
         ends = {x.host for x in loc.values()} | \
             {x.host for x in shadows.values()}
         self._place(cid, ends | set(out))

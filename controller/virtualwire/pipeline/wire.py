@@ -19,6 +19,7 @@ import collections
 from typing import Dict, List, Set, Tuple
 
 from virtualwire.core import ids
+from virtualwire.core.held_frames import COPY_LEN
 from virtualwire.core.model import GATEWAY, Location
 from virtualwire.core.placement import place
 from virtualwire.pipeline import ends, guests, paths
@@ -119,17 +120,24 @@ class _Builder:
         arrive on `here` (from the last hop of the path between them)."""
         return self.hop_ingress(here, self.path(sender, here)[-2])
 
-    def direction(self, frm: str, sender: Location, targets, gated=None):
+    def direction(self, frm: str, sender: Location, targets, gated=None,
+                  hold=False, copied=None):
         """Frames entering at `sender` (a location of end id `frm`) go to
         every Location in `targets` (of the other end, in that order). A
         target equal to `gated` gets its ingress with no actions (drop,
-        counted as held) until activation."""
+        counted as held) until activation; with `hold`, its frames go to
+        the controller instead (`core.held_frames`), and the delivery to
+        the target `copied` sends the controller a short copy too."""
         s = self.letter[frm]
         t_ = 'b' if s == 'a' else 'a'
         enters, delivers, held = (_ENTERS[s], _DELIVERS[t_], _HELD[t_])
         kind = ends.kind_of(sender)
-        sends = [self.send(sender.host, t) for t in targets
+        sends = [self.send(sender.host, t) +
+                 (self.copy(t, copied) if t.host == sender.host else [])
+                 for t in targets
                  if not (t.host == sender.host and t == gated)]
+        if hold and gated is not None and gated.host == sender.host:
+            sends.append([('output', OFPP_CONTROLLER)])
         # Back out of the port it came in on (two VLANs of one trunk).
         sends = [[('output', OFPP_IN_PORT)
                   if a == ('output', sender.ofport) else a for a in u]
@@ -150,14 +158,23 @@ class _Builder:
                     if a == ('output', match['in_port']) else a
                     for a in self.hop_send(here, nxt)]])
             if t == gated:
-                self.add(t.host, 'held', self.hop_ingress(t.host, p[-2]), [],
+                self.add(t.host, 'held', self.hop_ingress(t.host, p[-2]),
+                         [[('output', OFPP_CONTROLLER)]] if hold else [],
                          held)
             else:
                 self.add(t.host, 'wire', self.hop_ingress(t.host, p[-2]),
-                         [ends.kind_of(t).deliver(t)], delivers)
+                         [ends.kind_of(t).deliver(t) + self.copy(t, copied)],
+                         delivers)
+
+    @staticmethod
+    def copy(target, copied):
+        """The short copy of a frame handed to a moving vNIC's source."""
+        return [('output', OFPP_CONTROLLER, COPY_LEN)] \
+            if copied is not None and target == copied else []
 
 
-def wire_flows(wire, hosts, locations, shadows=None) -> Dict[str, Set[Flow]]:
+def wire_flows(wire, hosts, locations, shadows=None,
+               hold=False) -> Dict[str, Set[Flow]]:
     """Flows one wire needs, per host name. Empty while pending.
 
     `shadows` (vNIC -> Location) holds not yet activated destinations of
@@ -172,6 +189,11 @@ def wire_flows(wire, hosts, locations, shadows=None) -> Dict[str, Set[Flow]]:
         installs, in the switch itself, exactly the flow that delivers
         them, and a copy goes to the controller to clean up;
       - both source and destination send the guest's frames to the far end.
+    With `hold`, the destination sends its copies to the controller, which
+    keeps them; the source switch copies (short) what it hands the guest;
+    and the guest's first frame only reaches the controller, which
+    delivers the frames the guest never read, then the flows
+    (`control.holding`).
     If both ends move at once, or the hosts have no path, the wire
     keeps its plain flows (it switches when a source port leaves)."""
     state = wire_state(wire, hosts, locations)
@@ -191,7 +213,8 @@ def wire_flows(wire, hosts, locations, shadows=None) -> Dict[str, Set[Flow]]:
         if learnable and all(paths.route(hosts, x, y) is not None
                              for x in names for y in names if x != y):
             fe = wire.other_end(v)
-            b.direction(fe, far, [src, dst], gated=dst)
+            b.direction(fe, far, [src, dst], gated=dst, hold=hold,
+                        copied=src if hold else None)
             b.direction(v, src, [far])
             b.direction(v, dst, [far])
             learned = (ends.kind_of(far).ingress_match(far)
@@ -202,6 +225,12 @@ def wire_flows(wire, hosts, locations, shadows=None) -> Dict[str, Set[Flow]]:
             mv, fl = b.letter[v], b.letter[fe]
             counts = _DELIVERS[mv] | (_ENTERS[fl] if far.host == dst.host
                                       else 0)
+            if hold:
+                b.add(dst.host, 'activate',
+                      ends.kind_of(dst).ingress_match(dst),
+                      [b.send(dst.host, far) + [('output', OFPP_CONTROLLER)]],
+                      _ENTERS[mv])
+                return b.flows()
             b.add(dst.host, 'activate', ends.kind_of(dst).ingress_match(dst),
                   [[('learn', WIRE.priority('wire'), b.cookie | counts,
                      tuple(sorted(learned.items())), dst.ofport)] +
@@ -249,7 +278,7 @@ def wire_locations(wire, claims, moves, hosts=None):
     return loc, shadows
 
 
-def compute_flows(world) -> Dict[str, Set[Flow]]:
+def compute_flows(world, hold=False) -> Dict[str, Set[Flow]]:
     """Desired flow table of every known host, from scratch: the reference
     that `incremental.IncrementalTables` is checked against."""
     locations, shadows = world.locations(), world.shadows()
@@ -262,7 +291,7 @@ def compute_flows(world) -> Dict[str, Set[Flow]]:
                if (gw := gateway_location(v, world.hosts)) is not None}
         here = collections.ChainMap(gws, locations) if gws else locations
         for host, flows in wire_flows(wire, world.hosts, here,
-                                      shadows).items():
+                                      shadows, hold).items():
             if host in tables:
                 tables[host] |= flows
     return {name: guests.merged_table(flows, world.hosts.get(name))

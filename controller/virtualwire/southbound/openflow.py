@@ -115,7 +115,8 @@ def _actions(flow):
 def action_objects(a):
     """One action of a Flow as os-ken action objects (a learn is two)."""
     if a[0] == 'output':
-        return [parser.OFPActionOutput(a[1])]
+        # ('output', OFPP_CONTROLLER, bytes): a copy cut short.
+        return [parser.OFPActionOutput(a[1], *a[2:])]
     if a[0] == 'set_field':
         return [parser.OFPActionSetField(**{a[1]: a[2]})]
     if a[0] == 'learn':
@@ -186,6 +187,18 @@ def flow_stats_request(cookie=0, cookie_mask=0):
         cookie, cookie_mask, parser.OFPMatch())
 
 
+def port_stats_request(port=None):
+    return parser.OFPPortStatsRequest(
+        PROTO, 0, ofp.OFPP_ANY if port is None else port)
+
+
+def packet_out(port, frame):
+    """A frame the controller hands out of `port` (held frames)."""
+    return parser.OFPPacketOut(
+        PROTO, buffer_id=ofp.OFP_NO_BUFFER, in_port=ofp.OFPP_CONTROLLER,
+        actions=[parser.OFPActionOutput(port)], data=frame)
+
+
 def to_bytes(msg, xid=1):
     """The message as it goes on the wire (what a switch receives)."""
     if msg.xid is None:
@@ -204,6 +217,8 @@ def flow_key(msg):
 def _read_action(a):
     name = type(a).__name__
     if name == 'OFPActionOutput':
+        if a.port == ofp.OFPP_CONTROLLER and a.max_len < ofp.OFPCML_MAX:
+            return ('output', a.port, a.max_len)
         return ('output', a.port)
     if name == 'OFPActionSetField':
         return ('set_field', a.key, a.value)

@@ -33,7 +33,8 @@ class VirtualWireApp(app_manager.OSKenApp):
         elif ev.state == DEAD_DISPATCHER and ev.datapath.id is not None:
             self.loop.post(self.controller.on_switch_down, ev.datapath)
 
-    @set_ev_cls(ofp_event.EventOFPFlowStatsReply, MAIN_DISPATCHER)
+    @set_ev_cls([ofp_event.EventOFPFlowStatsReply,
+                 ofp_event.EventOFPPortStatsReply], MAIN_DISPATCHER)
     def _flow_stats(self, ev):
         msg = ev.msg
         more = bool(msg.flags & msg.datapath.ofproto.OFPMPF_REPLY_MORE)

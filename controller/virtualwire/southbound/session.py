@@ -57,15 +57,20 @@ class SwitchSession:
         self.dump_sent_at = self._now()
         return self.request(openflow.flow_stats_request(), on_done)
 
-    def send_diff(self, diff):
+    def send_diff(self, diff, before=()):
         """The difference as one atomic bundle, then a barrier whose reply
-        says every change is in place. Returns the number of flow mods."""
+        says every change is in place. Returns the number of flow mods.
+        `before`: messages sent ahead of the bundle (held frames' packet-
+        outs: OVS runs a packet-out as it reads it, a bundle's only once
+        its flows are in, when a newer frame may be delivered first)."""
         assert self.installed is not None, 'diff before the dump'
         if self.tlv_xid is None and uses_geneve(diff):
             m = geneve_tlv.tlv_map(self.dp)
             self.dp.set_xid(m)
             self.tlv_xid = m.xid
             self.dp.send_msg(m)     # before the bundle that needs it
+        for m in before:
+            self.dp.send_msg(m)
         apply_diff(self.installed, diff)
         for m in flowmod_bytes.diff_bundle(self.bundle_id, diff):
             self.dp.send_msg(m)

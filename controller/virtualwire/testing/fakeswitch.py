@@ -96,6 +96,9 @@ class FakeDatapath(GeneveOption):
         self.role, self.generation = 'equal', None
         self.refused_as_slave = 0
         self._xid = 0
+        # ofport -> frames the port's reader took (a tap: what its QEMU
+        # read), as port stats report them; set by tests.
+        self.tap_reads: Dict[int, int] = {}
 
     # -- what os-ken's Datapath offers the controller ----------------------
     def set_xid(self, msg):
@@ -160,6 +163,12 @@ class FakeDatapath(GeneveOption):
                                                  ofp.OFPT_BUNDLE_CONTROL):
             self.refused_as_slave += 1       # OFPBRC_IS_SLAVE on a switch
             return
+        if msg_type == ofp.OFPT_PACKET_OUT:
+            [out] = obj.actions
+            self.sent.append(obj)
+            self.fabric.packet_outs.append((self.name, out.port,
+                                            bytes(obj.data)))
+            return
         if msg_type in (ofp.OFPT_MULTIPART_REQUEST, ofp.OFPT_BARRIER_REQUEST):
             msg = obj                        # os-ken has no parser for these
         else:
@@ -185,6 +194,9 @@ class FakeDatapath(GeneveOption):
             reply = parser.OFPBarrierReply(self)
             reply.xid = xid
             self.fabric.post('barrier', self, reply)
+        elif msg_type == ofp.OFPT_MULTIPART_REQUEST and \
+                isinstance(msg, parser.OFPPortStatsRequest):
+            self.fabric.post('stats', self, self._port_stats(msg))
         elif msg_type == ofp.OFPT_MULTIPART_REQUEST:
             self.fabric.post('stats', self, self._flow_stats(msg))
 
@@ -245,6 +257,14 @@ class FakeDatapath(GeneveOption):
         reply.xid = req.xid
         return reply
 
+    def _port_stats(self, req):
+        body = [parser.OFPPortStats(port_no=p, tx_packets=n)
+                for p, n in sorted(self.tap_reads.items())
+                if req.port_no in (p, ofp.OFPP_ANY)]
+        reply = parser.OFPPortStatsReply(self, body=body, flags=0)
+        reply.xid = req.xid
+        return reply
+
     def lookup(self, pkt) -> Optional[Entry]:
         best = None
         for e in self.table.values():
@@ -282,7 +302,7 @@ class FakeDatapath(GeneveOption):
                     total_len=len(pkt.frame()), reason=ofp.OFPR_APPLY_ACTION,
                     table_id=e.table_id, cookie=e.cookie,
                     match=parser.OFPMatch(in_port=pkt.in_port),
-                    data=pkt.frame()))
+                    data=pkt.frame()[:a.max_len]))
             elif name == 'OFPActionOutput' and a.port == OFPP_IN_PORT:
                 out.append((pkt.in_port, cur))
             elif name == 'OFPActionOutput':
@@ -327,6 +347,8 @@ class FakeFabric:
         self.inbox: List[Tuple[str, FakeDatapath, object]] = []
         self.packet_in_log: List[Tuple[FakeDatapath, object]] = []
         self.commit_log: List[str] = []      # switch names, bundles in order
+        # (switch, port, frame) the controller sent out, in order
+        self.packet_outs: List[Tuple[str, int, bytes]] = []
         self._lock = threading.Lock()   # the loop posts, a harness drains
 
     def post(self, kind, dp, msg):

@@ -186,7 +186,8 @@ def _done():
 
 class Harness:
     def __init__(self, intent=None, runtime=None, fabric=None,
-                 move_timeout=900.0, require_identity=False, active=True):
+                 move_timeout=900.0, require_identity=False, active=True,
+                 hold_frames=0, hold_bytes=1 << 20):
         self.now = 1000.0
         self.loop = Loop('test')
         self.intent = intent or MemoryIntent()
@@ -196,7 +197,8 @@ class Harness:
                               move_timeout=move_timeout,
                               clock=lambda: self.now,
                               require_identity=require_identity,
-                              active=active)
+                              active=active, hold_frames=hold_frames,
+                              hold_bytes=hold_bytes)
         self.require_identity = require_identity
         self.intent.on_change = lambda ev, n: self.loop.post(
             self.ctl.on_intent, ev, n)

@@ -1,0 +1,202 @@
+"""Held frames (a part of `Controller`, on the control loop): while a vNIC
+moves, the frames its destination receives come here instead of being
+dropped, with short copies of what its source hands the guest; at
+activation the frames the guest never read on its source go to its
+destination port, in order, just before the bundle that starts delivering
+there (`core.held_frames` decides which; this is the I/O around it).
+
+Cost, said where it is paid: every frame towards a moving vNIC crosses the
+destination's OpenFlow connection (and 128 bytes of it the source's) for
+as long as the move lasts; the ring per vNIC is bounded (--hold-frames,
+--hold-bytes) and OVS bounds what it queues towards us. Frames that reach
+the destination after the guest's first frame and before our bundle lands
+('late') are delivered as they come, behind the held ones; the switch may
+deliver the next frame, once the bundle is in, before the last of them
+(a controller relays in one round trip, the switch in none): at most one
+reordering a move at the switch-over, after the guest runs again.
+"""
+import logging
+from typing import Dict, List, Optional, Tuple
+
+from virtualwire.control.state import ControllerState
+from virtualwire.core import ids
+from virtualwire.core.held_frames import HeldFrames
+from virtualwire.southbound import openflow
+
+LOG = logging.getLogger(__name__)
+
+POLL = 0.05          # seconds between reads of a moving source tap
+READ_WAIT = 0.2      # how long activation waits for the source's reads
+
+
+class HoldHandlers(ControllerState):
+    active: bool                           # control.roles
+    hold_frames: int                       # 0: moves drop, as before
+    hold_bytes: int
+    holding: Dict[str, HeldFrames]            # vNIC -> its held frames
+    # vNIC -> (clock() at activation, its destination), while its
+    # source's reads are awaited
+    awaiting_reads: Dict[str, Tuple[float, str]]
+    # host -> [(ofport, frame)] to send before its next bundle
+    releases: Dict[str, List[Tuple[int, bytes]]]
+    released: Dict[str, Tuple[str, int]]   # vNIC -> (host, port) delivered
+    late: Dict[str, int]                   # vNIC -> frames delivered late
+
+    def _held_end(self, host, msg) -> Optional[Tuple[str, str]]:
+        """(vNIC, 'held'|'copy') if this packet-in is a moving vNIC's
+        frame held on its destination or copied on its source."""
+        cookie = getattr(msg, 'cookie', 0)
+        if cookie & ids.COOKIE_MARK_MASK != ids.COOKIE_MARK:
+            return None
+        wire = self.tables.wires.get(cookie & 0xFFFFFFFF)
+        if wire is None:
+            return None
+        in_port = msg.match.get('in_port')
+        for v in wire.ends():
+            mv = self.tables.placement.moves.get(v)
+            if mv is None:
+                if v in self.released and self.released[v][0] == host:
+                    return v, 'late'
+                continue
+            ports = self.tables.placement.claims.get(v, {})
+            if host == mv.destination and in_port != ports.get(host):
+                return v, 'late' if mv.activated else 'held'
+            if host == mv.source and not mv.activated:
+                return v, 'copy'
+        return None
+
+    def hold_packet_in(self, host, msg) -> bool:
+        """Keep a held frame or a source copy; True if it was one."""
+        if not self.hold_frames:
+            return False
+        end = self._held_end(host, msg)
+        if end is None:
+            return False
+        v, what = end
+        data = bytes(msg.data or b'')
+        if what == 'late':
+            self._deliver_late(v, host, data)
+            return True
+        hf = self.holding.get(v)
+        if hf is None:
+            hf = self.holding[v] = HeldFrames(self.hold_frames, self.hold_bytes)
+        if what == 'held':
+            hf.hold(data)
+        else:
+            hf.copied(data)
+        return True
+
+    def _deliver_late(self, vnic, host, frame):
+        port = self.tables.placement.claims.get(vnic, {}).get(host)
+        s = self.sessions.get(self.tables.hosts[host].dpid) \
+            if host in self.tables.hosts else None
+        if port is None or s is None:
+            self.stats['held_late_dropped'] += 1
+            return
+        if vnic in self.awaiting_reads:
+            # Not decided yet: it is held like the others.
+            self.holding[vnic].hold(frame)
+            return
+        self.stats['held_late'] += 1
+        self.late[vnic] = self.late.get(vnic, 0) + 1
+        if self.releases.get(host):
+            # Behind the held frames not yet sent, never ahead of them.
+            self.releases[host].append((port, frame))
+        else:
+            s.dp.send_msg(openflow.packet_out(port, frame))
+
+    # ---- the source's reads --------------------------------------------------
+    def poll_held(self):
+        """Timer: read every moving source tap's transmit count (frames its
+        QEMU read). Frees what moves no longer need."""
+        if not self.hold_frames or not self.active:
+            return
+        moves = self.tables.placement.moves
+        for v in [v for v in self.holding if v not in moves and
+                  v not in self.awaiting_reads]:
+            del self.holding[v]
+        for v, n in list(self.late.items()):
+            # Said once a poll, not per frame: each would be a write.
+            m = self.migrations.held_released(v, {'late': n}, update=True)
+            if m is not None:
+                self.changed_records[m.id] = m
+            if v not in moves:
+                del self.late[v]
+        for v in list(self.released):
+            if v not in moves:
+                del self.released[v]
+        for v, mv in moves.items():
+            if not mv.activated:
+                self.holding.setdefault(v, HeldFrames(self.hold_frames,
+                                                   self.hold_bytes))
+                self._read_source(v, mv.source, None)
+
+    def _read_source(self, vnic, host, then):
+        port = self.tables.placement.claims.get(vnic, {}).get(host)
+        h = self.tables.hosts.get(host)
+        s = self.sessions.get(h.dpid) if h is not None else None
+        if port is None or s is None or s.installed is None:
+            if then is not None:
+                then(None)
+            return
+
+        def done(body):
+            hf = self.holding.get(vnic)
+            reads = next((p.tx_packets for p in body if p.port_no == port),
+                         None)
+            if hf is not None and reads is not None:
+                hf.polled(reads, hf.n_copies)
+            if then is not None:
+                then(reads)
+        # Every port (not just this one): a port gone since would be an
+        # error, and an error makes us dump the switch again.
+        s.request(openflow.port_stats_request(), done)
+
+    # ---- activation ----------------------------------------------------------
+    def held_activation(self, vnic, host):
+        """The guest runs on `host`: read its source's last count, then
+        release (the sync waits for it, READ_WAIT at most)."""
+        if not self.hold_frames or vnic not in self.holding:
+            return
+        mv = self.tables.placement.moves.get(vnic)
+        source = mv.source if mv is not None else None
+        self.awaiting_reads[vnic] = (self.clock(), host)
+        self._read_source(vnic, source, lambda reads: self._release(
+            vnic, host, reads, 'read'))
+
+    def _release(self, vnic, host, reads, why):
+        if self.awaiting_reads.pop(vnic, None) is None:
+            return                          # released already
+        hf = self.holding.pop(vnic, None)
+        port = self.tables.placement.claims.get(vnic, {}).get(host)
+        if hf is None or port is None:
+            return
+        r = hf.release(reads)
+        self.releases.setdefault(host, []).extend(
+            (port, f) for f in r.frames)
+        self.released[vnic] = (host, port)
+        self.stats['held_delivered'] += len(r.frames)
+        self.stats['held_evicted'] += r.evicted
+        view = dict(r.view(), source_reads='answered' if reads is not None
+                    else why)
+        LOG.info('vNIC %s: delivering %d held frames on %s (%s)', vnic,
+                 len(r.frames), host, ', '.join(
+                     '%s %s' % (k, v) for k, v in sorted(view.items())))
+        m = self.migrations.held_released(vnic, view)
+        if m is not None:
+            self.changed_records[m.id] = m
+
+    def awaiting_source(self) -> bool:
+        """Does the sync wait for a source's reads? Not past READ_WAIT
+        (the poll timer's events bring the sync back): then every held
+        frame goes, and the record says why."""
+        now = self.clock()
+        for v, (since, host) in list(self.awaiting_reads.items()):
+            if now - since >= READ_WAIT:
+                self._release(v, host, None, 'timeout')
+        return bool(self.awaiting_reads)
+
+    def packet_outs_for(self, host) -> list:
+        """The held frames to send `host` before its next bundle."""
+        return [openflow.packet_out(port, f)
+                for port, f in self.releases.pop(host, [])]

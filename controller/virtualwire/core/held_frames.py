@@ -1,0 +1,150 @@
+"""Frames towards a live-migrating vNIC, kept instead of dropped, and the
+cut that says which of them the guest never read (pure: the controller
+feeds it what its switches report).
+
+While a vNIC moves, its far end sends every frame both to the source and
+to the destination. The destination's copies reach the controller (the
+`held` flow) and wait in a ring here; the source switch also copies, cut
+short, each frame it hands to the guest's source tap. A tap's transmit
+counter (OpenFlow port stats) counts frames the guest's QEMU *read*, not
+frames handed to it, and it stops when QEMU stops the guest. So:
+
+  base  = tap reads before the first copied frame; each poll gives a lower
+          bound (reads - copies seen before the reply: a copy reaches us
+          no later than its frame reaches the tap), exact whenever the
+          guest had read everything it was handed;
+  cut   = reads at activation - base: the first copied frame the guest
+          never read. Its copy, found in the held ring, and everything
+          held after it go to the destination tap, in arrival order.
+
+What it protects against: a frame the guest read on its source delivered
+again (a duplicate), a frame it never read lost (unless the ring's bound
+evicted it: counted). What it does not: a base read while the guest lagged
+behind (every poll did) cuts too late (frames skipped, counted as
+`skipped`); identical frames (same first COPY_LEN bytes) are told apart
+only by their order.
+"""
+import collections
+import hashlib
+from dataclasses import dataclass, field
+from typing import Deque, List, Optional, Tuple
+
+COPY_LEN = 128          # bytes of each source copy (and of each digest)
+DEFAULT_FRAMES = 512    # held per moving vNIC
+DEFAULT_BYTES = 1 << 20
+_SEEN = 4096            # source copies remembered (digests: 8 bytes each)
+
+
+def digest(frame: bytes) -> bytes:
+    return hashlib.blake2b(frame[:COPY_LEN], digest_size=8).digest()
+
+
+@dataclass
+class Release:
+    """What the destination gets at activation, and what it cost."""
+    frames: List[bytes]                 # to deliver, in order
+    held: int                           # frames the ring held
+    read_on_source: int                 # held frames the guest read there
+    evicted: int                        # unread frames the bound dropped
+    skipped: int                        # unread, but not found held
+    aligned: bool                       # the cut was found in the ring
+
+    def view(self):
+        return {'delivered': len(self.frames), 'held': self.held,
+                'read_on_source': self.read_on_source,
+                'evicted': self.evicted, 'skipped': self.skipped,
+                'aligned': self.aligned}
+
+
+@dataclass
+class HeldFrames:
+    """One moving vNIC's held frames and source copies."""
+    max_frames: int = DEFAULT_FRAMES
+    max_bytes: int = DEFAULT_BYTES
+    # (index among all held, digest, frame)
+    ring: Deque[Tuple[int, bytes, bytes]] = field(
+        default_factory=collections.deque)
+    ring_bytes: int = 0
+    n_held: int = 0                  # frames ever held (ring indexes)
+    evicted: int = 0                 # evicted by the bound, any frame
+    # (index among all copies, digest)
+    copies: Deque[Tuple[int, bytes]] = field(
+        default_factory=collections.deque)
+    n_copies: int = 0
+    base: Optional[int] = None       # best lower bound of reads before
+
+    def hold(self, frame: bytes) -> None:
+        if len(frame) > self.max_bytes:
+            self.evicted += 1
+            self.n_held += 1
+            return
+        self.ring.append((self.n_held, digest(frame), frame))
+        self.n_held += 1
+        self.ring_bytes += len(frame)
+        while len(self.ring) > self.max_frames or \
+                self.ring_bytes > self.max_bytes:
+            _, _, old = self.ring.popleft()
+            self.ring_bytes -= len(old)
+            self.evicted += 1
+
+    def copied(self, head: bytes) -> None:
+        """A copy of a frame the source switch handed to the guest's tap."""
+        self.copies.append((self.n_copies, digest(head)))
+        self.n_copies += 1
+        if len(self.copies) > _SEEN:
+            self.copies.popleft()
+
+    def polled(self, reads: int, copies_before_reply: int) -> None:
+        """A port-stats reply from the source: `reads` is the tap's
+        transmit count, `copies_before_reply` how many copies had arrived
+        when the reply did (they share the connection, in order)."""
+        bound = reads - copies_before_reply
+        if self.base is None or bound > self.base:
+            self.base = bound
+
+    def release(self, reads: Optional[int]) -> Release:
+        """The held frames the guest never read, given the source tap's
+        reads once the guest stopped there (None: unknown, e.g. the source
+        switch did not answer: everything held goes, duplicates possible,
+        said by `aligned`)."""
+        held = len(self.ring)
+        frames = [f for _, _, f in self.ring]
+        if reads is None or self.base is None:
+            return Release(frames, held, 0, 0, 0, False)
+        cut = max(0, reads - self.base)          # index among copies
+        unread = [(i, d) for i, d in self.copies if i >= cut]
+        if not unread:
+            # The guest read every frame its source was handed: what is
+            # held after the last copy (arrived once the source stopped
+            # getting them, or only here) is unread.
+            if not self.copies:
+                return Release(frames, held, 0, 0, 0, False)
+            at = self._find(self.copies[-1][1], -1)
+            if at is None:
+                return Release(frames, held, 0, 0, 0, False)
+            return Release(frames[at + 1:], held, at + 1, 0, 0, True)
+        first_copy = self.copies[0][0] if self.copies else 0
+        lost_from_copies = max(0, first_copy - cut)
+        # Search after the guest's last read frame (a frame repeated, the
+        # same ARP request say, is found where it came next).
+        last_read = [d for i, d in self.copies if i == cut - 1]
+        after = self._find(last_read[0], 0) if last_read else None
+        start = 0 if after is None else after + 1
+        for k, (_, d) in enumerate(unread):
+            at = self._find(d, 0, start)
+            if at is not None:
+                # Copies before this one were unread yet not held: the ring
+                # evicted them, or they never reached the destination.
+                evicted = min(k + lost_from_copies, self.evicted)
+                return Release(frames[at:], held, at, evicted,
+                               k + lost_from_copies - evicted, True)
+        evicted = min(len(unread) + lost_from_copies, self.evicted)
+        return Release(frames, held, 0, evicted,
+                       len(unread) + lost_from_copies - evicted, False)
+
+    def _find(self, d: bytes, which: int, start: int = 0) -> Optional[int]:
+        """Position in the ring (from `start`) of the first (which=0) or
+        last (-1) frame whose digest is d."""
+        hits = [k for k, (_, dd, _) in enumerate(self.ring)
+                if k >= start and dd == d]
+        return hits[which] if hits else None
