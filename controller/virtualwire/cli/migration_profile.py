@@ -14,12 +14,10 @@ migrate` flags for the hook path, where the operator runs virsh).
              is slowed (its vCPU throttled, in steps) until the migration
              can finish, instead of iterating for ever.
            Not QEMU's `compress` (zlib on threads, libvirt's "mt"): with it
-           the lab's guests broke their virtio rings after migrating
-           (4 of 5 guests within 13 moves, against none of 3 guests in 12
-           moves with xbzrle alone, /tmp-free recipe in docs/benchmarks.rst
-           "Live migration over a slow WAN"); QEMU deprecated it in 8.2
-           and removed it in 9.1. Its successor, multifd with zstd, needs
-           libvirt 9.4 (Debian 12 has 9.0).
+           3 of 6 lab guests broke their virtio rings within 21 moves,
+           none of 6 in 24 moves without (bench/probe_migration_crashes.py);
+           QEMU deprecated it in 8.2 and removed it in 9.1. Its successor,
+           multifd with zstd, needs libvirt 9.4 (Debian 12 has 9.0).
 
 --postcopy (either profile): start post-copy after the first pass (the
 guest runs on the destination at once and pulls the pages it still lacks;
