@@ -1,4 +1,5 @@
-"""Network-added outage of live migration, VirtualWire and OVN side by side.
+"""Network-added outage of live migration, VirtualWire (plain, and with
+held frames) and OVN side by side.
 
 One lab, the same three hosts, the same libvirtd, the same guest image:
 VirtualWire's guest is plugged into br-int (wired by our controller), OVN's
@@ -25,7 +26,14 @@ probe (SCHED_FIFO, paced by its clock), and the same analysis
   second holes  loss runs after the main one (a later step re-breaking the
             path, e.g. a cleanup), duplicates
 
+  towards the guest  datagrams lost on the way in per move (the echo
+            responder's counter), reordered; for VirtualWire with held
+            frames (a third guest whose hosts' hooks ask for them, the
+            controller's default bound), what its record says was held,
+            delivered, late, evicted
+
     python bench/bench_migration.py [--migrations 20] [--downtime-ms 50]
+                                    [--no-held]
 """
 import argparse
 import json
@@ -39,7 +47,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Api, write_result                          # noqa: E402
 from migration_evidence import (activated_at, controller_log,   # noqa: E402
-                                hole_cause, tap_deleted_at, taps_by_nic)
+                                hole_cause, last_record, tap_deleted_at,
+                                taps_by_nic)
 from migration_report import fmt, report                     # noqa: E402
 from migration_systems import (console_marks, crashed_late,     # noqa: E402
                                realtime, setup)
@@ -100,6 +109,7 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
             if stop - 0.1 <= t <= resume + 0.1}
     grams_all = caps.datagrams(near)
     seen_by_controller = activated_at(sysm)
+    held = last_record(sysm).get('held') or {}
     # The OVS userspace tunnel race (docs/benchmarks.rst): windows in which
     # a host's switch re-translated tunnel flows without their tunnel
     # action, from its dpif_netdev debug log; and when the source's tap
@@ -152,6 +162,9 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
                                 / 1000.0, resume, logs, ctl_log)
             for h in row['other_holes'] if h['ms_after_resume'] > 0]
         row['lost_on_the_way_in'] = r['lost_on_the_way_in']
+        row['reordered'] = r.get('reordered', 0)
+        # Ours with held frames: what the controller held and delivered.
+        row['held'] = held.get(nic)
         row['lost_on_the_way_back'] = r['lost_on_the_way_back']
         line.append('%s: lost %d (in %d) added %s net %s frame %s->dlv %s%s%s%s' % (
             k, r['lost'], r['lost_on_the_way_in'], fmt(row['added_ms']), fmt(edges['network_ms']),
@@ -165,6 +178,35 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
             ' UNPROBED (%s)' % row['unprobed_why'] if not row['probed']
             else ''))
     print('  '.join(line), flush=True)
+
+
+def held_summary(systems, doc):
+    """Towards the guest: datagrams lost on the way in per move, and what
+    the held frames came to."""
+    print('\ntowards the guest, per move: lost on the way in p50/max, '
+          'reordered max; held frames delivered p50/max, late max, '
+          'evicted max')
+    for s in systems:
+        for k, rows in s.rows.items():
+            ok = [r for r in rows if not r['guest_crashed']]
+            lost = outage.dist([r['lost_on_the_way_in'] for r in ok])
+            held = [r['held'] for r in ok if r.get('held')]
+            sm = {'lost_on_the_way_in': lost,
+                  'reordered_max': max([r['reordered'] for r in ok],
+                                       default=None)}
+            if held:
+                sm['held_delivered'] = outage.dist(
+                    [h['delivered'] for h in held])
+                sm['held_late_max'] = max(h.get('late', 0) for h in held)
+                sm['held_evicted_max'] = max(h['evicted'] for h in held)
+            doc[s.name][k]['towards_guest'] = sm
+            print('%-11s %-4s %s/%s  %s  %s' % (
+                s.name, k, fmt(lost['p50']), fmt(lost['max']),
+                sm['reordered_max'],
+                '%s/%s late %d evicted %d' % (
+                    fmt(sm['held_delivered']['p50']),
+                    fmt(sm['held_delivered']['max']), sm['held_late_max'],
+                    sm['held_evicted_max']) if held else '-'))
 
 
 def main():
@@ -185,6 +227,9 @@ def main():
     ap.add_argument('--result', default='migration',
                     help='bench/results/NAME.json (default: %(default)s)')
     ap.add_argument('--keep-captures', action='store_true')
+    ap.add_argument('--no-held', action='store_true',
+                    help='leave out the third system, VirtualWire with '
+                         'held frames (its hosts\' hooks ask for them)')
     args = ap.parse_args()
     with Lab(3, libvirt=True, ovs_nice=args.ovs_nice) as lab:
         lab.start_controller()
@@ -196,7 +241,7 @@ def main():
             h.log_datapath_flow_changes()
         ovn = Ovn(lab)
         ovn.start()
-        systems = setup(lab, api, ovn)
+        systems = setup(lab, api, ovn, held=not args.no_held)
         if args.realtime:
             realtime(lab)
         capdir = tempfile.mkdtemp(prefix='vw-bench-mig-')
@@ -221,6 +266,7 @@ def main():
                 time.sleep(0.5)
             i += 1
         doc = report(systems)
+        held_summary(systems, doc)
         doc.update({'migrations_per_system': args.migrations,
                     'rate_hz': RATE, 'downtime_limit_ms': args.downtime_ms,
                     'probe': 'udp-echo 1 kHz, SCHED_FIFO, clock-paced',

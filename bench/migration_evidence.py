@@ -43,18 +43,20 @@ def hole_cause(hole, resume, races, gone):
                 None if gone is None else round((gone - resume) * 1000, 1))}
 
 
-def activated_at(sysm):
-    """{vNIC: when the controller handled its activation} of the guest's
-    last migration (ours only)."""
+def last_record(sysm):
+    """The controller's record of the guest's last migration (ours only)."""
     if sysm.api is None:
         return {}
     recs = [m for m in sysm.api.call('GET', '/v1/migrations')['migrations']
             if set(m.get('vnics', ())) & {n for _v, _i, n in
                                           sysm.ends.values()}]
-    if not recs:
-        return {}
-    last = max(recs, key=lambda m: m.get('started_at') or 0)
-    return dict(last.get('activated') or {})
+    return max(recs, key=lambda m: m.get('started_at') or 0) if recs else {}
+
+
+def activated_at(sysm):
+    """{vNIC: when the controller handled its activation} of the guest's
+    last migration (ours only)."""
+    return dict(last_record(sysm).get('activated') or {})
 
 
 def taps_by_nic(host, domain):

@@ -54,6 +54,11 @@ def report(systems):
               'network p50 %s' % (k, ratios[k]['p50'], ratios[k]['p90'],
                                   ratios[k]['max'], ratios[k]['network_p50']))
     doc['ratio_ovn_to_virtualwire'] = ratios
+    if 'held' in doc:
+        doc['ratio_ovn_to_held'] = {
+            k: {m: _ratio(doc['ovn'][k]['added_ms'][m],
+                          doc['held'][k]['added_ms'][m])
+                for m in ('p50', 'p90', 'max')} for k in systems[0].rows}
     for k, sm in doc['virtualwire'].items():
         c = sm.get('controller_ms_after_frame')
         if c:

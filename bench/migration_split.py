@@ -32,7 +32,7 @@ def main(names):
             doc = json.load(f)
         print('%s (%s)' % (name, 'realtime' if doc.get('realtime')
                            else 'as run by users'))
-        for system in ('virtualwire', 'ovn'):
+        for system in [k for k in ('virtualwire', 'held', 'ovn') if k in doc]:
             for end in ('far', 'near'):
                 rows = [r for r in doc[system][end]['rows']
                         if not r['guest_crashed'] and split_added(r)]

@@ -1,5 +1,6 @@
-"""The two systems bench_migration.py migrates side by side: each one's
-guest, far and near ends, how it migrates, and whether its guest crashed."""
+"""The systems bench_migration.py migrates side by side (VirtualWire, the
+same with held frames, OVN): each one's guest, far and near ends, how it
+migrates, and whether its guest crashed."""
 import glob
 import os
 import time
@@ -22,8 +23,11 @@ def console_marks(guest):
 class System:
     """One system's guest, far and near ends, and how it migrates."""
 
-    def __init__(self, name, guest, ends, ports=None, ovn=None, api=None):
+    def __init__(self, name, guest, ends, ports=None, ovn=None, api=None,
+                 hold=None):
         self.crashes = 0
+        # Ours: ask for held frames (the destination's hook says so), or not.
+        self.hold = hold
         self.api = api          # ours: when the controller saw activation
         self.name, self.guest, self.ends = name, guest, ends
         self.ports, self.ovn = ports or [], ovn
@@ -64,6 +68,8 @@ class System:
         return sum(1 for r in self.rows['far'] if not r['guest_crashed'])
 
     def before(self, src, dst):
+        if self.hold is not None:
+            dst.libvirt.install_hook(hold=self.hold)
         for p in self.ports:
             self.ovn.prepare_move(p, src.name, dst.name)
 
@@ -72,11 +78,12 @@ class System:
             self.ovn.finish_move(p, dst.name)
 
 
-def setup(lab, api, ovn):
+def setup(lab, api, ovn, held=True):
     h1, _h2, h3 = lab.hosts
     systems = []
     for name, bridge, net in (('virtualwire', 'br-int', 91),
-                              ('ovn', 'br-ovn', 93)):
+                              ('ovn', 'br-ovn', 93)) + (
+                                  (('held', 'br-int', 95),) if held else ()):
         nf, nn = str(uuid.uuid4()), str(uuid.uuid4())
         g = h1.define_guest('bm-%s' % name, [
             (nf, '10.%d.0.1/24' % net), (nn, '10.%d.0.1/24' % (net + 1))],
@@ -87,10 +94,11 @@ def setup(lab, api, ovn):
             ('bn-%s' % name[:3], '10.%d.0.2/24' % (net + 1))], bridge=bridge)
         ends = {'far': (far, '10.%d.0.1' % net, nf),
                 'near': (near, '10.%d.0.1' % (net + 1), nn)}
-        if name == 'virtualwire':
+        if bridge == 'br-int':
             for vm, _ip, nic in ends.values():
                 api.call('POST', '/v1/wires', {'a': nic, 'b': vm.name})
-            systems.append(System(name, g, ends, api=api))
+            systems.append(System(name, g, ends, api=api,
+                                  hold=name == 'held'))
         else:
             for k, (vm, ip, nic) in ends.items():
                 ls = 'ls-%s' % k

@@ -93,18 +93,21 @@ def parse_args(argv=None):
                    help='cancel a vNIC move (migration) not activated by '
                         "the guest's first frame within this time: its wires "
                         'go back to the source alone (default: %(default)s)')
-    p.add_argument('--hold-frames', type=_hold_frames, default=0,
+    p.add_argument('--hold', choices=('on', 'off'), default='off',
+                   help="for live migrations that do not say (the hook's "
+                        "'hold'): keep the frames a moving vNIC's "
+                        'destination gets while its guest is paused, here, '
+                        'and deliver those the guest never read on its '
+                        'source, in order, once it runs there; off: the '
+                        'destination drops them (default: %(default)s)')
+    p.add_argument('--hold-frames', type=_hold_frames, default=512,
                    metavar='N',
-                   help="keep up to N frames towards each live-migrating "
-                        "vNIC on its destination (through this controller) "
-                        "and deliver those its guest never read on the "
-                        "source, in order, when it runs there; 0: drop "
-                        "them, as the switch does alone (default: "
-                        "%(default)s)")
+                   help='held frames kept per moving vNIC, the newest '
+                        '(default: %(default)s)')
     p.add_argument('--hold-bytes', type=_hold_bytes, default=1 << 20,
                    metavar='BYTES',
-                   help='and at most this many bytes of them per vNIC '
-                        '(default: %(default)s)')
+                   help='and at most this many bytes of them (default: '
+                        '%(default)s)')
     p.add_argument('--activation-settle-ms', type=_settle_ms, default=20,
                    metavar='MS',
                    help="after a moving guest's first frame switched its "
@@ -166,7 +169,7 @@ def _bounded_int(text, low, high, what):
 
 
 def _hold_frames(text):
-    return _bounded_int(text, 0, 65536, '--hold-frames')
+    return _bounded_int(text, 1, 65536, '--hold-frames')
 
 
 def _hold_bytes(text):
@@ -326,6 +329,7 @@ def main(argv=None):
                             stats_interval=args.stats_interval,
                             activation_settle=(args.activation_settle_ms /
                                                1000.0),
+                            hold=args.hold == 'on',
                             hold_frames=args.hold_frames,
                             hold_bytes=args.hold_bytes,
                             require_identity=tls_files is not None,
@@ -392,9 +396,8 @@ def main(argv=None):
                                     **mgr.create_contexts())
     services.append(hub.spawn(loop.run))
     loop.every(1.0, controller.tick)
-    if args.hold_frames:
-        from virtualwire.control.holding import POLL
-        loop.every(POLL, controller.poll_held)
+    from virtualwire.control.holding import POLL
+    loop.every(POLL, controller.poll_held)
     if tls_files is not None:       # a broken rotation is logged early
         loop.every(10.0, tls_files.refresh)
     # The collector paces itself (metrics.collector.BUDGET).

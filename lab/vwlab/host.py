@@ -73,12 +73,13 @@ class LabHost:
 
     def set_controllers(self, targets):
         """Connect br-int to `targets` again, each reconnecting within a
-        second and probed within 5 s, as vw-host-setup leaves them."""
+        second and probed within 5 s, 512 messages queued for each, as
+        vw-host-setup leaves them."""
         self.vsctl('set-controller', 'br-int', *targets)
         for uuid in self.vsctl('--bare', '--columns=_uuid', 'list',
                                'controller').split():
             self.vsctl('set', 'controller', uuid, 'max_backoff=1000',
-                       'inactivity_probe=5000')
+                       'inactivity_probe=5000', 'controller_queue_size=512')
 
     def ofctl(self, *args, bridge='br-int'):
         return sh(['ovs-ofctl', '-O', 'OpenFlow14'] + list(args[:1]) +

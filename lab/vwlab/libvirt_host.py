@@ -149,11 +149,13 @@ class LibvirtHost:
         self.install_hook()
 
     def install_hook(self, on_unreachable='allow', timeout=3,
-                     token_file=None):
+                     token_file=None, hold=None):
         """Our libvirt hook, configured for this lab's controller. libvirtd
         looks for hooks when it starts; the config is read on each call.
         token_file: the hook's token (default: the operator's; a
-        hypervisor credential scopes it to this host's migrations)."""
+        hypervisor credential scopes it to this host's migrations).
+        hold: True/False asks guests arriving here to have their held
+        frames delivered or not (None: the controller's --hold)."""
         shutil.copy(HOOK, os.path.join(self.hook_dir(), 'qemu'))
         with open(os.path.join(self.hook_dir(), 'virtualwire.conf'),
                   'w') as f:
@@ -166,6 +168,8 @@ class LibvirtHost:
                         self.host.name, timeout, on_unreachable,
                         'ca_cert = %s\n' % lab.pki.controller_ca if lab.pki
                         else 'insecure_plaintext_lab = yes\n'))
+            if hold is not None:
+                f.write('hold = %s\n' % ('yes' if hold else 'no'))
 
     def set_incoming_qemu_args(self, args):
         """Extra QEMU arguments for guests migrating into this host (the

@@ -8,6 +8,7 @@
   tcp-recv --port P                  prints {"bytes", "sha256"} of one stream
   tcp-send --dst IP --port P --bytes N
   udp-echo --dst IP --port P --rate R --seconds S
+  tcp-stream --dst IP --port P --seconds S   (vwlab.tcp_probe)
                                      sequenced stream to a responder that
                                      echoes (the lab guest's vw-responder);
                                      reports losses each way, duplicates
@@ -280,6 +281,11 @@ def main(argv=None):
     a.add_argument('--dst', required=True)
     a.add_argument('--port', type=int, required=True)
     a.add_argument('--bytes', type=int, required=True)
+    a = sub.add_parser('tcp-stream')
+    a.add_argument('--dst', required=True)
+    a.add_argument('--port', type=int, default=7001)
+    a.add_argument('--seconds', type=float, required=True)
+    a.add_argument('--sample-ms', type=float, default=5)
     a = sub.add_parser('udp-echo')
     a.add_argument('--dst', required=True)
     a.add_argument('--port', type=int, default=7000)
@@ -314,6 +320,9 @@ def main(argv=None):
         tcp_recv(args.port, args.ready_file)
     elif args.cmd == 'tcp-send':
         tcp_send(args.dst, args.port, args.bytes)
+    elif args.cmd == 'tcp-stream':
+        from vwlab.tcp_probe import tcp_stream
+        tcp_stream(args.dst, args.port, args.seconds, args.sample_ms)
     elif args.cmd == 'udp-echo':
         udp_echo(args.dst, args.port, args.rate, args.seconds, args.size)
     elif args.cmd == 'guest-stats':

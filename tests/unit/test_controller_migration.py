@@ -276,15 +276,17 @@ def test_restart_mid_migration_reads_the_activation_from_the_switch():
     assert m['activated_by'] == {'g': 'found-in-table'}
 
 
-def _holding(hold_frames=64):
-    h = Harness(hold_frames=hold_frames)
+def _holding(hold_frames=64, default=True, asked=None):
+    h = Harness(hold=default, hold_frames=hold_frames)
     h.host('h1', ('g', 1))
     h.host('h2')
     h.host('h3', ('f', 5))
     w = h.connect('g', 'f')
     vm = str(uuid.uuid4())
-    h.call(h.ctl.announce_migration, {
-        'vm': 'guest', 'vm_uuid': vm, 'vnics': ['g'], 'destination': 'h2'})
+    doc = {'vm': 'guest', 'vm_uuid': vm, 'vnics': ['g'], 'destination': 'h2'}
+    if asked is not None:
+        doc['hold'] = asked
+    h.call(h.ctl.announce_migration, doc)
     h.host('h2', ('g', 2))
     return h, w, vm
 
@@ -356,3 +358,50 @@ def test_holding_moves_send_the_destinations_frames_to_the_controller():
     # The destination's whole frame; the source's copy, cut short.
     assert ('h2', TUN, 14 + len(_datagram(1))) in ins
     assert any(n == 'h1' and size <= 128 for n, _p, size in ins)
+
+
+@pytest.mark.parametrize('default,asked,holds', [
+    (False, True, True), (True, False, False), (True, None, True),
+    (False, None, False)])
+def test_a_migration_asks_to_hold_or_not_over_the_default(
+        default, asked, holds):
+    h, w, vm = _holding(default=default, asked=asked)
+    h.send('h3', 5, payload=_datagram(1))
+    h.settle()
+    got = {dp.name for dp, _m in h.fabric.packet_in_log}
+    assert (got == {'h1', 'h2'}) == holds and (not got) == (not holds)
+    [m] = h.call(h.ctl.migration_views)
+    assert m['hold'] == asked
+    # Without holding, the switch activates itself (learn), as before.
+    learns = any('NXActionLearn' in str(f) or f.actions and
+                 any(a[0] == 'learn' for a in f.actions)
+                 for f in tables(h)['h2'])
+    assert learns != holds
+
+
+def test_hold_must_be_true_or_false():
+    h = Harness()
+    h.host('h1', ('g', 1))
+    h.host('h2')
+    with pytest.raises(errors.Invalid, match='hold must be true or false'):
+        h.call(h.ctl.announce_migration, {
+            'vm': 'guest', 'vm_uuid': str(uuid.uuid4()), 'vnics': ['g'],
+            'destination': 'h2', 'hold': 'yes'})
+
+
+def test_a_source_gone_before_activation_is_read_from_its_last_poll():
+    h, w, vm = _holding()
+    src = h.fabric.switches['h1']
+    src.tap_reads[1] = 50
+    h.call(h.ctl.poll_held)
+    for n in range(6):
+        h.send('h3', 5, payload=_datagram(n))
+    src.tap_reads[1] = 54                  # read four, then stopped
+    h.call(h.ctl.poll_held)
+    del src.tap_reads[1]                   # its tap gone (QEMU quit)
+    h.send('h2', 2, payload=b'\0' * 28, eth_type=RARP)
+    h.settle()
+    assert [f[14:] for _, _, f in h.fabric.packet_outs] == \
+        [_datagram(4), _datagram(5)]
+    [m] = h.call(h.ctl.migration_views)
+    assert m['held']['g']['source_reads'] == 'last-poll (no answer)'

@@ -102,3 +102,15 @@ def test_delivered_is_exactly_the_unread_suffix_within_the_bound(
     unread = [frame(i) for i in range(k, n)]
     assert r.frames == unread[-bound:] if unread else r.frames == []
     assert len(r.frames) + r.evicted + r.skipped == len(unread)
+
+
+def test_a_frame_missing_among_the_delivered_is_counted_too():
+    hf = HeldFrames()
+    hf.polled(0, 0)
+    for n in range(10):
+        hf.copied(frame(n))
+        if n != 8:                        # its packet-in never came
+            hf.hold(frame(n))
+    r = hf.release(5)
+    assert r.frames == [frame(n) for n in (5, 6, 7, 9)]
+    assert (r.skipped, r.evicted) == (1, 0)

@@ -157,3 +157,23 @@ def test_a_started_guest_is_reported_and_never_fails_its_start(tmp_path):
     p = run(tmp_path, 'refuse', 'g1', 'started', 'begin', '-')
     assert p.returncode == 0
     assert 'unreachable' in p.stderr and 'letting started g1' in p.stderr
+
+
+def test_the_hosts_hold_setting_goes_into_the_announcement(tmp_path):
+    server, got = _listener(tmp_path, None)
+    url = 'http://127.0.0.1:%d' % server.getsockname()[1]
+    run(tmp_path, 'allow', 'g1', 'migrate', 'begin', '-', url=url,
+        extra='insecure_plaintext_lab = yes\nhold = no\n')
+    wait = time.time() + 5
+    while time.time() < wait and not got:
+        time.sleep(0.05)
+    assert got and b'"hold": false' in got[0], got
+
+
+def test_a_bad_hold_setting_is_said(tmp_path):
+    # As any broken configuration: said, the controller not called, and
+    # libvirt goes on (the controller follows the guest from OVSDB).
+    p = run(tmp_path, 'refuse', 'g1', 'migrate', 'begin', '-',
+            extra='hold = maybe\n')
+    assert 'hold = maybe' in p.stderr and 'yes or no' in p.stderr
+    assert 'not reported' in p.stderr, p.stderr

@@ -204,7 +204,12 @@ def _document():
                         'vm_uuid': {'type': 'string', 'format': 'uuid'},
                         'vnics': {'type': 'array', 'maxItems': 64,
                                   'uniqueItems': True, 'items': _VNIC},
-                        'destination': {'type': 'string', 'minLength': 1}}},
+                        'destination': {'type': 'string', 'minLength': 1},
+                        'hold': {'type': 'boolean', 'description':
+                                 "keep the frames its destination gets "
+                                 'while the guest is paused and deliver '
+                                 'those it never read (held frames); '
+                                 "default: the controller's --hold"}}},
                 'Migration': {'type': 'object', 'properties': {
                     'id': {'type': 'string'}, 'vm': {'type': 'string'},
                     'vm_uuid': {'type': 'string'},
@@ -241,7 +246,14 @@ def _document():
                               'or timed_out'},
                     'sisters': {'type': 'object', 'description':
                                 'vNIC -> the hosts whose flows changed at '
-                                'its activation'}}},
+                                'its activation'},
+                    'hold': {'type': ['boolean', 'null'], 'description':
+                             'asked to hold frames (null: the default)'},
+                    'held': {'type': 'object', 'description':
+                             'vNIC -> its held frames: held, '
+                             'read_on_source, delivered, evicted (by the '
+                             'bound), skipped, late, aligned, '
+                             'source_reads'}}},
                 'ConnectRequest': {
                     'type': 'object', 'required': ['a', 'b'],
                     'additionalProperties': False,

@@ -21,6 +21,7 @@ from virtualwire.control.roles import Roles, canonical_records
 from virtualwire.control.safe_start import SafeStart
 from virtualwire.control.views import Views
 from virtualwire.core import tenancy
+from virtualwire.core.held_frames import DEFAULT_BYTES, DEFAULT_FRAMES
 from virtualwire.metrics.collector import Collector
 from virtualwire.metrics.instruments import Instruments
 from virtualwire.pipeline.flow import diff_flows, diff_keys
@@ -40,8 +41,8 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
                  ovsdb_port=6640, move_timeout=900.0, clock=time.monotonic,
                  stats_interval=2.0, instruments=None,
                  activation_settle=0.0, require_identity=False,
-                 active=True, collector=None, hold_frames=0,
-                 hold_bytes=1 << 20):
+                 active=True, collector=None, hold=False,
+                 hold_frames=DEFAULT_FRAMES, hold_bytes=DEFAULT_BYTES):
         self.loop = loop
         self.intent = intent            # store.intent.IntentStore (reads)
         self.runtime = runtime          # store.runtime.RuntimeStore
@@ -68,9 +69,10 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
                       'switch_errors': 0, 'held_delivered': 0,
                       'held_evicted': 0, 'held_late': 0,
                       'held_late_dropped': 0}
-        # Moves keep their destination's frames (control.holding).
+        # Moves keep their destination's frames (control.holding): by
+        # default, or as each migration asks.
         self.hold_frames, self.hold_bytes = hold_frames, hold_bytes
-        self.tables.hold = hold_frames > 0
+        self.tables.hold = hold
         self.holding, self.awaiting_reads = {}, {}
         self.releases, self.released, self.late = {}, {}, {}
         # Intent changes taken in, and who waits for one to be programmed
@@ -110,6 +112,8 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         for m in self.migrations.active.values():
             for v, src in m.sources.items():
                 if src and src != m.destination:
+                    if m.hold is not None:
+                        self.tables.hold_by_vnic[v] = m.hold
                     self.tables.placement.start_move(v, src, m.destination)
         for h in self.remembered.values():
             self._placement_events(self.tables.set_host(h))

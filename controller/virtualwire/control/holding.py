@@ -31,7 +31,7 @@ READ_WAIT = 0.2      # how long activation waits for the source's reads
 
 class HoldHandlers(ControllerState):
     active: bool                           # control.roles
-    hold_frames: int                       # 0: moves drop, as before
+    hold_frames: int                       # the bound per vNIC
     hold_bytes: int
     holding: Dict[str, HeldFrames]            # vNIC -> its held frames
     # vNIC -> (clock() at activation, its destination), while its
@@ -53,6 +53,8 @@ class HoldHandlers(ControllerState):
             return None
         in_port = msg.match.get('in_port')
         for v in wire.ends():
+            if not self.tables.holds(v) and v not in self.released:
+                continue
             mv = self.tables.placement.moves.get(v)
             if mv is None:
                 if v in self.released and self.released[v][0] == host:
@@ -67,8 +69,6 @@ class HoldHandlers(ControllerState):
 
     def hold_packet_in(self, host, msg) -> bool:
         """Keep a held frame or a source copy; True if it was one."""
-        if not self.hold_frames:
-            return False
         end = self._held_end(host, msg)
         if end is None:
             return False
@@ -109,7 +109,7 @@ class HoldHandlers(ControllerState):
     def poll_held(self):
         """Timer: read every moving source tap's transmit count (frames its
         QEMU read). Frees what moves no longer need."""
-        if not self.hold_frames or not self.active:
+        if not self.active:
             return
         moves = self.tables.placement.moves
         for v in [v for v in self.holding if v not in moves and
@@ -126,7 +126,7 @@ class HoldHandlers(ControllerState):
             if v not in moves:
                 del self.released[v]
         for v, mv in moves.items():
-            if not mv.activated:
+            if not mv.activated and self.tables.holds(v):
                 self.holding.setdefault(v, HeldFrames(self.hold_frames,
                                                    self.hold_bytes))
                 self._read_source(v, mv.source, None)
@@ -156,13 +156,14 @@ class HoldHandlers(ControllerState):
     def held_activation(self, vnic, host):
         """The guest runs on `host`: read its source's last count, then
         release (the sync waits for it, READ_WAIT at most)."""
-        if not self.hold_frames or vnic not in self.holding:
+        if vnic not in self.holding:
             return
         mv = self.tables.placement.moves.get(vnic)
         source = mv.source if mv is not None else None
         self.awaiting_reads[vnic] = (self.clock(), host)
         self._read_source(vnic, source, lambda reads: self._release(
-            vnic, host, reads, 'read'))
+            vnic, host, reads, 'answered' if reads is not None
+            else 'no answer'))
 
     def _release(self, vnic, host, reads, why):
         if self.awaiting_reads.pop(vnic, None) is None:
@@ -171,14 +172,19 @@ class HoldHandlers(ControllerState):
         port = self.tables.placement.claims.get(vnic, {}).get(host)
         if hf is None or port is None:
             return
+        if reads is None and hf.last_reads is not None:
+            # The source is gone (its QEMU quit, a last-resort activation)
+            # or slow: its last poll, taken after STOP unless the guest
+            # stopped within the last POLL (then a few frames it read go
+            # again).
+            reads, why = hf.last_reads, 'last-poll (%s)' % why
         r = hf.release(reads)
         self.releases.setdefault(host, []).extend(
             (port, f) for f in r.frames)
         self.released[vnic] = (host, port)
         self.stats['held_delivered'] += len(r.frames)
         self.stats['held_evicted'] += r.evicted
-        view = dict(r.view(), source_reads='answered' if reads is not None
-                    else why)
+        view = dict(r.view(), source_reads=why)
         LOG.info('vNIC %s: delivering %d held frames on %s (%s)', vnic,
                  len(r.frames), host, ', '.join(
                      '%s %s' % (k, v) for k, v in sorted(view.items())))

@@ -48,6 +48,7 @@ class MigrationHandlers(ControllerState):
                 LOG.info('vNIC %s move %s -> %s %s', ev.vnic, ev.move.source,
                          ev.move.destination, ev.outcome)
                 self.move_seen.pop(ev.vnic, None)
+                self.tables.hold_by_vnic.pop(ev.vnic, None)
                 self._record(self.migrations.move_finished(ev.vnic,
                                                            ev.outcome))
 
@@ -78,6 +79,8 @@ class MigrationHandlers(ControllerState):
             raise
         for v, src in m.sources.items():
             if src != m.destination:
+                if m.hold is not None:
+                    self.tables.hold_by_vnic[v] = m.hold
                 self.tables.start_move(v, src, m.destination)
         self.announced_at[m.vm_uuid] = self.clock()
         LOG.info('migration %s: %s (%s) %s -> %s', m.id, m.vm, m.vm_uuid,
@@ -133,7 +136,7 @@ class MigrationHandlers(ControllerState):
             # this frame (pipeline.guests): the guest runs here.
             for v in self.tables.siblings_moving_to(vnic, host):
                 self._activate(v, host, frames.SIBLING_FRAME)
-            if not self.tables.hold:
+            if not self.tables.holds(vnic):
                 self._hold_sync()
 
     def _activate(self, vnic, host, trigger):

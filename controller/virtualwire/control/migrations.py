@@ -69,6 +69,8 @@ class Migration:
     sisters: Dict[str, List[str]] = field(default_factory=dict)
     # vNIC -> what its held frames came to (core.held_frames.Release)
     held: Dict[str, dict] = field(default_factory=dict)
+    # Asked to hold frames (True/False), or the controller's default (None)
+    hold: Optional[bool] = None
 
     def view(self):
         d = asdict(self)
@@ -78,8 +80,9 @@ class Migration:
 
 def parse_announce(doc):
     """Validate a `POST /v1/migrations` body; returns (vm, vm_uuid, vnics,
-    destination) or raises Malformed / Invalid."""
-    unknown = sorted(set(doc) - {'vm', 'vm_uuid', 'vnics', 'destination'})
+    destination, hold) or raises Malformed / Invalid."""
+    unknown = sorted(set(doc) - {'vm', 'vm_uuid', 'vnics', 'destination',
+                                 'hold'})
     if unknown:
         raise errors.Malformed('unknown field(s): %s' % ', '.join(unknown))
     for k in ('vm', 'vm_uuid', 'vnics', 'destination'):
@@ -98,7 +101,10 @@ def parse_announce(doc):
         raise errors.Invalid('vnics lists a vNIC twice')
     if not isinstance(dest, str) or not dest:
         raise errors.Invalid('destination must be a host name')
-    return vm, vm_uuid, tuple(vnics), dest
+    hold = doc.get('hold')
+    if hold is not None and not isinstance(hold, bool):
+        raise errors.Invalid('hold must be true or false')
+    return vm, vm_uuid, tuple(vnics), dest, hold
 
 
 def parse_vm_uuid(value):
@@ -126,7 +132,7 @@ class MigrationBook:
         on the destination, not moving under another guest's migration,
         and at most MAX_PER_DESTINATION in progress per destination;
         refusals name no other host."""
-        vm, vm_uuid, vnics, dest = parse_announce(doc)
+        vm, vm_uuid, vnics, dest, hold = parse_announce(doc)
         if dest not in hosts:
             raise errors.NotFound('destination host %s is unknown to the '
                                   'controller' % dest)
@@ -148,7 +154,7 @@ class MigrationBook:
             self._end(old, ABORTED)
         m = Migration(id=str(uuidlib.uuid4()), vm=vm, vm_uuid=vm_uuid,
                       vnics=vnics, sources={v: location(v) for v in vnics},
-                      destination=dest)
+                      destination=dest, hold=hold)
         self.active[vm_uuid] = m
         return m
 

@@ -94,8 +94,9 @@ class Roles(ControllerState):
                 self.runtime.hosts(), canonical_records(self.runtime.migrations())):
             return False
         live = dict(self.remembered)       # live host views (on_hosts)
+        hold = self.tables.hold
         self.tables = IncrementalTables()
-        self.tables.hold = getattr(self, 'hold_frames', 0) > 0
+        self.tables.hold = hold
         self.migrations = MigrationBook()
         self.move_seen.clear()
         self.announced_at.clear()

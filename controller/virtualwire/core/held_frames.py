@@ -46,7 +46,8 @@ class Release:
     held: int                           # frames the ring held
     read_on_source: int                 # held frames the guest read there
     evicted: int                        # unread frames the bound dropped
-    skipped: int                        # unread, but not found held
+    skipped: int                        # unread, not held (never reached
+                                        # the destination, or us)
     aligned: bool                       # the cut was found in the ring
 
     def view(self):
@@ -72,6 +73,7 @@ class HeldFrames:
         default_factory=collections.deque)
     n_copies: int = 0
     base: Optional[int] = None       # best lower bound of reads before
+    last_reads: Optional[int] = None  # the source tap's, at the last poll
 
     def hold(self, frame: bytes) -> None:
         if len(frame) > self.max_bytes:
@@ -98,6 +100,7 @@ class HeldFrames:
         """A port-stats reply from the source: `reads` is the tap's
         transmit count, `copies_before_reply` how many copies had arrived
         when the reply did (they share the connection, in order)."""
+        self.last_reads = reads
         bound = reads - copies_before_reply
         if self.base is None or bound > self.base:
             self.base = bound
@@ -134,10 +137,13 @@ class HeldFrames:
             at = self._find(d, 0, start)
             if at is not None:
                 # Copies before this one were unread yet not held: the ring
-                # evicted them, or they never reached the destination.
+                # evicted them, or they never reached the destination; and
+                # any after it missing among the delivered did not either.
                 evicted = min(k + lost_from_copies, self.evicted)
+                sent = {dd for _, dd, _ in list(self.ring)[at:]}
+                gaps = sum(1 for _, dd in unread[k + 1:] if dd not in sent)
                 return Release(frames[at:], held, at, evicted,
-                               k + lost_from_copies - evicted, True)
+                               k + lost_from_copies - evicted + gaps, True)
         evicted = min(len(unread) + lost_from_copies, self.evicted)
         return Release(frames, held, 0, evicted,
                        len(unread) + lost_from_copies - evicted, False)

@@ -40,8 +40,10 @@ class IncrementalTables:
         # extender's change can only change their path), and the reverse.
         self.site_wires: Dict[str, Set[int]] = {}
         self.wire_sites: Dict[int, Set[str]] = {}
-        # Moves hold their destination's frames (core.held_frames).
+        # Moves hold their destination's frames (core.held_frames): by
+        # default, or as their migration asked (vNIC -> True/False).
         self.hold = False
+        self.hold_by_vnic: Dict[str, bool] = {}
         self.stats = {'recomputed': 0, 'extender_changes': 0,
                       'recomputed_for_extenders': 0}
 
@@ -185,11 +187,15 @@ class IncrementalTables:
             table[f.key] = f
             keys.add(f.key)
 
+    def holds(self, vnic) -> bool:
+        return self.hold_by_vnic.get(vnic, self.hold)
+
     def _recompute(self, cid):
         wire = self.wires[cid]
         loc, shadows = wire_locations(wire, self.placement.claims,
                                       self.placement.moves, self.hosts)
-        out = wire_flows(wire, self.hosts, loc, shadows, self.hold)
+        out = wire_flows(wire, self.hosts, loc, shadows,
+                         any(self.holds(v) for v in shadows))
         ends = {x.host for x in loc.values()} | \
             {x.host for x in shadows.values()}
         self._place(cid, ends | set(out))

@@ -187,7 +187,7 @@ def _done():
 class Harness:
     def __init__(self, intent=None, runtime=None, fabric=None,
                  move_timeout=900.0, require_identity=False, active=True,
-                 hold_frames=0, hold_bytes=1 << 20):
+                 hold=False, hold_frames=512, hold_bytes=1 << 20):
         self.now = 1000.0
         self.loop = Loop('test')
         self.intent = intent or MemoryIntent()
@@ -197,7 +197,8 @@ class Harness:
                               move_timeout=move_timeout,
                               clock=lambda: self.now,
                               require_identity=require_identity,
-                              active=active, hold_frames=hold_frames,
+                              active=active, hold=hold,
+                              hold_frames=hold_frames,
                               hold_bytes=hold_bytes)
         self.require_identity = require_identity
         self.intent.on_change = lambda ev, n: self.loop.post(

@@ -11,6 +11,10 @@
  * /proc/net/snmp and /proc/net/dev, so a test can tell a datagram the
  * guest's own kernel dropped from one the network lost.
  *
+ * A child process also accepts TCP connections on PORT + 1 and reads and
+ * discards what they send (a sink for a TCP flow through a migration,
+ * judged by its sender: vwlab.tcp_probe), one process a connection.
+ *
  * With a second argument IP:PORT:MICROSECONDS a child process also sends a
  * beacon from the guest: a datagram with a sequence number (8 bytes,
  * network order) every MICROSECONDS to IP:PORT, so that the guest sends on
@@ -27,6 +31,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,6 +66,36 @@ static void beacon(const char *spec)
     }
 }
 
+/* Accepts TCP connections on port, each read to its end and discarded. */
+static void tcp_sink(int port)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) < 0 ||
+        listen(s, 16) < 0) {
+        perror("vw-responder: tcp sink");
+        return;
+    }
+    signal(SIGCHLD, SIG_IGN);           /* no zombies */
+    static char buf[1 << 16];
+    for (;;) {
+        int c = accept(s, NULL, NULL);
+        if (c < 0)
+            continue;
+        if (fork() == 0) {
+            while (read(c, buf, sizeof buf) > 0)
+                ;
+            _exit(0);
+        }
+        close(c);
+    }
+}
+
 /* Appends file path to buf (at most cap bytes in all); returns the length. */
 static size_t append_file(const char *path, char *buf, size_t len, size_t cap)
 {
@@ -79,6 +114,10 @@ int main(int argc, char **argv)
     int port = argc > 1 ? atoi(argv[1]) : 7000;
     if (argc > 2 && fork() == 0) {
         beacon(argv[2]);
+        return 0;
+    }
+    if (fork() == 0) {
+        tcp_sink(port + 1);
         return 0;
     }
     int s = socket(AF_INET, SOCK_DGRAM, 0);

@@ -1,0 +1,116 @@
+"""A TCP flow towards a live-migrating guest: VirtualWire, VirtualWire with
+held frames, and OVN side by side (the systems of bench_migration.py, one
+lab, alternating migration by migration).
+
+Each far end (a VM on h3) sends TCP as fast as the path takes to its
+guest's sink (vw-responder's, port 7001) through each migration h1 <-> h2,
+sampling its own TCP_INFO every 5 ms (vwlab.tcp_probe). Per move:
+
+  rate_mbit_s       the flow's rate before (median of 100 ms windows in the
+                    2 s before STOP)
+  stall_ms          last acknowledgement before STOP -> first after it
+  recovered_ms_after_resume
+                    RESUME -> the first 100 ms window at 90% of that rate
+                    (to within ~10 ms)
+  retransmissions, rto
+                    segments retransmitted around the move, and whether a
+                    retransmission timeout struck (congestion state Loss)
+
+Without held frames the segments sent during the pause are lost and TCP
+must retransmit them; with them they arrive late, and TCP sees delay.
+
+    python bench/bench_tcp_migration.py [--migrations 5]
+"""
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Api, write_result                          # noqa: E402
+from migration_evidence import last_record                     # noqa: E402
+from migration_systems import console_marks, setup            # noqa: E402
+
+from vwlab import Lab, outage                                  # noqa: E402
+from vwlab.ovn import Ovn                                      # noqa: E402
+from vwlab.qemu_events import EventWatch, stop_resume_windows  # noqa: E402
+from vwlab.tcp_probe import judge                              # noqa: E402
+
+
+def migrate_once(lab, sysm):
+    h1, h2, _h3 = lab.hosts
+    src = sysm.where
+    dst = h2 if src is h1 else h1
+    g = sysm.guest
+    vm, ip, nic = sysm.ends['far']
+    stream = vm.tool_bg('tcp-stream', '--dst', ip, '--seconds', 120)
+    marks = console_marks(g)
+    time.sleep(3.0)                   # the rate before, 2 s of it judged
+    sysm.before(src, dst)
+    with EventWatch([src, dst]) as ev:
+        took = lab.migrate(g, src, dst)
+        sysm.after(dst)
+        time.sleep(3.0)
+    stream.send_signal(signal.SIGINT)
+    samples = json.loads(stream.communicate(timeout=60)[0]
+                         .splitlines()[-1])['samples']
+    sysm.where = dst
+    [(stop, _s, resume, _d)] = stop_resume_windows(ev.events, g.name)
+    row = judge(samples, stop, resume)
+    row.update({'pause_ms': round((resume - stop) * 1000, 1),
+                'took_s': round(took, 2),
+                'guest_crashed': console_marks(g) > marks,
+                'held': (last_record(sysm).get('held') or {}).get(nic)})
+    sysm.rows['far'].append(row)
+    print('%-11s %s->%s pause %6.1f rate %s stall %s recovered %s '
+          'retrans %s rto %s%s' % (
+              sysm.name, src.name, dst.name, row['pause_ms'],
+              row['rate_mbit_s'], row['stall_ms'],
+              row['recovered_ms_after_resume'], row['retransmissions'],
+              row['rto'], ' GUEST CRASHED' if row['guest_crashed'] else ''),
+          flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--migrations', type=int, default=5,
+                    help='per system (default: %(default)s)')
+    ap.add_argument('--result', default='tcp_migration')
+    args = ap.parse_args()
+    with Lab(3, libvirt=True) as lab:
+        lab.start_controller()
+        api = Api(lab)
+        api.wait_hosts(3)
+        ovn = Ovn(lab)
+        ovn.start()
+        systems = setup(lab, api, ovn, held=True)
+        for i in range(args.migrations):
+            for s in (systems if i % 2 == 0 else systems[::-1]):
+                migrate_once(lab, s)
+                if s.rows['far'][-1]['guest_crashed']:
+                    s.make_guest(lab, lab.hosts[0])
+                time.sleep(0.5)
+        doc = {'migrations_per_system': args.migrations}
+        print('\n%-11s %s' % ('', 'recovered after RESUME ms p50/p90/max; '
+                              'stall ms p50/max; moves with an RTO'))
+        for s in systems:
+            rows = [r for r in s.rows['far'] if not r['guest_crashed']]
+            rec = outage.dist([r['recovered_ms_after_resume'] for r in rows])
+            stall = outage.dist([r['stall_ms'] for r in rows])
+            doc[s.name] = {'recovered_ms_after_resume': rec, 'stall_ms': stall,
+                           'rto_moves': sum(1 for r in rows if r['rto']),
+                           'never_recovered': sum(
+                               1 for r in rows
+                               if r['recovered_ms_after_resume'] is None),
+                           'guest_crashed': len(s.rows['far']) - len(rows),
+                           'rows': s.rows['far']}
+            print('%-11s %s/%s/%s  %s/%s  %d of %d' % (
+                s.name, rec['p50'], rec['p90'], rec['max'], stall['p50'],
+                stall['max'], doc[s.name]['rto_moves'], len(rows)))
+        write_result(args.result, doc)
+
+
+if __name__ == '__main__':
+    main()
