@@ -13,7 +13,10 @@ the destination after the guest's first frame and before our bundle lands
 ('late') are delivered as they come, behind the held ones; the switch may
 deliver the next frame, once the bundle is in, before the last of them
 (a controller relays in one round trip, the switch in none): at most one
-reordering a move at the switch-over, after the guest runs again.
+reordering a move at the switch-over, after the guest runs again. While
+an activation waits for its source's reads (a few ms; READ_WAIT at most)
+every switch's sync waits with it: the held frames and the bundle go out
+together.
 """
 import logging
 from typing import Dict, List, Optional, Tuple
@@ -33,7 +36,7 @@ class HoldHandlers(ControllerState):
     active: bool                           # control.roles
     hold_frames: int                       # the bound per vNIC
     hold_bytes: int
-    holding: Dict[str, HeldFrames]            # vNIC -> its held frames
+    holding: Dict[str, HeldFrames]         # vNIC -> its held frames
     # vNIC -> (clock() at activation, its destination), while its
     # source's reads are awaited
     awaiting_reads: Dict[str, Tuple[float, str]]
