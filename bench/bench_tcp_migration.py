@@ -8,7 +8,8 @@ sampling its own TCP_INFO every 5 ms (vwlab.tcp_probe). Per move:
 
   rate_mbit_s       the flow's rate before (median of 100 ms windows in the
                     2 s before STOP)
-  stall_ms          last acknowledgement before STOP -> first after it
+  stall_ms          the longest time without an acknowledgement moving,
+                    from 0.5 s before STOP to 1 s after RESUME
   recovered_ms_after_resume
                     RESUME -> the first 100 ms window at 90% of that rate
                     (to within ~10 ms)

@@ -73,17 +73,19 @@ def _rate(samples, t0, t1):
 
 def judge(samples, stop, resume):
     """What the flow went through: its rate before (median of 100 ms
-    windows in the 2 s before STOP), the stall (last acknowledgement
-    before STOP to the first after it), the recovery (RESUME to the first
+    windows in the 2 s before STOP), the stall (the longest time without
+    an acknowledgement moving, around the pause), the recovery (RESUME to the first
     100 ms window at 90% of that rate again), retransmissions, and whether
     a retransmission timeout struck (congestion state Loss)."""
     before = [r for r in (_rate(samples, t, t + WINDOW) for t in
                           [stop - 2.0 + k * WINDOW for k in range(19)])
               if r is not None]
     rate = sorted(before)[len(before) // 2] if before else None
-    last_ack = max((x[0] for x in samples if x[0] <= stop), default=None)
-    acked_at_stop = max((x[1] for x in samples if x[0] <= stop), default=0)
-    moved = [x[0] for x in samples if x[0] > stop and x[1] > acked_at_stop]
+    # The longest stretch without an acknowledgement moving, from just
+    # before STOP to a second after RESUME.
+    advances = [b[0] for a, b in zip(samples, samples[1:])
+                if b[1] > a[1] and stop - 0.5 <= b[0] <= resume + 1.0]
+    gaps = [b - a for a, b in zip(advances, advances[1:])]
     back = None
     if rate:
         for x in samples:
@@ -97,8 +99,9 @@ def judge(samples, stop, resume):
               + 0.5]
     return {
         'rate_mbit_s': round(rate * 8 / 1e6, 1) if rate else None,
-        'stall_ms': round((moved[0] - last_ack) * 1000, 1)
-        if moved and last_ack else None,
+        # None: nothing acknowledged after STOP within a second of RESUME.
+        'stall_ms': round(max(gaps) * 1000, 1)
+        if gaps and advances[-1] > stop else None,
         'recovered_ms_after_resume': round((back - resume) * 1000, 1)
         if back else None,
         'retransmissions': (around[-1][2] - around[0][2]) if around else None,
