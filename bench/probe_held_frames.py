@@ -58,8 +58,8 @@ def held_record(api, guest_name, since):
 
 def move(lab, api, g, far, ip, src, dst, size):
     """Migrate g src -> dst under a 1 kHz echo stream of `size`-byte
-    datagrams from `far`: (report, held record view, pause s) or None if
-    the guest's QEMU broke (TCG virtio fault: done again)."""
+    datagrams from `far`: (the probe's report, the migration record, STOP,
+    RESUME), or None if the guest's QEMU broke (TCG virtio fault)."""
     watch = EventWatch([src, dst]).__enter__()
     stream = far.tool_bg('udp-echo', '--dst', ip, '--rate', 1000,
                          '--seconds', 60, '--size', size, realtime=True)

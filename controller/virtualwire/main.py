@@ -177,14 +177,7 @@ def _hold_bytes(text):
 
 
 def _settle_ms(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError('not a whole number: %r' % text)
-    if not 0 <= v <= 1000:
-        raise argparse.ArgumentTypeError('must be 0 to 1000 ms, got %s'
-                                         % text)
-    return v
+    return _bounded_int(text, 0, 1000, '--activation-settle-ms')
 
 
 def _split(hostport, what):
@@ -397,7 +390,8 @@ def main(argv=None):
     services.append(hub.spawn(loop.run))
     loop.every(1.0, controller.tick)
     from virtualwire.control.holding import POLL
-    loop.every(POLL, controller.poll_held)
+    loop.every(POLL, controller.poll_held,
+               when=lambda: controller.polls_wanted)
     if tls_files is not None:       # a broken rotation is logged early
         loop.every(10.0, tls_files.refresh)
     # The collector paces itself (metrics.collector.BUDGET).

@@ -405,3 +405,15 @@ def test_a_source_gone_before_activation_is_read_from_its_last_poll():
         [_datagram(4), _datagram(5)]
     [m] = h.call(h.ctl.migration_views)
     assert m['held']['g']['source_reads'] == 'last-poll (no answer)'
+
+
+def test_the_fast_poll_runs_only_while_a_move_holds_something():
+    h, w, vm = _holding()
+    assert not h.ctl.polls_wanted           # the timer posts nothing yet
+    h.send('h3', 5, payload=_datagram(1))
+    h.settle()
+    assert h.ctl.polls_wanted               # a copy arrived: read the source
+    h.send('h2', 2, payload=b'\0' * 28, eth_type=RARP)
+    h.host('h1')                            # the source port goes
+    h.call(h.ctl.poll_held)
+    assert not h.ctl.polls_wanted and not h.ctl.holding

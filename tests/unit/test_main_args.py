@@ -52,3 +52,19 @@ def test_a_unix_intent_database_or_tcp_in_a_lab_is_accepted():
                   '--intent-db-ca', 'ca.pem', '--private-key', 'k',
                   '--certificate', 'c', '--ca-cert', 'a']):
         main.check_intent_remote(main.parse_args(argv))
+
+
+@pytest.mark.parametrize('argv,words', [
+    (['--hold-frames', '0'], '--hold-frames must be 1-65536, not 0'),
+    (['--hold-bytes', 'lots'], '--hold-bytes must be a whole number'),
+    (['--hold', 'maybe'], "invalid choice: 'maybe'")])
+def test_bad_numbers_and_choices_are_refused_saying_why(argv, words, capsys):
+    with pytest.raises(SystemExit) as e:
+        main.parse_args(argv)
+    assert e.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_the_hold_flags_default_to_off_and_their_bounds():
+    args = main.parse_args([])
+    assert (args.hold, args.hold_frames, args.hold_bytes) == \
+        ('off', 512, 1 << 20)

@@ -136,7 +136,8 @@ def test_controller_refuses_an_activation_settle_out_of_range(value, capsys):
         parse_args(['--activation-settle-ms', value])
     assert e.value.code == 2
     err = capsys.readouterr().err
-    assert 'must be 0 to 1000 ms' in err or 'not a whole number' in err
+    assert ('must be 0-1000, not %s' % value if value.lstrip('-').isdigit()
+            else "must be a whole number, not '%s'" % value) in err, err
     assert parse_args([]).activation_settle_ms == 20
     assert parse_args(['--activation-settle-ms', '0']).activation_settle_ms \
         == 0

@@ -75,6 +75,7 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         self.tables.hold = hold
         self.holding, self.awaiting_reads = {}, {}
         self.releases, self.released, self.late = {}, {}, {}
+        self.polls_wanted = False
         # Intent changes taken in, and who waits for one to be programmed
         # on the switches (control.programmed).
         self.generation = 0

@@ -44,6 +44,8 @@ class HoldHandlers(ControllerState):
     releases: Dict[str, List[Tuple[int, bytes]]]
     released: Dict[str, Tuple[str, int]]   # vNIC -> (host, port) delivered
     late: Dict[str, int]                   # vNIC -> frames delivered late
+    # Anything for poll_held to do: its timer posts nothing otherwise.
+    polls_wanted: bool
 
     def _held_end(self, host, msg) -> Optional[Tuple[str, str]]:
         """(vNIC, 'held'|'copy') if this packet-in is a moving vNIC's
@@ -76,13 +78,12 @@ class HoldHandlers(ControllerState):
         if end is None:
             return False
         v, what = end
+        self.polls_wanted = True
         data = bytes(msg.data or b'')
         if what == 'late':
             self._deliver_late(v, host, data)
             return True
-        hf = self.holding.get(v)
-        if hf is None:
-            hf = self.holding[v] = HeldFrames(self.hold_frames, self.hold_bytes)
+        hf = self._frames_of(v)
         if what == 'held':
             hf.hold(data)
         else:
@@ -110,8 +111,9 @@ class HoldHandlers(ControllerState):
 
     # ---- the source's reads --------------------------------------------------
     def poll_held(self):
-        """Timer: read every moving source tap's transmit count (frames its
-        QEMU read). Frees what moves no longer need."""
+        """Timer (while polls_wanted): read every moving source tap's
+        transmit count (frames its QEMU read). Frees what moves no longer
+        need."""
         if not self.active:
             return
         moves = self.tables.placement.moves
@@ -130,9 +132,17 @@ class HoldHandlers(ControllerState):
                 del self.released[v]
         for v, mv in moves.items():
             if not mv.activated and self.tables.holds(v):
-                self.holding.setdefault(v, HeldFrames(self.hold_frames,
-                                                   self.hold_bytes))
+                self._frames_of(v)
                 self._read_source(v, mv.source, None)
+        self.polls_wanted = bool(moves or self.holding or self.late or
+                                 self.released or self.awaiting_reads)
+
+    def _frames_of(self, vnic) -> HeldFrames:
+        hf = self.holding.get(vnic)
+        if hf is None:
+            hf = self.holding[vnic] = HeldFrames(self.hold_frames,
+                                                 self.hold_bytes)
+        return hf
 
     def _read_source(self, vnic, host, then):
         port = self.tables.placement.claims.get(vnic, {}).get(host)

@@ -57,12 +57,16 @@ class Loop:
         self._queue.put((time.monotonic(), fn, args, fut))
         return fut.result(timeout)
 
-    def every(self, seconds, fn):
-        """Post fn every `seconds` (timers are events too)."""
+    def every(self, seconds, fn, when=None):
+        """Post fn every `seconds` (timers are events too); with `when`,
+        only while when() is true: a fast timer that is mostly idle then
+        costs no event (each event is followed by a sync). when() runs
+        off the loop: it may only read a flag the loop sets."""
         def tick():
             while not self._stopped:
                 hub.sleep(seconds)
-                self.post(fn)
+                if when is None or when():
+                    self.post(fn)
         return hub.spawn(tick)
 
     def after(self, seconds, fn):

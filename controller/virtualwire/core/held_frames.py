@@ -19,15 +19,18 @@ frames handed to it, and it stops when QEMU stops the guest. So:
 
 What it protects against: a frame the guest read on its source delivered
 again (a duplicate), a frame it never read lost (unless the ring's bound
-evicted it: counted). What it does not: a base read while the guest lagged
-behind (every poll did) cuts too late (frames skipped, counted as
-`skipped`); identical frames (same first COPY_LEN bytes) are told apart
+evicted it, or it never reached the destination: both counted). What it
+does not: a base read while the guest lagged behind (every poll did), or a
+copy of a frame the source's tap then dropped, cuts too late, and the
+frames in between are lost uncounted (bench/probe_held_frames.py measures
+how often); identical frames (same first COPY_LEN bytes) are told apart
 only by their order.
 """
+import bisect
 import collections
 import hashlib
 from dataclasses import dataclass, field
-from typing import Deque, List, Optional, Tuple
+from typing import Deque, Dict, List, Optional, Tuple
 
 COPY_LEN = 128          # bytes of each source copy (and of each digest)
 DEFAULT_FRAMES = 512    # held per moving vNIC
@@ -62,11 +65,10 @@ class HeldFrames:
     """One moving vNIC's held frames and source copies."""
     max_frames: int = DEFAULT_FRAMES
     max_bytes: int = DEFAULT_BYTES
-    # (index among all held, digest, frame)
-    ring: Deque[Tuple[int, bytes, bytes]] = field(
+    # (digest, frame), oldest first
+    ring: Deque[Tuple[bytes, bytes]] = field(
         default_factory=collections.deque)
     ring_bytes: int = 0
-    n_held: int = 0                  # frames ever held (ring indexes)
     evicted: int = 0                 # evicted by the bound, any frame
     # (index among all copies, digest)
     copies: Deque[Tuple[int, bytes]] = field(
@@ -78,14 +80,12 @@ class HeldFrames:
     def hold(self, frame: bytes) -> None:
         if len(frame) > self.max_bytes:
             self.evicted += 1
-            self.n_held += 1
             return
-        self.ring.append((self.n_held, digest(frame), frame))
-        self.n_held += 1
+        self.ring.append((digest(frame), frame))
         self.ring_bytes += len(frame)
         while len(self.ring) > self.max_frames or \
                 self.ring_bytes > self.max_bytes:
-            _, _, old = self.ring.popleft()
+            _, old = self.ring.popleft()
             self.ring_bytes -= len(old)
             self.evicted += 1
 
@@ -111,7 +111,20 @@ class HeldFrames:
         switch did not answer: everything held goes, duplicates possible,
         said by `aligned`)."""
         held = len(self.ring)
-        frames = [f for _, _, f in self.ring]
+        frames = [f for _, f in self.ring]
+        # digest -> its positions in the ring, ascending: each lookup
+        # below is a bisection, not a scan (this runs on the control loop
+        # while the guest waits for its frames).
+        where: Dict[bytes, List[int]] = {}
+        for k, (d, _) in enumerate(self.ring):
+            where.setdefault(d, []).append(k)
+
+        def find(d, start=0, last=False):
+            hits = where.get(d, ())
+            if last:
+                return hits[-1] if hits else None
+            i = bisect.bisect_left(hits, start)
+            return hits[i] if i < len(hits) else None
         if reads is None or self.base is None:
             return Release(frames, held, 0, 0, 0, False)
         cut = max(0, reads - self.base)          # index among copies
@@ -122,7 +135,7 @@ class HeldFrames:
             # getting them, or only here) is unread.
             if not self.copies:
                 return Release(frames, held, 0, 0, 0, False)
-            at = self._find(self.copies[-1][1], -1)
+            at = find(self.copies[-1][1], last=True)
             if at is None:
                 return Release(frames, held, 0, 0, 0, False)
             return Release(frames[at + 1:], held, at + 1, 0, 0, True)
@@ -131,26 +144,19 @@ class HeldFrames:
         # Search after the guest's last read frame (a frame repeated, the
         # same ARP request say, is found where it came next).
         last_read = [d for i, d in self.copies if i == cut - 1]
-        after = self._find(last_read[0], 0) if last_read else None
+        after = find(last_read[0]) if last_read else None
         start = 0 if after is None else after + 1
         for k, (_, d) in enumerate(unread):
-            at = self._find(d, 0, start)
+            at = find(d, start)
             if at is not None:
                 # Copies before this one were unread yet not held: the ring
                 # evicted them, or they never reached the destination; and
                 # any after it missing among the delivered did not either.
                 evicted = min(k + lost_from_copies, self.evicted)
-                sent = {dd for _, dd, _ in list(self.ring)[at:]}
-                gaps = sum(1 for _, dd in unread[k + 1:] if dd not in sent)
+                gaps = sum(1 for _, dd in unread[k + 1:]
+                           if find(dd, at) is None)
                 return Release(frames[at:], held, at, evicted,
                                k + lost_from_copies - evicted + gaps, True)
         evicted = min(len(unread) + lost_from_copies, self.evicted)
         return Release(frames, held, 0, evicted,
                        len(unread) + lost_from_copies - evicted, False)
-
-    def _find(self, d: bytes, which: int, start: int = 0) -> Optional[int]:
-        """Position in the ring (from `start`) of the first (which=0) or
-        last (-1) frame whose digest is d."""
-        hits = [k for k, (_, dd, _) in enumerate(self.ring)
-                if k >= start and dd == d]
-        return hits[which] if hits else None

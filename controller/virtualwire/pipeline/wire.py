@@ -121,13 +121,14 @@ class _Builder:
         return self.hop_ingress(here, self.path(sender, here)[-2])
 
     def direction(self, frm: str, sender: Location, targets, gated=None,
-                  hold=False, copied=None):
+                  hold=False):
         """Frames entering at `sender` (a location of end id `frm`) go to
         every Location in `targets` (of the other end, in that order). A
         target equal to `gated` gets its ingress with no actions (drop,
         counted as held) until activation; with `hold`, its frames go to
-        the controller instead (`core.held_frames`), and the delivery to
-        the target `copied` sends the controller a short copy too."""
+        the controller instead (`core.held_frames`), and each delivery to
+        the other targets (the move's source) sends it a short copy."""
+        copied = [t for t in targets if t != gated] if hold else []
         s = self.letter[frm]
         t_ = 'b' if s == 'a' else 'a'
         enters, delivers, held = (_ENTERS[s], _DELIVERS[t_], _HELD[t_])
@@ -170,7 +171,7 @@ class _Builder:
     def copy(target, copied):
         """The short copy of a frame handed to a moving vNIC's source."""
         return [('output', OFPP_CONTROLLER, COPY_LEN)] \
-            if copied is not None and target == copied else []
+            if target in copied else []
 
 
 def wire_flows(wire, hosts, locations, shadows=None,
@@ -213,28 +214,25 @@ def wire_flows(wire, hosts, locations, shadows=None,
         if learnable and all(paths.route(hosts, x, y) is not None
                              for x in names for y in names if x != y):
             fe = wire.other_end(v)
-            b.direction(fe, far, [src, dst], gated=dst, hold=hold,
-                        copied=src if hold else None)
+            b.direction(fe, far, [src, dst], gated=dst, hold=hold)
             b.direction(v, src, [far])
             b.direction(v, dst, [far])
-            learned = (ends.kind_of(far).ingress_match(far)
-                       if far.host == dst.host else
-                       b.ingress(dst.host, far.host))
-            # The learned flow counts what the plain flow at its match will
-            # count once the controller catches up (same cookie: no churn).
             mv, fl = b.letter[v], b.letter[fe]
-            counts = _DELIVERS[mv] | (_ENTERS[fl] if far.host == dst.host
-                                      else 0)
-            if hold:
-                b.add(dst.host, 'activate',
-                      ends.kind_of(dst).ingress_match(dst),
-                      [b.send(dst.host, far) + [('output', OFPP_CONTROLLER)]],
-                      _ENTERS[mv])
-                return b.flows()
+            learn = []
+            if not hold:       # with held frames the controller switches
+                learned = (ends.kind_of(far).ingress_match(far)
+                           if far.host == dst.host else
+                           b.ingress(dst.host, far.host))
+                # The learned flow counts what the plain flow at its match
+                # will count once the controller catches up (same cookie:
+                # no churn).
+                counts = _DELIVERS[mv] | (_ENTERS[fl] if far.host ==
+                                          dst.host else 0)
+                learn = [('learn', WIRE.priority('wire'), b.cookie | counts,
+                          tuple(sorted(learned.items())), dst.ofport)]
             b.add(dst.host, 'activate', ends.kind_of(dst).ingress_match(dst),
-                  [[('learn', WIRE.priority('wire'), b.cookie | counts,
-                     tuple(sorted(learned.items())), dst.ofport)] +
-                   b.send(dst.host, far) + [('output', OFPP_CONTROLLER)]],
+                  [learn + b.send(dst.host, far) +
+                   [('output', OFPP_CONTROLLER)]],
                   _ENTERS[mv])
             return b.flows()
     la, lb = locations[wire.end_a], locations[wire.end_b]
@@ -278,7 +276,7 @@ def wire_locations(wire, claims, moves, hosts=None):
     return loc, shadows
 
 
-def compute_flows(world, hold=False) -> Dict[str, Set[Flow]]:
+def compute_flows(world) -> Dict[str, Set[Flow]]:
     """Desired flow table of every known host, from scratch: the reference
     that `incremental.IncrementalTables` is checked against."""
     locations, shadows = world.locations(), world.shadows()
@@ -291,7 +289,7 @@ def compute_flows(world, hold=False) -> Dict[str, Set[Flow]]:
                if (gw := gateway_location(v, world.hosts)) is not None}
         here = collections.ChainMap(gws, locations) if gws else locations
         for host, flows in wire_flows(wire, world.hosts, here,
-                                      shadows, hold).items():
+                                      shadows).items():
             if host in tables:
                 tables[host] |= flows
     return {name: guests.merged_table(flows, world.hosts.get(name))

@@ -187,9 +187,9 @@ def flow_stats_request(cookie=0, cookie_mask=0):
         cookie, cookie_mask, parser.OFPMatch())
 
 
-def port_stats_request(port=None):
-    return parser.OFPPortStatsRequest(
-        PROTO, 0, ofp.OFPP_ANY if port is None else port)
+def port_stats_request():
+    """Every port's counters (a port gone since would be an error)."""
+    return parser.OFPPortStatsRequest(PROTO, 0, ofp.OFPP_ANY)
 
 
 def packet_out(port, frame):
