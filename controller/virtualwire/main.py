@@ -108,6 +108,13 @@ def parse_args(argv=None):
                    metavar='BYTES',
                    help='and at most this many bytes of them (default: '
                         '%(default)s)')
+    p.add_argument('--hold-rate', type=_hold_rate, default=5000,
+                   metavar='FRAMES',
+                   help='a moving vNIC getting more frames a second than '
+                        'this stops holding them for the rest of its move '
+                        '(its destination drops them, as with --hold off; '
+                        'the record says so); 0: no limit (default: '
+                        '%(default)s)')
     p.add_argument('--activation-settle-ms', type=_settle_ms, default=20,
                    metavar='MS',
                    help="after a moving guest's first frame switched its "
@@ -174,6 +181,10 @@ def _hold_frames(text):
 
 def _hold_bytes(text):
     return _bounded_int(text, 1500, 64 << 20, '--hold-bytes')
+
+
+def _hold_rate(text):
+    return _bounded_int(text, 0, 1000000, '--hold-rate')
 
 
 def _settle_ms(text):
@@ -325,6 +336,7 @@ def main(argv=None):
                             hold=args.hold == 'on',
                             hold_frames=args.hold_frames,
                             hold_bytes=args.hold_bytes,
+                            hold_rate=args.hold_rate,
                             require_identity=tls_files is not None,
                             active=False, collector=remote_collector)
     host_dbs.on_hosts = controller.on_hosts

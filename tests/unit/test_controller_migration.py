@@ -276,8 +276,8 @@ def test_restart_mid_migration_reads_the_activation_from_the_switch():
     assert m['activated_by'] == {'g': 'found-in-table'}
 
 
-def _holding(hold_frames=64, default=True, asked=None):
-    h = Harness(hold=default, hold_frames=hold_frames)
+def _holding(hold_frames=64, default=True, asked=None, hold_rate=5000):
+    h = Harness(hold=default, hold_frames=hold_frames, hold_rate=hold_rate)
     h.host('h1', ('g', 1))
     h.host('h2')
     h.host('h3', ('f', 5))
@@ -299,11 +299,13 @@ def test_held_frames_the_guest_never_read_reach_it_first_in_order():
     h, w, vm = _holding()
     src = h.fabric.switches['h1']
     src.tap_reads[1] = 700                 # the source tap, guest caught up
+    src.tap_drops[1] = 3                   # its queue overflowed before
     h.call(h.ctl.poll_held)
     for n in range(10):
         # The source guest gets each frame; the destination holds its copy.
         assert h.send('h3', 5, payload=_datagram(n)) == [('h1', 1)]
     src.tap_reads[1] = 706                 # it read six, then stopped
+    src.tap_drops[1] = 5                   # and its queue overflowed twice
     h.fabric.packet_outs.clear()
     dst = h.fabric.switches['h2']
     dst.sent.clear()
@@ -319,7 +321,10 @@ def test_held_frames_the_guest_never_read_reach_it_first_in_order():
     [m] = h.call(h.ctl.migration_views)
     assert m['held']['g'] == {'delivered': 4, 'held': 10, 'read_on_source': 6,
                               'evicted': 0, 'skipped': 0, 'aligned': True,
-                              'source_reads': 'answered'}
+                              'source_reads': 'answered',
+                              # STOP lay among the ten copies since the
+                              # poll before; the tap dropped two meanwhile.
+                              'stop_window': 10, 'source_dropped': 2}
 
 
 def test_a_flood_while_the_guest_is_paused_is_cut_at_the_bound_and_counted():
@@ -336,6 +341,37 @@ def test_a_flood_while_the_guest_is_paused_is_cut_at_the_bound_and_counted():
         [_datagram(n) for n in range(22, 30)]
     [m] = h.call(h.ctl.migration_views)
     assert (m['held']['g']['delivered'], m['held']['g']['evicted']) == (8, 20)
+
+
+def test_a_flow_faster_than_the_hold_rate_is_no_longer_held():
+    h, w, vm = _holding(hold_rate=100)
+    h.fabric.switches['h1'].tap_reads[1] = 0
+    h.call(h.ctl.poll_held)
+    for n in range(5):                      # 50/s: held
+        h.send('h3', 5, payload=_datagram(n))
+    h.now += 0.1
+    h.call(h.ctl.poll_held)
+    assert h.ctl.holding and not h.ctl.stats['held_abandoned']
+    for n in range(30):                     # 300/s: too fast
+        h.send('h3', 5, payload=_datagram(n))
+    h.now += 0.1
+    h.call(h.ctl.poll_held)
+    h.settle()
+    # Back to what --hold off does: the destination drops, the source does
+    # not copy, the switch's learn activates.
+    h.fabric.packet_in_log.clear()
+    assert h.send('h3', 5, payload=_datagram(99)) == [('h1', 1)]
+    h.settle()
+    assert not h.fabric.packet_in_log
+    assert any(a[0] == 'learn' for f in tables(h)['h2'] for a in f.actions)
+    h.send('h2', 2, payload=b'\0' * 28, eth_type=RARP)
+    h.settle()
+    assert not h.fabric.packet_outs
+    assert h.send('h3', 5, payload=_datagram(100)) == [('h2', 2)]
+    [m] = h.call(h.ctl.migration_views)
+    assert m['held']['g'] == {
+        'abandoned': '300 frames/s, above --hold-rate 100'}
+    assert h.ctl.stats['held_abandoned'] == 1
 
 
 def test_without_an_answer_from_the_source_everything_held_goes():

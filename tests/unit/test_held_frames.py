@@ -114,3 +114,66 @@ def test_a_frame_missing_among_the_delivered_is_counted_too():
     r = hf.release(5)
     assert r.frames == [frame(n) for n in (5, 6, 7, 9)]
     assert (r.skipped, r.evicted) == (1, 0)
+
+
+def caught_up_at_stop(n_frames, lag, stop_at, after=5):
+    """A guest `lag` frames behind its tap at every poll (reads before the
+    first copy: 1000) that caught up just before its STOP: it read copies
+    0..stop_at-1. A poll comes `after` copies past STOP, then more frames.
+    Returns (hf, final reads)."""
+    hf = HeldFrames(max_frames=4096)
+    for n in range(n_frames):
+        if n % 10 == 0 and n < stop_at:
+            hf.polled(1000 - lag + n, n)
+        if n == stop_at + after:
+            hf.polled(1000 + stop_at, n)
+        hf.copied(frame(n)[:COPY_LEN])
+        hf.hold(frame(n))
+    reads = 1000 + stop_at
+    hf.polled(reads, n_frames)          # the read at activation
+    return hf, reads
+
+
+def test_a_lagging_guest_cannot_push_the_cut_past_the_poll_after_stop():
+    # Every poll saw the guest 30 frames behind; the first poll showing
+    # the final reads came 5 frames after STOP and lifts the base to
+    # 1200 - 205: the cut lands 5 late (frames 200..204 lost), not 30, and
+    # the record says where STOP lay.
+    hf, reads = caught_up_at_stop(300, lag=30, stop_at=200, after=5)
+    assert hf.base == 995
+    r = hf.release(reads)
+    assert r.frames == [frame(n) for n in range(205, 300)]
+    assert r.stop_window == 15            # copies 190..204
+
+
+def test_a_guest_that_kept_up_is_cut_exactly():
+    hf, reads = caught_up_at_stop(300, lag=0, stop_at=200)
+    r = hf.release(reads)
+    assert r.frames == [frame(n) for n in range(200, 300)]
+
+
+def test_the_source_taps_drops_are_reported():
+    hf = HeldFrames()
+    hf.polled(0, 0, dropped=7)
+    hf.copied(frame(0))
+    hf.hold(frame(0))
+    hf.polled(0, 1, dropped=12)
+    assert hf.release(0).source_dropped == 5
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(40, 300), data=st.data())
+def test_whatever_the_lag_the_loss_ends_at_the_poll_after_stop(n, data):
+    stop_at = data.draw(st.integers(0, n - 30))
+    lag = data.draw(st.integers(0, 200))
+    after = data.draw(st.integers(0, 20))
+    hf, reads = caught_up_at_stop(n, lag, stop_at, after)
+    r = hf.release(reads)
+    # A suffix of what was held, in order; never a duplicate (nothing the
+    # guest read goes again); nothing handed after the poll that saw it
+    # stopped lost, whatever the lag.
+    first = n - len(r.frames)
+    assert r.frames == [frame(i) for i in range(first, n)]
+    assert stop_at <= first <= stop_at + after
+    if lag == 0 and stop_at > 0:          # a poll saw it keeping up
+        assert first == stop_at

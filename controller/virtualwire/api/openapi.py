@@ -253,7 +253,13 @@ def _document():
                              'vNIC -> its held frames: held, '
                              'read_on_source, delivered, evicted (by the '
                              'bound), skipped, late, aligned, '
-                             'source_reads'}}},
+                             'source_reads, stop_window (copies between '
+                             'the last source poll that saw the guest '
+                             'reading and the first that saw it stopped: '
+                             'the most a late cut can cost), '
+                             'source_dropped (the source tap\'s drops '
+                             'during the move); or abandoned: why holding '
+                             'stopped (frames faster than --hold-rate)'}}},
                 'ConnectRequest': {
                     'type': 'object', 'required': ['a', 'b'],
                     'additionalProperties': False,

@@ -21,7 +21,8 @@ from virtualwire.control.roles import Roles, canonical_records
 from virtualwire.control.safe_start import SafeStart
 from virtualwire.control.views import Views
 from virtualwire.core import tenancy
-from virtualwire.core.held_frames import DEFAULT_BYTES, DEFAULT_FRAMES
+from virtualwire.core.held_frames import (DEFAULT_BYTES, DEFAULT_FRAMES,
+                                         DEFAULT_RATE)
 from virtualwire.metrics.collector import Collector
 from virtualwire.metrics.instruments import Instruments
 from virtualwire.pipeline.flow import diff_flows, diff_keys
@@ -42,7 +43,8 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
                  stats_interval=2.0, instruments=None,
                  activation_settle=0.0, require_identity=False,
                  active=True, collector=None, hold=False,
-                 hold_frames=DEFAULT_FRAMES, hold_bytes=DEFAULT_BYTES):
+                 hold_frames=DEFAULT_FRAMES, hold_bytes=DEFAULT_BYTES,
+                 hold_rate=DEFAULT_RATE):
         self.loop = loop
         self.intent = intent            # store.intent.IntentStore (reads)
         self.runtime = runtime          # store.runtime.RuntimeStore
@@ -68,12 +70,13 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         self.stats = {'syncs': 0, 'bundles': 0, 'flow_mods': 0,
                       'switch_errors': 0, 'held_delivered': 0,
                       'held_evicted': 0, 'held_late': 0,
-                      'held_late_dropped': 0}
+                      'held_late_dropped': 0, 'held_abandoned': 0}
         # Moves keep their destination's frames (control.holding): by
         # default, or as each migration asks.
         self.hold_frames, self.hold_bytes = hold_frames, hold_bytes
+        self.hold_rate = hold_rate
         self.tables.hold = hold
-        self.holding, self.awaiting_reads = {}, {}
+        self.holding, self.awaiting_reads, self.arrivals = {}, {}, {}
         self.releases, self.released, self.late = {}, {}, {}
         self.polls_wanted = False
         # Intent changes taken in, and who waits for one to be programmed

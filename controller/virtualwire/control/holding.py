@@ -8,7 +8,10 @@ there (`core.held_frames` decides which; this is the I/O around it).
 Cost, said where it is paid: every frame towards a moving vNIC crosses the
 destination's OpenFlow connection (and 128 bytes of it the source's) for
 as long as the move lasts; the ring per vNIC is bounded (--hold-frames,
---hold-bytes) and OVS bounds what it queues towards us. Frames that reach
+--hold-bytes) and OVS bounds what it queues towards us. A vNIC getting
+frames faster than --hold-rate stops being held for the rest of its move
+(its flows become those of --hold off): its ring would hold less than a
+pause, and its packet-ins would slow the flow they were to help. Frames that reach
 the destination after the guest's first frame and before our bundle lands
 ('late') are delivered as they come, behind the held ones; the switch may
 deliver the next frame, once the bundle is in, before the last of them
@@ -28,15 +31,22 @@ from virtualwire.southbound import openflow
 
 LOG = logging.getLogger(__name__)
 
-POLL = 0.05          # seconds between reads of a moving source tap
+# Seconds between reads of a moving source tap: frames handed to the guest
+# between its STOP and the next read may be lost when the count alone
+# cannot place the cut (core.held_frames: `stop`).
+POLL = 0.025
 READ_WAIT = 0.2      # how long activation waits for the source's reads
+RATE_WINDOW = 0.1    # seconds over which a vNIC's frame rate is judged
 
 
 class HoldHandlers(ControllerState):
     active: bool                           # control.roles
     hold_frames: int                       # the bound per vNIC
     hold_bytes: int
+    hold_rate: int                         # frames/s; above, holding stops
     holding: Dict[str, HeldFrames]         # vNIC -> its held frames
+    # vNIC -> (clock() its window opened, held frames since)
+    arrivals: Dict[str, Tuple[float, int]]
     # vNIC -> (clock() at activation, its destination), while its
     # source's reads are awaited
     awaiting_reads: Dict[str, Tuple[float, str]]
@@ -85,6 +95,8 @@ class HoldHandlers(ControllerState):
             return True
         hf = self._frames_of(v)
         if what == 'held':
+            since, n = self.arrivals.get(v) or (self.clock(), 0)
+            self.arrivals[v] = (since, n + 1)
             hf.hold(data)
         else:
             hf.copied(data)
@@ -120,6 +132,8 @@ class HoldHandlers(ControllerState):
         for v in [v for v in self.holding if v not in moves and
                   v not in self.awaiting_reads]:
             del self.holding[v]
+        for v in [v for v in self.arrivals if v not in moves]:
+            del self.arrivals[v]
         for v, n in list(self.late.items()):
             # Said once a poll, not per frame: each would be a write.
             m = self.migrations.held_released(v, {'late': n}, update=True)
@@ -131,11 +145,38 @@ class HoldHandlers(ControllerState):
             if v not in moves:
                 del self.released[v]
         for v, mv in moves.items():
-            if not mv.activated and self.tables.holds(v):
+            if not mv.activated and self.tables.holds(v) and \
+                    not self._too_fast(v):
                 self._frames_of(v)
                 self._read_source(v, mv.source, None)
         self.polls_wanted = bool(moves or self.holding or self.late or
                                  self.released or self.awaiting_reads)
+
+    def _too_fast(self, vnic) -> bool:
+        """Frames come faster than --hold-rate (judged over RATE_WINDOW):
+        holding stops for the rest of this move. Its ring would hold less
+        than a pause, and every frame costs two packet-ins: the flows go
+        back to dropping at the destination and not copying at the source
+        (as with --hold off), the record says why."""
+        since, n = self.arrivals.get(vnic) or (self.clock(), 0)
+        took = self.clock() - since
+        if took < RATE_WINDOW:
+            self.arrivals[vnic] = (since, n)
+            return False
+        del self.arrivals[vnic]
+        if not self.hold_rate or n / took <= self.hold_rate:
+            return False
+        self.tables.hold_by_vnic[vnic] = False
+        self.tables.moved(vnic)
+        self.holding.pop(vnic, None)
+        self.stats['held_abandoned'] += 1
+        why = '%d frames/s, above --hold-rate %d' % (round(n / took),
+                                                     self.hold_rate)
+        LOG.info('vNIC %s: not holding its frames (%s)', vnic, why)
+        m = self.migrations.held_released(vnic, {'abandoned': why})
+        if m is not None:
+            self.changed_records[m.id] = m
+        return True
 
     def _frames_of(self, vnic) -> HeldFrames:
         hf = self.holding.get(vnic)
@@ -155,10 +196,12 @@ class HoldHandlers(ControllerState):
 
         def done(body):
             hf = self.holding.get(vnic)
-            reads = next((p.tx_packets for p in body if p.port_no == port),
-                         None)
-            if hf is not None and reads is not None:
-                hf.polled(reads, hf.n_copies)
+            tap = next((p for p in body if p.port_no == port), None)
+            reads = None
+            if tap is not None:
+                reads = int(tap.tx_packets)
+                if hf is not None:
+                    hf.polled(reads, hf.n_copies, tap.tx_dropped)
             if then is not None:
                 then(reads)
         # Every port (not just this one): a port gone since would be an

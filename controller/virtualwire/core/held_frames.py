@@ -16,14 +16,21 @@ frames handed to it, and it stops when QEMU stops the guest. So:
   cut   = reads at activation - base: the first copied frame the guest
           never read. Its copy, found in the held ring, and everything
           held after it go to the destination tap, in arrival order.
+A poll after STOP (reads final, c copies seen) bounds the base from below
+by reads - c, so the cut is never later than the copies that came after
+the first such poll: however the guest lagged, what was handed after that
+poll is delivered. Between the last poll that saw the guest reading and
+that one (`stop_window` copies: polls every 25 ms) lies STOP; the record
+carries the window so a loss can be told from the cost of a late poll.
 
 What it protects against: a frame the guest read on its source delivered
 again (a duplicate), a frame it never read lost (unless the ring's bound
 evicted it, or it never reached the destination: both counted). What it
-does not: a base read while the guest lagged behind (every poll did), or a
-copy of a frame the source's tap then dropped, cuts too late, and the
-frames in between are lost uncounted (bench/probe_held_frames.py measures
-how often); identical frames (same first COPY_LEN bytes) are told apart
+does not: a guest that lagged its tap at every poll, then caught up
+before STOP, makes the base low and the cut late, by at most the frames
+of the stop window, lost uncounted. A copy of a frame the source's tap
+dropped (its queue full: `source_dropped`) moves the cut early by one, a
+duplicate. Identical frames (same first COPY_LEN bytes) are told apart
 only by their order.
 """
 import bisect
@@ -35,6 +42,11 @@ from typing import Deque, Dict, List, Optional, Tuple
 COPY_LEN = 128          # bytes of each source copy (and of each digest)
 DEFAULT_FRAMES = 512    # held per moving vNIC
 DEFAULT_BYTES = 1 << 20
+# Frames a second towards a moving vNIC above which holding stops for that
+# move: at 5000/s the default ring holds 100 ms, less than a pause here
+# (170-320 ms), while every frame costs two packet-ins (measured: a 300
+# Mbit/s TCP flow fell to 76-302 Mbit/s during the copy).
+DEFAULT_RATE = 5000
 _SEEN = 4096            # source copies remembered (digests: 8 bytes each)
 
 
@@ -52,12 +64,17 @@ class Release:
     skipped: int                        # unread, not held (never reached
                                         # the destination, or us)
     aligned: bool                       # the cut was found in the ring
+    # Copies between the last poll that saw the guest reading and the
+    # first that saw it stopped (None: no poll saw it stopped).
+    stop_window: Optional[int] = None
+    source_dropped: int = 0             # the source tap's, during the move
 
     def view(self):
         return {'delivered': len(self.frames), 'held': self.held,
                 'read_on_source': self.read_on_source,
                 'evicted': self.evicted, 'skipped': self.skipped,
-                'aligned': self.aligned}
+                'aligned': self.aligned, 'stop_window': self.stop_window,
+                'source_dropped': self.source_dropped}
 
 
 @dataclass
@@ -76,6 +93,12 @@ class HeldFrames:
     n_copies: int = 0
     base: Optional[int] = None       # best lower bound of reads before
     last_reads: Optional[int] = None  # the source tap's, at the last poll
+    # Copies seen at the last poll, and between the poll before the first
+    # that showed last_reads and that one.
+    last_copies: int = 0
+    window: int = 0
+    first_dropped: Optional[int] = None  # the tap's drop count, first poll
+    last_dropped: Optional[int] = None
 
     def hold(self, frame: bytes) -> None:
         if len(frame) > self.max_bytes:
@@ -96,11 +119,19 @@ class HeldFrames:
         if len(self.copies) > _SEEN:
             self.copies.popleft()
 
-    def polled(self, reads: int, copies_before_reply: int) -> None:
+    def polled(self, reads: int, copies_before_reply: int,
+               dropped: Optional[int] = None) -> None:
         """A port-stats reply from the source: `reads` is the tap's
         transmit count, `copies_before_reply` how many copies had arrived
-        when the reply did (they share the connection, in order)."""
-        self.last_reads = reads
+        when the reply did (they share the connection, in order);
+        `dropped` the tap's transmit drops (its queue was full)."""
+        if reads != self.last_reads:
+            self.window = copies_before_reply - self.last_copies
+        self.last_reads, self.last_copies = reads, copies_before_reply
+        if dropped is not None:
+            if self.first_dropped is None:
+                self.first_dropped = dropped
+            self.last_dropped = dropped
         bound = reads - copies_before_reply
         if self.base is None or bound > self.base:
             self.base = bound
@@ -125,9 +156,17 @@ class HeldFrames:
                 return hits[-1] if hits else None
             i = bisect.bisect_left(hits, start)
             return hits[i] if i < len(hits) else None
+        dropped = (self.last_dropped or 0) - (self.first_dropped or 0)
         if reads is None or self.base is None:
-            return Release(frames, held, 0, 0, 0, False)
-        cut = max(0, reads - self.base)          # index among copies
+            return Release(frames, held, 0, 0, 0, False,
+                           source_dropped=dropped)
+        r = self._cut_at(max(0, reads - self.base), frames, held, find)
+        if reads == self.last_reads:
+            r.stop_window = self.window
+        r.source_dropped = dropped
+        return r
+
+    def _cut_at(self, cut, frames, held, find) -> Release:
         unread = [(i, d) for i, d in self.copies if i >= cut]
         if not unread:
             # The guest read every frame its source was handed: what is

@@ -99,6 +99,8 @@ class FakeDatapath(GeneveOption):
         # ofport -> frames the port's reader took (a tap: what its QEMU
         # read), as port stats report them; set by tests.
         self.tap_reads: Dict[int, int] = {}
+        # port -> frames its tap dropped (a full queue): tx_dropped
+        self.tap_drops: Dict[int, int] = {}
 
     # -- what os-ken's Datapath offers the controller ----------------------
     def set_xid(self, msg):
@@ -258,7 +260,8 @@ class FakeDatapath(GeneveOption):
         return reply
 
     def _port_stats(self, req):
-        body = [parser.OFPPortStats(port_no=p, tx_packets=n)
+        body = [parser.OFPPortStats(port_no=p, tx_packets=n,
+                                    tx_dropped=self.tap_drops.get(p, 0))
                 for p, n in sorted(self.tap_reads.items())
                 if req.port_no in (p, ofp.OFPP_ANY)]
         reply = parser.OFPPortStatsReply(self, body=body, flags=0)

@@ -187,7 +187,8 @@ def _done():
 class Harness:
     def __init__(self, intent=None, runtime=None, fabric=None,
                  move_timeout=900.0, require_identity=False, active=True,
-                 hold=False, hold_frames=512, hold_bytes=1 << 20):
+                 hold=False, hold_frames=512, hold_bytes=1 << 20,
+                 hold_rate=5000):
         self.now = 1000.0
         self.loop = Loop('test')
         self.intent = intent or MemoryIntent()
@@ -199,7 +200,7 @@ class Harness:
                               require_identity=require_identity,
                               active=active, hold=hold,
                               hold_frames=hold_frames,
-                              hold_bytes=hold_bytes)
+                              hold_bytes=hold_bytes, hold_rate=hold_rate)
         self.require_identity = require_identity
         self.intent.on_change = lambda ev, n: self.loop.post(
             self.ctl.on_intent, ev, n)
