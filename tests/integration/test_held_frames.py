@@ -67,7 +67,11 @@ def test_held_frames_reach_the_guest_once_in_order_and_the_bound_holds(
         # reached only its destination, and it got every one of them.
         assert m['hold'] is None, why       # the controller's default
         assert pause > 0.02 and held['delivered'] >= 10, why
-        assert held['aligned'] and held['source_reads'] == 'answered', why
+        # The source's count at activation, or, when its QEMU had quit and
+        # taken the tap along (OVS then reports the counters unavailable),
+        # its last poll, 25 ms apart and the pause longer: after STOP.
+        assert held['aligned'] and held['source_reads'] in (
+            'answered', 'last-poll (tap gone)'), why
         assert held['evicted'] == 0, why
         # STOP lay between two polls of the source tap (25 ms apart).
         assert held['stop_window'] is not None and \

@@ -37,6 +37,7 @@ LOG = logging.getLogger(__name__)
 POLL = 0.025
 READ_WAIT = 0.2      # how long activation waits for the source's reads
 RATE_WINDOW = 0.1    # seconds over which a vNIC's frame rate is judged
+UNAVAILABLE = (1 << 64) - 1   # a port counter OVS cannot read
 
 
 class HoldHandlers(ControllerState):
@@ -186,24 +187,32 @@ class HoldHandlers(ControllerState):
         return hf
 
     def _read_source(self, vnic, host, then):
+        """Ask `host` for the vNIC's tap counters; then(reads, why) with
+        reads None when there is no count ('no answer': no port, no
+        switch; 'tap gone': OVS still has the port but its device went,
+        and reports every counter as all ones, OpenFlow's 'unavailable',
+        as it does once the source QEMU quits and takes its tap along)."""
         port = self.tables.placement.claims.get(vnic, {}).get(host)
         h = self.tables.hosts.get(host)
         s = self.sessions.get(h.dpid) if h is not None else None
         if port is None or s is None or s.installed is None:
             if then is not None:
-                then(None)
+                then(None, 'no answer')
             return
 
         def done(body):
             hf = self.holding.get(vnic)
             tap = next((p for p in body if p.port_no == port), None)
-            reads = None
-            if tap is not None:
-                reads = int(tap.tx_packets)
+            reads, why = None, 'no answer'
+            if tap is not None and tap.tx_packets == UNAVAILABLE:
+                why = 'tap gone'
+            elif tap is not None:
+                reads, why = int(tap.tx_packets), 'answered'
                 if hf is not None:
-                    hf.polled(reads, hf.n_copies, tap.tx_dropped)
+                    hf.polled(reads, hf.n_copies, tap.tx_dropped
+                              if tap.tx_dropped != UNAVAILABLE else None)
             if then is not None:
-                then(reads)
+                then(reads, why)
         # Every port (not just this one): a port gone since would be an
         # error, and an error makes us dump the switch again.
         s.request(openflow.port_stats_request(), done)
@@ -217,9 +226,8 @@ class HoldHandlers(ControllerState):
         mv = self.tables.placement.moves.get(vnic)
         source = mv.source if mv is not None else None
         self.awaiting_reads[vnic] = (self.clock(), host)
-        self._read_source(vnic, source, lambda reads: self._release(
-            vnic, host, reads, 'answered' if reads is not None
-            else 'no answer'))
+        self._read_source(vnic, source, lambda reads, why: self._release(
+            vnic, host, reads, why))
 
     def _release(self, vnic, host, reads, why):
         if self.awaiting_reads.pop(vnic, None) is None:
