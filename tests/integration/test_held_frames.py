@@ -5,8 +5,9 @@ delivered once and in order, ahead of anything newer; the source tap's
 read count says which frames its guest read already. A flood beyond the
 bound is cut there and counted, and nothing else is lost.
 
-Excused, each by its own evidence: a datagram the source QEMU read just
-before STOP (it stops with it: QEMU's, not the network's), and one that
+Excused, each by its own evidence: up to three datagrams the source QEMU
+read just before STOP (it stops with them: QEMU's, not the network's;
+more would be a late cut's run), and one that
 never reached the destination's switch because OVS 3.1's userspace
 tunnel race struck there (its datapath flow log shows the race; the
 record counts it `skipped`: the source's copy has it, the destination
@@ -15,11 +16,15 @@ import pytest
 
 from conftest import wait_until
 from held_move import brief, move, raced
-from migration_helpers import MARGIN
+from migration_helpers import GUEST_BEFORE_STOP
 
 HOLD_BYTES = 64 << 10      # 64 KiB: ~600 probe frames, ~60 of 1000 bytes
 ATTEMPTS = 3               # moves whose guest QEMU broke are done again
 EVENT_MS = 0.001           # virsh prints QEMU's event times to the ms
+# Datagrams the source QEMU read from its tap (the count says so) and lost
+# with its stop, sent up to 20 ms before STOP here (bench/results/
+# held_frames-run3.json: 1-2 a move, isolated, not a run a late cut makes).
+QEMU_AT_STOP = 3
 
 
 @pytest.fixture(scope='module')
@@ -41,10 +46,14 @@ def holding(lab, api):
 
 
 def unexplained(r, held, stop, dst):
-    """Lost datagrams neither the source QEMU's at STOP nor OVS's race on
-    the destination (as many as the record counts skipped at most)."""
-    lost = [(q, t) for q, t in r['lost_sent_at']
-            if not stop - MARGIN < t < stop + EVENT_MS]
+    """Lost datagrams neither the source QEMU's at STOP (a few, sent
+    within GUEST_BEFORE_STOP of it) nor OVS's race on the destination (as
+    many as the record counts skipped at most)."""
+    lost = list(r['lost_sent_at'])
+    at_stop = [(q, t) for q, t in lost
+               if stop - GUEST_BEFORE_STOP < t < stop + EVENT_MS]
+    if len(at_stop) <= QEMU_AT_STOP:
+        lost = [x for x in lost if x not in at_stop]
     hit, races = raced(lost, dst)
     hit = hit[:held['skipped']]
     return [x for x in lost if x not in hit], races
