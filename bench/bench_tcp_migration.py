@@ -20,7 +20,10 @@ sampling its own TCP_INFO every 5 ms (vwlab.tcp_probe). Per move:
 Without held frames the segments sent during the pause are lost and TCP
 must retransmit them; with them they arrive late, and TCP sees delay.
 
-    python bench/bench_tcp_migration.py [--migrations 5]
+With --rate-mbit the sender is paced (10 Mbit/s: ~850 segments a second,
+a 250 ms pause's worth well inside held frames' bound and rate).
+
+    python bench/bench_tcp_migration.py [--migrations 5] [--rate-mbit M]
 """
 import argparse
 import json
@@ -40,13 +43,14 @@ from vwlab.qemu_events import EventWatch, stop_resume_windows  # noqa: E402
 from vwlab.tcp_probe import judge                              # noqa: E402
 
 
-def migrate_once(lab, sysm):
+def migrate_once(lab, sysm, rate_mbit):
     h1, h2, _h3 = lab.hosts
     src = sysm.where
     dst = h2 if src is h1 else h1
     g = sysm.guest
     vm, ip, nic = sysm.ends['far']
-    stream = vm.tool_bg('tcp-stream', '--dst', ip, '--seconds', 120)
+    stream = vm.tool_bg('tcp-stream', '--dst', ip, '--seconds', 120,
+                        '--rate-mbit', rate_mbit)
     marks = console_marks(g)
     time.sleep(3.0)                   # the rate before, 2 s of it judged
     sysm.before(src, dst)
@@ -78,6 +82,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--migrations', type=int, default=5,
                     help='per system (default: %(default)s)')
+    ap.add_argument('--rate-mbit', type=float, default=0,
+                    help='pace each flow at most this fast (default: as '
+                         'fast as the path takes)')
     ap.add_argument('--result', default='tcp_migration')
     args = ap.parse_args()
     with Lab(3, libvirt=True) as lab:
@@ -89,11 +96,12 @@ def main():
         systems = setup(lab, api, ovn, held=True)
         for i in range(args.migrations):
             for s in (systems if i % 2 == 0 else systems[::-1]):
-                migrate_once(lab, s)
+                migrate_once(lab, s, args.rate_mbit)
                 if s.rows['far'][-1]['guest_crashed']:
                     s.make_guest(lab, lab.hosts[0])
                 time.sleep(0.5)
-        doc = {'migrations_per_system': args.migrations}
+        doc = {'migrations_per_system': args.migrations,
+               'rate_mbit': args.rate_mbit or 'unpaced'}
         print('\n%-11s %s' % ('', 'recovered after RESUME ms p50/p90/max; '
                               'stall ms p50/max; moves with an RTO'))
         for s in systems:

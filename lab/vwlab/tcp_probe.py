@@ -23,6 +23,7 @@ _BYTES_ACKED = 120
 TCP_INFO_LEN = 128 + 8
 CA_LOSS = 4                 # TCP_CA_Loss: a retransmission timeout fired
 CHUNK = 64 << 10
+SO_MAX_PACING_RATE = 47     # asm-generic/socket.h (not in Python's socket)
 WINDOW = 0.1                # goodput is judged over 100 ms windows
 BACK_AT_RATE = 0.9          # "back at its rate": 90% of the rate before
 
@@ -35,13 +36,18 @@ def tcp_info(sock):
             b[_CA_STATE], b[_BACKOFF])
 
 
-def tcp_stream(dst, port, seconds, sample_ms=5):
+def tcp_stream(dst, port, seconds, sample_ms=5, rate_mbit=0.0):
     """Send for `seconds` (or until SIGINT/SIGTERM), sampling TCP_INFO
-    every `sample_ms`; print the samples as JSON."""
+    every `sample_ms`; print the samples as JSON. rate_mbit: paced by the
+    kernel at most this fast (SO_MAX_PACING_RATE: TCP paces itself
+    without the fq qdisc since Linux 4.13), 0 as fast as the path takes."""
     stopping = []
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopping.append(1))
     s = socket.create_connection((dst, port), timeout=10)
+    if rate_mbit:
+        s.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE,
+                     int(rate_mbit * 1e6 / 8))
     s.setblocking(False)
     buf = b'\0' * CHUNK
     samples = []

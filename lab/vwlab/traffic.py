@@ -8,7 +8,8 @@
   tcp-recv --port P                  prints {"bytes", "sha256"} of one stream
   tcp-send --dst IP --port P --bytes N
   udp-echo --dst IP --port P --rate R --seconds S
-  tcp-stream --dst IP --port P --seconds S   (vwlab.tcp_probe)
+  tcp-stream --dst IP --port P --seconds S [--rate-mbit M]
+                                     (vwlab.tcp_probe)
                                      sequenced stream to a responder that
                                      echoes (the lab guest's vw-responder);
                                      reports losses each way, duplicates
@@ -286,6 +287,7 @@ def main(argv=None):
     a.add_argument('--port', type=int, default=7001)
     a.add_argument('--seconds', type=float, required=True)
     a.add_argument('--sample-ms', type=float, default=5)
+    a.add_argument('--rate-mbit', type=float, default=0)
     a = sub.add_parser('udp-echo')
     a.add_argument('--dst', required=True)
     a.add_argument('--port', type=int, default=7000)
@@ -322,7 +324,8 @@ def main(argv=None):
         tcp_send(args.dst, args.port, args.bytes)
     elif args.cmd == 'tcp-stream':
         from vwlab.tcp_probe import tcp_stream
-        tcp_stream(args.dst, args.port, args.seconds, args.sample_ms)
+        tcp_stream(args.dst, args.port, args.seconds, args.sample_ms,
+                   args.rate_mbit)
     elif args.cmd == 'udp-echo':
         udp_echo(args.dst, args.port, args.rate, args.seconds, args.size)
     elif args.cmd == 'guest-stats':
