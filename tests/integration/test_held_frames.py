@@ -78,11 +78,11 @@ def test_held_frames_reach_the_guest_once_in_order_and_the_bound_holds(
         assert pause > 0.02 and held['delivered'] >= 10, why
         # The source's count at activation, or, when its QEMU had quit and
         # taken the tap along (OVS then reports the counters unavailable),
-        # its last poll, 25 ms apart and the pause longer: after STOP.
+        # its last poll, 50 ms apart and the pause longer: after STOP.
         assert held['aligned'] and held['source_reads'] in (
             'answered', 'last-poll (tap gone)'), why
         assert held['evicted'] == 0, why
-        # STOP lay between two polls of the source tap (25 ms apart).
+        # STOP lay between two polls of the source tap (50 ms apart).
         assert held['stop_window'] is not None and \
             0 <= held['stop_window'] <= 200, why
         # Once and in order: none twice, none that reached the destination

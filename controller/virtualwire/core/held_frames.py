@@ -20,7 +20,7 @@ A poll after STOP (reads final, c copies seen) bounds the base from below
 by reads - c, so the cut is never later than the copies that came after
 the first such poll: however the guest lagged, what was handed after that
 poll is delivered. Between the last poll that saw the guest reading and
-that one (`stop_window` copies: polls every 25 ms) lies STOP; the record
+that one (`stop_window` copies: polls every 50 ms) lies STOP; the record
 carries the window so a loss can be told from the cost of a late poll.
 
 What it protects against: a frame the guest read on its source delivered
