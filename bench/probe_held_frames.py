@@ -2,7 +2,7 @@
 guest gets every datagram that reached its destination while it was
 paused, once and in order (control.holding), and what is lost when not.
 
-The integration test (tests/integration/test_held_frames.py) asserts it
+The integration test (tests/integration/test_held_frame_switchover.py) asserts it
 on two moves; this counts over many: of 12 runs of an earlier test, 3
 lost 6-7 datagrams its source was handed that never reached the
 destination's controller (`skipped`), or once 243 (a cut placed 236
