@@ -11,15 +11,15 @@ as long as the move lasts; the ring per vNIC is bounded (--hold-frames,
 --hold-bytes) and OVS bounds what it queues towards us. A vNIC getting
 frames faster than --hold-rate stops being held for the rest of its move
 (its flows become those of --hold off): its ring would hold less than a
-pause, and its packet-ins would slow the flow they were to help. Frames that reach
-the destination after the guest's first frame and before our bundle lands
-('late') are delivered as they come, behind the held ones; the switch may
-deliver the next frame, once the bundle is in, before the last of them
-(a controller relays in one round trip, the switch in none): at most one
-reordering a move at the switch-over, after the guest runs again. While
-an activation waits for its source's reads (a few ms; READ_WAIT at most)
-every switch's sync waits with it: the held frames and the bundle go out
-together.
+pause, and its packet-ins would slow the flow they were to help. Frames
+that reach the destination after the guest's first frame and before our
+bundle lands ('late') are delivered as they come, behind the held ones;
+the switch may deliver the next frame, once the bundle is in, before the
+last of them (a controller relays in one round trip, the switch in
+none): at most one reordering a move at the switch-over, after the guest
+runs again. While an activation waits for its source's reads (a few
+ms; READ_WAIT at most) every switch's sync waits with it: the held
+frames and the bundle go out together.
 """
 import logging
 from typing import Dict, List, Optional, Tuple

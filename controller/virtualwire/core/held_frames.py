@@ -43,8 +43,8 @@ COPY_LEN = 128          # bytes of each source copy (and of each digest)
 DEFAULT_FRAMES = 512    # held per moving vNIC
 DEFAULT_BYTES = 1 << 20
 # Frames a second towards a moving vNIC above which holding stops for that
-# move: at 5000/s the default ring holds 100 ms, less than a pause here
-# (170-320 ms), while every frame costs two packet-ins (measured: a 300
+# move: at 5000/s the default ring holds 100 ms, less than many pauses
+# here (44-410 ms measured), while every frame costs two packet-ins (a 300
 # Mbit/s TCP flow fell to 76-302 Mbit/s during the copy).
 DEFAULT_RATE = 5000
 _SEEN = 4096            # source copies remembered (digests: 8 bytes each)
@@ -65,7 +65,8 @@ class Release:
                                         # the destination, or us)
     aligned: bool                       # the cut was found in the ring
     # Copies between the last poll that saw the guest reading and the
-    # first that saw it stopped (None: no poll saw it stopped).
+    # first that saw its final count (the read at activation counts as a
+    # poll; None when the count released came from no poll).
     stop_window: Optional[int] = None
     source_dropped: int = 0             # the source tap's, during the move
 
