@@ -1,8 +1,9 @@
 """Live migration across clouds over a slow WAN: QEMU's plain pre-copy
-(profile `default`) against `vwctl migrate --profile wan` (page deltas and
-auto-converge: controller/virtualwire/cli/migration_profile.py; its runs 1
-and 2 asked for zlib on two threads too), side by side in one run,
-alternating.
+(profile `default`) against `vwctl migrate --profile wan` (multifd with
+zstd and auto-converge: controller/virtualwire/cli/migration_profile.py;
+runs 1-3 measured an earlier `wan`, now `deltas`: page deltas, auto-converge
+and in runs 1-2 zlib on two threads), side by side in one run,
+alternating (--kinds picks the profiles).
 
 The lab: two clouds (bench/cloud_lab.py) whose NATs send at most
 --wan-rate (tc tbf: a 100 Mbit/s WAN link each way); the extenders shape
@@ -118,6 +119,24 @@ def completed_job(host, name):
             'throttle_pct': st.get('auto_converge_throttle')}
 
 
+def profile_options(host, g, profile, workdir):
+    """`virsh migrate` options for the profile, as an operator on the hook
+    path gives them; on libvirt < 9.4 the source QEMU is told zstd first
+    and the destination's comes in --xml (migration_profile)."""
+    import libvirt
+    conn = host.libvirt.conn()
+    p = mp.plan(profile, MEMORY_MB << 20,
+                libvirt_version=conn.getLibVersion())
+    if not mp.asks_qemu(p):
+        return mp.virsh_args(p)
+    host.libvirt.virsh('qemu-monitor-command', g.name, mp.source_qmp(p))
+    path = os.path.join(workdir, g.name + '-dest.xml')    # one_move clears it
+    with open(path, 'w') as f:
+        f.write(mp.destination_xml(conn.lookupByName(g.name).XMLDesc(
+            libvirt.VIR_DOMAIN_XML_MIGRATABLE)))
+    return mp.virsh_args(p, path)
+
+
 def unshape(x):
     for dev in sh(['ip', '-o', 'link', 'show', 'type', 'vxlan'],
                   ns=x.ns).split('\n'):
@@ -202,7 +221,7 @@ def main():
                 raise SystemExit('the guest does not answer before move %d'
                                  % (i + 1))
             time.sleep(3)      # the writer at its rate
-            opts = mp.virsh_args(mp.plan(profile, MEMORY_MB << 20))
+            opts = profile_options(h1, g, profile, workdir)
             row = one_move(lab, g, far, h1, h2, opts, workdir,
                            rate=PROBE_RATE, during=lambda: Meter(
                                lab, xa, a, b, args.wire_pps,

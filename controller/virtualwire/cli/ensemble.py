@@ -16,9 +16,9 @@ import urllib.parse
 from tabulate import tabulate
 
 from virtualwire.cli.client import CliError
-from virtualwire.cli import migration_profile as profiles
-from virtualwire.cli.migrate import (MigrateError, PostcopySwitch,
-                                     libvirt_uris, memory_bytes, plan)
+from virtualwire.cli.migrate import (MigrateError, PostcopySwitch, launch,
+                                     libvirt_uris, libvirt_version,
+                                     memory_bytes, plan)
 from virtualwire.core import ensemble, errors
 
 POLL_S = 0.25
@@ -54,12 +54,15 @@ class Run:
             src = libvirt.open(self.src_uri)
             self.dom = src.lookupByUUIDString(self.m.vm)
             dst = libvirt.open(self.dst_uri)
-            how = plan(self.args, memory_bytes(self.dom))
+            how = plan(self.args, memory_bytes(self.dom),
+                       libvirt_version(src, dst))
             self.switch = PostcopySwitch(how['postcopy'])
-            self.dom.migrate3(dst, *profiles.libvirt_call(libvirt, how))
+            launch(libvirt, self.dom, dst, how)
             self.state = 'done'
         except libvirt.libvirtError as e:
             self.state, self.error = 'failed', e.get_error_message()
+        except MigrateError as e:
+            self.state, self.error = 'failed', str(e)
         finally:
             self.ended = time.time()
 
@@ -97,6 +100,7 @@ def migrate_topology(client, a, config_path, out=sys.stderr):
         raise MigrateError('libvirt-python is not installed '
                            '(pip install virtualwire[libvirt])')
     libvirt.registerErrorHandler(lambda *_: None, None)
+    plan(a, 1 << 30)        # a profile QEMU cannot do fails before any move
     q = '?tenant=%s' % urllib.parse.quote(a.tenant) if a.tenant else ''
     path = '/v1/topologies/%s%s' % (urllib.parse.quote(a.topology, safe=''),
                                     q)

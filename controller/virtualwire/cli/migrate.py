@@ -31,14 +31,37 @@ def libvirt_uris(config_path):
     return dict(cp['libvirt']) if cp.has_section('libvirt') else {}
 
 
-def plan(args, memory_bytes):
-    """The migration's plan from the arguments: --profile (default, wan),
-    --bandwidth MiB/s (a cap on the stream, so the wires' own traffic
-    keeps its share of a slow link), --postcopy."""
-    return profiles.plan(profiles.PROFILES[getattr(args, 'profile', None)
-                                           or 'default'],
-                         memory_bytes, getattr(args, 'bandwidth', None),
-                         bool(getattr(args, 'postcopy', False)))
+def plan(args, memory_bytes, libvirt_version=profiles.NATIVE_ZSTD):
+    """The migration's plan from the arguments: --profile (default, wan,
+    deltas), --bandwidth MiB/s (a cap on the stream, so the wires' own
+    traffic keeps its share of a slow link), --postcopy."""
+    try:
+        return profiles.plan(profiles.PROFILES[getattr(args, 'profile', None)
+                                               or 'default'],
+                             memory_bytes, getattr(args, 'bandwidth', None),
+                             bool(getattr(args, 'postcopy', False)),
+                             libvirt_version)
+    except profiles.ProfileError as e:
+        raise MigrateError(str(e))
+
+
+def libvirt_version(*conns):
+    """The oldest libvirt of the connections (both ends must agree)."""
+    return min(c.getLibVersion() for c in conns)
+
+
+def launch(libvirt, dom, dconn, how):
+    """migrate3 with the plan; where libvirt cannot ask QEMU for multifd
+    compression (< 9.4), the source QEMU is told over QMP and the
+    destination's through its XML first (migration_profile)."""
+    params, flags = profiles.libvirt_call(libvirt, how)
+    if profiles.asks_qemu(how):
+        import libvirt_qemu
+        libvirt_qemu.qemuMonitorCommand(dom, profiles.source_qmp(how), 0)
+        params[libvirt.VIR_MIGRATE_PARAM_DEST_XML] = \
+            profiles.destination_xml(
+                dom.XMLDesc(libvirt.VIR_DOMAIN_XML_MIGRATABLE))
+    dom.migrate3(dconn, params, flags)
 
 
 def memory_bytes(dom):
@@ -146,19 +169,18 @@ def migrate(client, args, config_path, out=sys.stderr):
     if src == args.dest:
         raise MigrateError('guest %s already runs on %s' % (args.vm, src))
     vnics = guest_vnics(dom.XMLDesc(0))
-    how = plan(args, memory_bytes(dom))
-    mparams, mflags = profiles.libvirt_call(libvirt, how)
-    switch = PostcopySwitch(how['postcopy'])
     try:
         dconn = libvirt.open(uris[args.dest])
     except libvirt.libvirtError as e:
         raise MigrateError('cannot reach libvirt on %s: %s'
                            % (args.dest, e.get_error_message()))
+    how = plan(args, memory_bytes(dom), libvirt_version(conn, dconn))
+    switch = PostcopySwitch(how['postcopy'])
     result = {}
 
     def run():
         try:
-            dom.migrate3(dconn, mparams, mflags)
+            launch(libvirt, dom, dconn, how)
         except libvirt.libvirtError as e:
             result['error'] = e.get_error_message()
     print('migrating %s %s -> %s (%d vNICs; %s)' % (

@@ -7,28 +7,52 @@ migrate` flags for the hook path, where the operator runs virsh).
            dirties memory faster than the link carries never finishes.
   wan      for a slow link between clouds (measured in
            bench/bench_wan_migration.py, docs/benchmarks.rst):
-           - xbzrle: a page sent again goes as its delta against the copy
-             sent before (a cache on the source, sized from the guest's
-             memory): a page whose few bytes changed costs bytes, not 4 KiB;
+           - multifd with zstd: pages go compressed (zstd level 1) over
+             two TCP streams, so the first copy of every page, the bulk
+             of a move, shrinks too;
            - auto-converge: a guest dirtying faster than the link carries
              is slowed (its vCPU throttled, in steps) until the migration
              can finish, instead of iterating for ever.
-           Not QEMU's `compress` (zlib on threads, libvirt's "mt"): with it
-           3 of 6 lab guests broke their virtio rings within 21 moves,
-           none of 6 in 24 moves without (bench/probe_migration_crashes.py);
-           QEMU deprecated it in 8.2 and removed it in 9.1. Its successor,
-           multifd with zstd, needs libvirt 9.4 (Debian 12 has 9.0).
+  deltas   the profile before multifd: xbzrle page deltas (a page sent
+           again goes as its delta against a cache on the source) and
+           auto-converge. For a libvirt older than 9.4 whose domains must
+           not be touched behind its back (see below); and with
+           --postcopy, which QEMU cannot run over multifd streams.
 
---postcopy (either profile): start post-copy after the first pass (the
+libvirt 9.4 asks QEMU for multifd's zstd itself (`--comp-methods zstd`).
+Older ones (Debian 12 has 9.0) know multifd but not its compression, and
+leave alone the QEMU parameters they do not know, so it is asked of QEMU
+directly: on the source with a QMP migrate-set-parameters (libvirt marks
+the domain tainted, "custom-monitor"), on the destination, whose QEMU
+libvirt starts, by the migration's destination XML carrying `-global
+migration.multifd-compression=zstd` (the domain keeps it; it does nothing
+until multifd is on). Both ends must agree, or the streams do not parse.
+
+Not QEMU's `compress` (zlib on threads, libvirt's "mt"): with it 3 of 6
+lab guests broke their virtio rings within 21 moves, none of 6 in 24 moves
+without (bench/probe_migration_crashes.py); QEMU deprecated it in 8.2 and
+removed it in 9.1 in favour of multifd's.
+
+--postcopy (default or deltas): start post-copy after the first pass (the
 guest runs on the destination at once and pulls the pages it still lacks;
 a link failure then loses the guest, which is why it is only on request).
 QEMU cannot use xbzrle in post-copy's second phase; it applies to the
 pre-copy pass before the switch.
 """
+import json
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 MIB = 1 << 20
+# The first libvirt that asks QEMU for multifd compression itself.
+NATIVE_ZSTD = 9004000
+QEMU_NS = 'http://libvirt.org/schemas/domain/qemu/1.0'
+ZSTD_GLOBAL = 'migration.multifd-compression=zstd'
+
+
+class ProfileError(ValueError):
+    """A combination QEMU cannot do, said before anything is asked."""
 
 
 @dataclass(frozen=True)
@@ -36,13 +60,17 @@ class Profile:
     name: str
     xbzrle: bool = False
     auto_converge: bool = False
+    zstd_streams: int = 0       # multifd streams of zstd pages; 0: none
     summary: str = ''
 
 
 PROFILES: Dict[str, Profile] = {
     'default': Profile('default', summary="QEMU's plain pre-copy"),
-    'wan': Profile('wan', xbzrle=True, auto_converge=True,
-                   summary='page deltas (xbzrle), auto-converge'),
+    'wan': Profile('wan', zstd_streams=2, auto_converge=True,
+                   summary='pages compressed with zstd on 2 streams '
+                           '(multifd), auto-converge'),
+    'deltas': Profile('deltas', xbzrle=True, auto_converge=True,
+                      summary='page deltas (xbzrle), auto-converge'),
 }
 
 
@@ -60,15 +88,50 @@ def xbzrle_cache_bytes(memory_bytes: int) -> int:
 
 def plan(profile: Profile, memory_bytes: int,
          bandwidth_mib: Optional[int] = None,
-         postcopy: bool = False) -> dict:
-    """What to ask for, independent of how it is asked."""
+         postcopy: bool = False, libvirt_version: int = NATIVE_ZSTD) -> dict:
+    """What to ask for, independent of how it is asked. libvirt_version:
+    the older of the two ends' (virConnectGetLibVersion), which decides
+    who asks QEMU for zstd: libvirt itself, or we ('qemu', see above)."""
+    if postcopy and profile.zstd_streams:
+        raise ProfileError('QEMU cannot post-copy over multifd streams: '
+                           '--postcopy needs --profile default or deltas')
     methods = ['xbzrle'] if profile.xbzrle else []
     out: dict = {'profile': profile.name, 'methods': methods,
                  'auto_converge': profile.auto_converge,
                  'postcopy': postcopy, 'bandwidth_mib': bandwidth_mib}
     if 'xbzrle' in methods:
         out['xbzrle_cache'] = xbzrle_cache_bytes(memory_bytes)
+    if profile.zstd_streams:
+        out['multifd'] = {'streams': profile.zstd_streams,
+                          'compression': 'zstd', 'asked_by':
+                          'libvirt' if libvirt_version >= NATIVE_ZSTD
+                          else 'qemu'}
     return out
+
+
+def asks_qemu(p: dict) -> bool:
+    """Whether zstd must be asked of QEMU directly (libvirt < 9.4)."""
+    return p.get('multifd', {}).get('asked_by') == 'qemu'
+
+
+def source_qmp(p: dict) -> str:
+    """The QMP command that sets the source QEMU's multifd compression."""
+    return json.dumps({'execute': 'migrate-set-parameters', 'arguments': {
+        'multifd-compression': p['multifd']['compression']}})
+
+
+def destination_xml(xml: str) -> str:
+    """The domain's migratable XML with the destination QEMU's multifd
+    compression set on its command line (once, however often it moves)."""
+    ET.register_namespace('qemu', QEMU_NS)
+    root = ET.fromstring(xml)
+    line = root.find('{%s}commandline' % QEMU_NS)
+    if line is None:
+        line = ET.SubElement(root, '{%s}commandline' % QEMU_NS)
+    if ZSTD_GLOBAL not in [a.get('value') for a in line]:
+        for v in ('-global', ZSTD_GLOBAL):
+            ET.SubElement(line, '{%s}arg' % QEMU_NS, value=v)
+    return ET.tostring(root, encoding='unicode')
 
 
 def libvirt_call(libvirt, p: dict) -> Tuple[dict, int]:
@@ -84,6 +147,14 @@ def libvirt_call(libvirt, p: dict) -> Tuple[dict, int]:
     if 'xbzrle_cache' in p:
         params[libvirt.VIR_MIGRATE_PARAM_COMPRESSION_XBZRLE_CACHE] = \
             p['xbzrle_cache']
+    if 'multifd' in p:
+        flags |= libvirt.VIR_MIGRATE_PARALLEL
+        params[libvirt.VIR_MIGRATE_PARAM_PARALLEL_CONNECTIONS] = \
+            p['multifd']['streams']
+        if not asks_qemu(p):
+            flags |= libvirt.VIR_MIGRATE_COMPRESSED
+            params[libvirt.VIR_MIGRATE_PARAM_COMPRESSION] = [
+                p['multifd']['compression']]
     if p['auto_converge']:
         flags |= libvirt.VIR_MIGRATE_AUTO_CONVERGE
     if p['postcopy']:
@@ -91,8 +162,10 @@ def libvirt_call(libvirt, p: dict) -> Tuple[dict, int]:
     return params, flags
 
 
-def virsh_args(p: dict) -> List[str]:
-    """The same plan as `virsh migrate --live` options."""
+def virsh_args(p: dict, dest_xml: Optional[str] = None) -> List[str]:
+    """The same plan as `virsh migrate --live` options. dest_xml: the file
+    holding destination_xml() of the guest, when asks_qemu(p) (and the
+    source QEMU told source_qmp(p) with `virsh qemu-monitor-command`)."""
     out: List[str] = []
     if p['bandwidth_mib']:
         out += ['--bandwidth', str(int(p['bandwidth_mib']))]
@@ -100,6 +173,17 @@ def virsh_args(p: dict) -> List[str]:
         out += ['--compressed', '--comp-methods', ','.join(p['methods'])]
     if 'xbzrle_cache' in p:
         out += ['--comp-xbzrle-cache', str(p['xbzrle_cache'])]
+    if 'multifd' in p:
+        out += ['--parallel', '--parallel-connections',
+                str(p['multifd']['streams'])]
+        if not asks_qemu(p):
+            out += ['--compressed', '--comp-methods',
+                    p['multifd']['compression']]
+        elif dest_xml is None:
+            raise ProfileError('libvirt < 9.4: the destination XML with '
+                               'multifd compression is needed (--xml)')
+        else:
+            out += ['--xml', dest_xml]
     if p['auto_converge']:
         out.append('--auto-converge')
     if p['postcopy']:
@@ -112,6 +196,9 @@ def describe(p: dict) -> str:
     parts = [p['profile']]
     if p['methods']:
         parts.append('+'.join(p['methods']))
+    if 'multifd' in p:
+        parts.append('%s on %d streams' % (p['multifd']['compression'],
+                                            p['multifd']['streams']))
     if p['auto_converge']:
         parts.append('auto-converge')
     if p['postcopy']:
