@@ -32,7 +32,7 @@ sys.path[:0] = [HERE, os.path.join(HERE, '..', 'lab'),
 from common import write_result                               # noqa: E402
 from conftest import Api, wait_until                          # noqa: E402
 from held_move import brief, move, raced                      # noqa: E402
-from vwlab import Lab                                         # noqa: E402
+from vwlab import Lab, loss_audit                             # noqa: E402
 
 HOLD_BYTES = 64 << 10      # 64 KiB: ~600 probe frames
 
@@ -58,7 +58,7 @@ def main():
         wait_until(lambda: far.ping('10.87.0.1', count=1)[1] == 1, 20,
                    what='guest answers')
         at = [h1, h2]
-        for h in at:                   # for OVS's own tunnel races
+        for h in lab.hosts:            # for OVS's own tunnel races
             h.log_datapath_flow_changes()
         for i in range(args.moves):
             out = move(lab, api, g, far, '10.87.0.1', at[i % 2],
@@ -68,7 +68,7 @@ def main():
                 break
             r, m, stop, resume = out
             row = dict(brief(r, m['held'][nic], stop, resume, g),
-                       move=i + 1)
+                       move=i + 1, switches=m['switches'])
             lost = [(q, t) for q, t in r['lost_sent_at']
                     if not stop - 0.015 < t < stop + 0.001]
             hit, races = raced(lost, at[(i + 1) % 2])
@@ -76,6 +76,12 @@ def main():
             row['ovs_races_ms_from_stop'] = [
                 (round((a - stop) * 1e3, 1), round((b - stop) * 1e3, 1))
                 for a, b in races if stop - 1 < a < resume + 1]
+            # Any host's flows briefly sending to fewer tunnels: the far
+            # end's (h3) double send dipping would explain `skipped`.
+            row['tunnel_dips_ms_from_stop'] = {h.name: [
+                (round((a - stop) * 1e3, 1), round((b - stop) * 1e3, 1))
+                for a, b in loss_audit.tunnel_dips(h.vswitchd_log())
+                if stop - 1 < a < resume + 1] for h in lab.hosts}
             row['clean'] = not lost and r['duplicates'] == 0
             row['clean_but_ovs_race'] = len(hit) == len(lost) and \
                 r['duplicates'] == 0

@@ -102,6 +102,28 @@ def ovs_glitches(log_text):
     return merged
 
 
+def tunnel_dips(log_text):
+    """[(start, end)] during which a vswitchd re-translated datapath flows
+    with fewer tunnel outputs than before (a sister sending to both hosts
+    of a moving vNIC briefly sending to one, or a tunnel flow to none) and
+    had them back within FLIP_BACK: the general form of ovs_glitches."""
+    dips, out = [], []
+    for t, module, level, text in ovs_log.lines(log_text):
+        change = ovs_log.flow_change(module, level, text)
+        if change is None:
+            continue
+        old, new = (a.count('tnl_push(') + a.count('tnl_pop(')
+                    for a in change)
+        if new < old:
+            dips.append(t)
+        elif new > old:
+            starts = [s for s in dips if t - s <= FLIP_BACK]
+            if starts:
+                out.append((min(starts), t))
+            dips = [s for s in dips if s > t]
+    return sorted(out)
+
+
 def explain(lost, datagrams, guest_ip, peer_ip, port, guest_taps,
             underlay_ifaces, windows, margin, glitches=None, overruns=None):
     """lost: [(seq, sent_at)] of an echo stream peer -> guest:port;

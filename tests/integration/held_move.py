@@ -7,7 +7,9 @@ import time
 from conftest import wait_until
 from migration_helpers import probe_report
 from vwlab import loss_audit
+from vwlab.overruns import Overruns
 from vwlab.qemu_events import EventWatch, stop_resume_windows
+from vwlab.switch_counters import SwitchCounters
 
 # A datagram lost within this of an OVS tunnel race on the destination
 # (loss_audit.ovs_glitches: a datapath flow briefly re-translated without
@@ -38,8 +40,13 @@ def held_record(api, guest_name, since):
 def move(lab, api, g, far, ip, src, dst, size):
     """Migrate g src -> dst under a 1 kHz echo stream of `size`-byte
     datagrams from `far`: (the probe's report, the migration record, STOP,
-    RESUME), or None if the guest's QEMU broke (TCG virtio fault)."""
+    RESUME), or None if the guest's QEMU broke (TCG virtio fault). The
+    record gains `switches`: what both switches counted dropped (the
+    kernel's overruns of their sockets, OVS's drop and failure counters),
+    which tells a frame the switch lost from one our flows did."""
     watch = EventWatch([src, dst]).__enter__()
+    overruns = Overruns([src, dst]).__enter__()
+    counters = SwitchCounters([src, dst]).__enter__()
     stream = far.tool_bg('udp-echo', '--dst', ip, '--rate', 1000,
                          '--seconds', 60, '--size', size, realtime=True)
     since = time.time()
@@ -51,6 +58,8 @@ def move(lab, api, g, far, ip, src, dst, size):
         stream.send_signal(2)
     r = probe_report(stream)
     watch.__exit__(None, None, None)
+    overruns.__exit__(None, None, None)
+    counters.__exit__(None, None, None)
     if 'is not a head' in g.console_text():
         print('guest QEMU broke (virtio), done again:',
               g.console_text()[-300:])
@@ -59,6 +68,9 @@ def move(lab, api, g, far, ip, src, dst, size):
     time.sleep(0.2)                    # a poll says the late ones
     m = wait_until(lambda: held_record(api, g.name, since), 10,
                    what='the move records its held frames')
+    m = dict(m, switches={
+        'overruns': {'%s %s' % k: n for k, n in overruns.counted().items()},
+        'counters': counters.moved()})
     return r, m, stop, resume
 
 

@@ -80,7 +80,7 @@ def test_held_frames_reach_the_guest_once_in_order_and_the_bound_holds(
         pause = resume - stop
         [nic] = g.nics
         held = m['held'][nic]
-        why = brief(r, held, stop, resume, g)
+        why = dict(brief(r, held, stop, resume, g), switches=m['switches'])
         # The guest was paused for a while and frames kept coming: some
         # reached only its destination, and it got every one of them.
         assert m['hold'] is None, why       # the controller's default
@@ -115,7 +115,7 @@ def test_held_frames_reach_the_guest_once_in_order_and_the_bound_holds(
             continue
         r, m, stop, resume = out
         held = m['held'][nic]
-        why = brief(r, held, stop, resume, g)
+        why = dict(brief(r, held, stop, resume, g), switches=m['switches'])
         assert held['evicted'] > 0, why                 # cut at the bound
         assert held['delivered'] * 1000 <= HOLD_BYTES, why
         # What the bound cut is missing (the oldest unread: from where the

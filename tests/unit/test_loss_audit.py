@@ -1,7 +1,7 @@
 """The loss audit gives each lost datagram of a migration stream one cause,
 from where the captures saw it."""
 from vwlab.capture import Datagram
-from vwlab.loss_audit import (explain, guest_state, ovs_glitches,
+from vwlab.loss_audit import (explain, guest_state, ovs_glitches, tunnel_dips,
                                         summary)
 
 G, P, PORT = '10.0.0.1', '10.0.0.2', 7000
@@ -126,6 +126,21 @@ def test_a_tunnel_flow_dropped_and_restored_within_ms_is_a_glitch():
     assert abs(s - T0) < 1e-6 and abs(e - (T0 + 0.006)) < 1e-6
     # The wire collapsed at :30 and expanded at :31 again: a rewire, not a
     # glitch (it did not undo itself within FLIP_BACK).
+
+
+def test_a_send_to_two_tunnels_briefly_to_one_is_a_dip_not_a_glitch():
+    two = PUSH + ',' + PUSH.replace('tnl_port(4)', 'tnl_port(6)')
+    log = ("2026-11-23T01:34:20.446Z|00001|dpif_netdev(revalidator5)|DBG|"
+           "flow_mod: ufid:d recirc_id(0),in_port(5), old_actions:%s, "
+           "actions:%s\n"
+           "2026-11-23T01:34:20.449Z|00002|dpif_netdev(revalidator5)|DBG|"
+           "flow_mod: ufid:d recirc_id(0),in_port(5), old_actions:%s, "
+           "actions:%s\n") % (two, PUSH, PUSH, two)
+    assert ovs_glitches(log) == []          # a tunnel remained throughout
+    (s, e), = tunnel_dips(log)
+    assert abs(s - T0) < 1e-6 and abs(e - (T0 + 0.003)) < 1e-6
+    # And the one-tunnel glitches are dips too; the rewire is not.
+    assert tunnel_dips(LOG) == ovs_glitches(LOG)
 
 
 def test_a_datagram_that_vanished_in_a_glitching_host_is_ovs_race():

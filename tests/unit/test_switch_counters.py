@@ -1,0 +1,37 @@
+"""Reading what OVS counted dropped or failed, from its appctl output."""
+from vwlab.switch_counters import parse_coverage, parse_pmd, worth_reporting
+
+COVERAGE = """\
+Event coverage, avg rate over last: 5 seconds, last minute, last hour,  hash=72c66b0a:
+bridge_reconfigure         0.0/sec     0.533/sec        0.0089/sec   total: 32
+rconn_overflow             0.0/sec     0.000/sec        0.0000/sec   total: 3
+datapath_drop_upcall_error 0.0/sec     0.000/sec        0.0000/sec   total: 7
+xlate_actions              0.4/sec     4.117/sec        0.0686/sec   total: 253
+"""
+PMD = """\
+pmd thread numa_id 0 core_id 1:
+  packets received: 100
+  miss with success upcall: 30
+  miss with failed upcall: 2
+main thread:
+  packets received: 12807
+  miss with failed upcall: 1
+"""
+
+
+def test_coverage_totals_and_the_datapath_failed_upcalls_summed():
+    assert parse_coverage(COVERAGE) == {
+        'bridge_reconfigure': 32, 'rconn_overflow': 3,
+        'datapath_drop_upcall_error': 7, 'xlate_actions': 253}
+    assert parse_pmd(PMD) == {'packets received': 12907,
+                              'miss with failed upcall': 3}
+
+
+def test_only_drop_and_failure_counters_that_moved_are_reported():
+    before = {'rconn_overflow': 3, 'xlate_actions': 10,
+              'miss with failed upcall': 1, 'datapath_drop_tunnel_pop': 4}
+    after = {'rconn_overflow': 8, 'xlate_actions': 900,
+             'miss with failed upcall': 1, 'datapath_drop_tunnel_pop': 4,
+             'datapath_drop_invalid_port': 2}
+    assert worth_reporting(before, after) == {
+        'datapath_drop_invalid_port': 2, 'rconn_overflow': 5}
