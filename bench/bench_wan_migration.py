@@ -34,6 +34,7 @@ stream without the shaper, for contrast.
     python bench/bench_wan_migration.py [--runs 5] [--unshaped 1]
 """
 import argparse
+import dataclasses
 import os
 import statistics
 import subprocess
@@ -119,6 +120,15 @@ def completed_job(host, name):
             'throttle_pct': st.get('auto_converge_throttle')}
 
 
+def kind_profile(kind):
+    """A --kinds entry: a profile's name, '-unshaped' after it for the
+    unshaped moves, '/N' for N multifd streams instead of its own."""
+    name, _, streams = kind.split('-')[0].partition('/')
+    profile = mp.PROFILES[name]
+    return dataclasses.replace(profile, zstd_streams=int(streams)) \
+        if streams else profile
+
+
 def profile_options(host, g, profile, workdir):
     """`virsh migrate` options for the profile, as an operator on the hook
     path gives them; on libvirt < 9.4 the source QEMU is told zstd first
@@ -127,6 +137,9 @@ def profile_options(host, g, profile, workdir):
     conn = host.libvirt.conn()
     p = mp.plan(profile, MEMORY_MB << 20,
                 libvirt_version=conn.getLibVersion())
+    if p['max_downtime_ms']:
+        host.libvirt.virsh('migrate-setmaxdowntime', g.name,
+                           str(p['max_downtime_ms']))
     if not mp.asks_qemu(p):
         return mp.virsh_args(p)
     host.libvirt.virsh('qemu-monitor-command', g.name, mp.source_qmp(p))
@@ -174,7 +187,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--runs', type=int, default=5, help='moves per profile')
     ap.add_argument('--kinds', default='default,wan',
-                    help='profiles, alternated, --runs times each')
+                    help='profiles, alternated, --runs times each (wan/1: '
+                         'wan with one multifd stream)')
     ap.add_argument('--unshaped', type=int, default=1,
                     help='wan moves with the extenders unshaped, after')
     ap.add_argument('--wan-rate', default='100mbit')
@@ -208,7 +222,7 @@ def main():
                                            order[i - 1] != kind):
                 for x in lab.extenders:
                     unshape(x)
-            profile = mp.PROFILES[kind.split('-')[0]]
+            profile = kind_profile(kind)
             g = h1.define_guest('wan%d' % i, [(nic, GUEST + '/24')],
                                 memory_mb=MEMORY_MB,
                                 cmdline=['vw.dirty=' + args.dirty])

@@ -48,7 +48,9 @@ def test_wan_asks_libvirt_94_for_zstd_on_two_streams():
     assert mp.virsh_args(p) == [
         '--parallel', '--parallel-connections', '2', '--compressed',
         '--comp-methods', 'zstd', '--auto-converge']
-    assert mp.describe(p) == 'wan, zstd on 2 streams, auto-converge'
+    assert mp.describe(p) == ('wan, zstd on 2 streams, auto-converge, '
+                              '100 ms downtime limit')
+    assert p['max_downtime_ms'] == 100
 
 
 def test_wan_on_libvirt_90_asks_qemu_on_both_ends_not_libvirt():
