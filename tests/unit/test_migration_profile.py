@@ -1,6 +1,7 @@
 """Migration profiles: the plan each asks of QEMU, and the same plan as
 libvirt-python's migrate3 arguments and as `virsh migrate` options (the
 hook path's documented flags)."""
+import dataclasses
 import json
 import types
 import xml.etree.ElementTree as ET
@@ -37,19 +38,22 @@ def test_default_asks_for_nothing_but_a_live_migration():
     assert mp.describe(p) == 'default'
 
 
-def test_wan_asks_libvirt_94_for_zstd_on_two_streams():
+def test_wan_asks_libvirt_94_for_zstd_on_one_multifd_stream():
     p = mp.plan(mp.PROFILES['wan'], 256 * MIB, libvirt_version=9004000)
     assert not mp.asks_qemu(p)
     params, flags = mp.libvirt_call(LV, p)
     assert flags == (LV.VIR_MIGRATE_LIVE | LV.VIR_MIGRATE_PARALLEL |
                      LV.VIR_MIGRATE_COMPRESSED |
                      LV.VIR_MIGRATE_AUTO_CONVERGE)
-    assert params == {'parallel.connections': 2, 'compression': ['zstd']}
+    assert params == {'parallel.connections': 1, 'compression': ['zstd']}
     assert mp.virsh_args(p) == [
-        '--parallel', '--parallel-connections', '2', '--compressed',
+        '--parallel', '--parallel-connections', '1', '--compressed',
         '--comp-methods', 'zstd', '--auto-converge']
-    assert mp.describe(p) == ('wan, zstd on 2 streams, auto-converge, '
-                              '100 ms downtime limit')
+    assert mp.describe(p) == ('wan, zstd, auto-converge, 100 ms downtime '
+                              'limit')
+    two = mp.plan(dataclasses.replace(mp.PROFILES['wan'], zstd_streams=2),
+                  256 * MIB)
+    assert mp.describe(two).startswith('wan, zstd on 2 streams, ')
     assert p['max_downtime_ms'] == 100
 
 
@@ -67,7 +71,7 @@ def test_wan_on_libvirt_90_asks_qemu_on_both_ends_not_libvirt():
     with pytest.raises(mp.ProfileError, match='destination XML'):
         mp.virsh_args(p)
     assert mp.virsh_args(p, '/tmp/d.xml') == [
-        '--parallel', '--parallel-connections', '2', '--xml', '/tmp/d.xml',
+        '--parallel', '--parallel-connections', '1', '--xml', '/tmp/d.xml',
         '--auto-converge']
 
 
