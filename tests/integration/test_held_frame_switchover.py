@@ -46,7 +46,7 @@ def holding(lab, api):
     wait_until(api.synced, 60, what='controller back to its defaults')
 
 
-def unexplained(r, held, stop, resume, dst):
+def unexplained(r, held, stop, resume, dst, switches):
     """Lost datagrams neither the source QEMU's at STOP (a few, sent
     within GUEST_BEFORE_STOP of it) nor, during the pause, ones the record
     counts `skipped`: copied on the source, never held by the destination's
@@ -63,8 +63,9 @@ def unexplained(r, held, stop, resume, dst):
     excused = (hit + paused)[:held['skipped']]
     if excused:
         print('lost, counted skipped (never held by the destination): %s; '
-              'OVS races %s' % ([round((t - stop) * 1e3, 1)
-                                 for _q, t in excused], races[-5:]))
+              'OVS races %s; the switches counted %s' % (
+                  [round((t - stop) * 1e3, 1) for _q, t in excused],
+                  races[-5:], switches))
     return [x for x in lost if x not in excused], races
 
 
@@ -103,7 +104,7 @@ def test_held_frames_reach_the_guest_once_in_order_and_the_bound_holds(
         assert all(t > resume for _q, t in r['reordered_sent_at']), why
         # Nothing sent during the pause lost but what the evidence above
         # excuses.
-        bad, races = unexplained(r, held, stop, resume, h2)
+        bad, races = unexplained(r, held, stop, resume, h2, m['switches'])
         assert not bad, dict(why, ovs_races=races[-5:])
         assert api.wire(wid)['state'] == 'tunnelled'
         assert {api.wire(wid)['host_a'], api.wire(wid)['host_b']} == \

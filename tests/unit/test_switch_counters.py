@@ -31,6 +31,7 @@ def test_only_drop_and_failure_counters_that_moved_are_reported():
     before = {'rconn_overflow': 3, 'xlate_actions': 10,
               'miss with failed upcall': 1, 'datapath_drop_tunnel_pop': 4}
     after = {'rconn_overflow': 8, 'xlate_actions': 900,
+             'datapath_drop_userspace_action_error': 1500,
              'miss with failed upcall': 1, 'datapath_drop_tunnel_pop': 4,
              'datapath_drop_invalid_port': 2}
     assert worth_reporting(before, after) == {
