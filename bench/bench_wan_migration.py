@@ -49,6 +49,7 @@ from cloud_lab import two_clouds, wait                    # noqa: E402
 from common import write_result                           # noqa: E402
 
 from virtualwire.cli import migration_profile as mp      # noqa: E402
+from vwlab.migration_options import virsh_options         # noqa: E402
 from vwlab.shell import sh                                # noqa: E402
 
 MEMORY_MB = 256
@@ -127,27 +128,6 @@ def kind_profile(kind):
     profile = mp.PROFILES[name]
     return dataclasses.replace(profile, zstd_streams=int(streams)) \
         if streams else profile
-
-
-def profile_options(host, g, profile, workdir):
-    """`virsh migrate` options for the profile, as an operator on the hook
-    path gives them; on libvirt < 9.4 the source QEMU is told zstd first
-    and the destination's comes in --xml (migration_profile)."""
-    import libvirt
-    conn = host.libvirt.conn()
-    p = mp.plan(profile, MEMORY_MB << 20,
-                libvirt_version=conn.getLibVersion())
-    if p['max_downtime_ms']:
-        host.libvirt.virsh('migrate-setmaxdowntime', g.name,
-                           str(p['max_downtime_ms']))
-    if not mp.asks_qemu(p):
-        return mp.virsh_args(p)
-    host.libvirt.virsh('qemu-monitor-command', g.name, mp.source_qmp(p))
-    path = os.path.join(workdir, g.name + '-dest.xml')    # one_move clears it
-    with open(path, 'w') as f:
-        f.write(mp.destination_xml(conn.lookupByName(g.name).XMLDesc(
-            libvirt.VIR_DOMAIN_XML_MIGRATABLE)))
-    return mp.virsh_args(p, path)
 
 
 def unshape(x):
@@ -235,7 +215,7 @@ def main():
                 raise SystemExit('the guest does not answer before move %d'
                                  % (i + 1))
             time.sleep(3)      # the writer at its rate
-            opts = profile_options(h1, g, profile, workdir)
+            opts = virsh_options(h1, g, profile)
             row = one_move(lab, g, far, h1, h2, opts, workdir,
                            rate=PROBE_RATE, during=lambda: Meter(
                                lab, xa, a, b, args.wire_pps,

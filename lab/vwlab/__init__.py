@@ -215,12 +215,16 @@ class Lab(ControllerMixin):
                 h.libvirt.virsh('destroy', guest.name, check=False)
 
     def migrate(self, guest, src, dst, timeout=120, downtime_ms=None,
-                options=()):
+                options=(), profile=None):
         """`virsh migrate --live` of a libvirt guest from host src to dst;
         returns the seconds it took (raises LabError with virsh's message
         if the migration fails). downtime_ms: QEMU's downtime limit for
         it (libvirt keeps it for the domain's next migration); options:
-        more virsh migrate options (e.g. --auto-converge)."""
+        more virsh migrate options (e.g. --auto-converge); profile: a
+        migration profile's (vwlab.migration_options), prepared first."""
+        if profile is not None:
+            from vwlab.migration_options import virsh_options
+            options = list(options) + virsh_options(src, guest, profile)
         if downtime_ms is not None:
             src.libvirt.virsh('migrate-setmaxdowntime', guest.name,
                               str(int(downtime_ms)))
