@@ -55,6 +55,7 @@ from migration_systems import (console_marks, crashed_late,     # noqa: E402
 
 from vwlab import Lab, hole_context, loss_audit, outage       # noqa: E402
 from vwlab.shell import OVS_NICE                               # noqa: E402
+from vwlab.switch_counters import SwitchCounters              # noqa: E402
 from vwlab.capture import HostCaptures, guest_taps, ifindexes_of  # noqa: E402
 from vwlab.ovn import Ovn                                      # noqa: E402
 from vwlab.qemu_events import EventWatch, stop_resume_windows  # noqa: E402
@@ -81,6 +82,9 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
     marks = console_marks(g)
     time.sleep(1.0)
     sysm.before(src, dst)
+    # What both switches counted dropped (a held move's `skipped` frames:
+    # did a switch drop them?).
+    counters = SwitchCounters([src, dst]).__enter__()
     with EventWatch([src, dst]) as ev:
         took = lab.migrate(g, src, dst, downtime_ms=downtime_ms)
         dst_taps = guest_taps(dst, g.name)
@@ -91,6 +95,7 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
         p.send_signal(signal.SIGINT)
     reports = {k: json.loads(p.communicate(timeout=60)[0].splitlines()[-1])
                for k, p in streams.items()}
+    counters.__exit__(None, None, None)
     caps.stop()
     sysm.where = dst
     [window] = stop_resume_windows(ev.events, g.name)
@@ -118,6 +123,11 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
                       if stop - 2 <= w[0] <= resume + 2] for h in (src, dst)}
     gone = tap_deleted_at(src, src_taps, stop)
     logs = {h.name: h.vswitchd_log() for h in lab.hosts}
+    # Any host's flows briefly sending to fewer tunnels (the far end's
+    # double send dipping to one host would explain `skipped`).
+    dips = {n: [(round((a - stop) * 1e3, 1), round((b - stop) * 1e3, 1))
+                for a, b in loss_audit.tunnel_dips(text)
+                if stop - 1 <= a <= resume + 1] for n, text in logs.items()}
     ctl_log = controller_log(lab) if sysm.api is not None else None
     for k, r in reports.items():
         vm, ip, nic = sysm.ends[k]
@@ -165,6 +175,8 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
         row['reordered'] = r.get('reordered', 0)
         # Ours with held frames: what the controller held and delivered.
         row['held'] = held.get(nic)
+        row['switch_drops'] = counters.moved()
+        row['tunnel_dips_ms_from_stop'] = {n: d for n, d in dips.items() if d}
         row['lost_on_the_way_back'] = r['lost_on_the_way_back']
         line.append('%s: lost %d (in %d) added %s net %s frame %s->dlv %s%s%s%s' % (
             k, r['lost'], r['lost_on_the_way_in'], fmt(row['added_ms']), fmt(edges['network_ms']),
