@@ -83,7 +83,7 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
     time.sleep(1.0)
     sysm.before(src, dst)
     # What both switches counted dropped (a held move's `skipped` frames:
-    # did a switch drop them?).
+    # did a switch drop them?); the captures count the kernel's overruns.
     counters = SwitchCounters([src, dst]).__enter__()
     with EventWatch([src, dst]) as ev:
         took = lab.migrate(g, src, dst, downtime_ms=downtime_ms)
@@ -176,6 +176,8 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
         # Ours with held frames: what the controller held and delivered.
         row['held'] = held.get(nic)
         row['switch_drops'] = counters.moved()
+        row['overruns'] = {'%s %s' % key: n
+                           for key, n in caps.overruns().items()}
         row['tunnel_dips_ms_from_stop'] = {n: d for n, d in dips.items() if d}
         row['lost_on_the_way_back'] = r['lost_on_the_way_back']
         line.append('%s: lost %d (in %d) added %s net %s frame %s->dlv %s%s%s%s' % (
