@@ -76,19 +76,23 @@ def _tunnelled(actions):
     return 'tnl_push(' in actions or 'tnl_pop(' in actions
 
 
-def ovs_glitches(log_text):
-    """[(start, end)] during which a vswitchd (dpif_netdev debug log) had
-    re-translated tunnel datapath flows without their tunnel action and put
-    it back within FLIP_BACK seconds."""
+def _tunnels(actions):
+    return actions.count('tnl_push(') + actions.count('tnl_pop(')
+
+
+def _undone_within(log_text, lost, regained):
+    """[(start, end)], merged, during which a vswitchd (dpif_netdev debug
+    log) re-translated datapath flows so that lost(old, new) held and then
+    regained(old, new) within FLIP_BACK seconds."""
     lost_at, out = [], []
     for t, module, level, text in ovs_log.lines(log_text):
         change = ovs_log.flow_change(module, level, text)
         if change is None:
             continue
         old, new = change
-        if _tunnelled(old) and not _tunnelled(new):
+        if lost(old, new):
             lost_at.append(t)
-        elif not _tunnelled(old) and _tunnelled(new):
+        elif regained(old, new):
             starts = [s for s in lost_at if t - s <= FLIP_BACK]
             if starts:
                 out.append((min(starts), t))
@@ -102,26 +106,23 @@ def ovs_glitches(log_text):
     return merged
 
 
+def ovs_glitches(log_text):
+    """[(start, end)] during which a vswitchd had re-translated tunnel
+    datapath flows without their tunnel action and put it back within
+    FLIP_BACK seconds."""
+    return _undone_within(
+        log_text, lambda o, n: _tunnelled(o) and not _tunnelled(n),
+        lambda o, n: not _tunnelled(o) and _tunnelled(n))
+
+
 def tunnel_dips(log_text):
     """[(start, end)] during which a vswitchd re-translated datapath flows
     with fewer tunnel outputs than before (a sister sending to both hosts
     of a moving vNIC briefly sending to one, or a tunnel flow to none) and
     had them back within FLIP_BACK: the general form of ovs_glitches."""
-    dips, out = [], []
-    for t, module, level, text in ovs_log.lines(log_text):
-        change = ovs_log.flow_change(module, level, text)
-        if change is None:
-            continue
-        old, new = (a.count('tnl_push(') + a.count('tnl_pop(')
-                    for a in change)
-        if new < old:
-            dips.append(t)
-        elif new > old:
-            starts = [s for s in dips if t - s <= FLIP_BACK]
-            if starts:
-                out.append((min(starts), t))
-            dips = [s for s in dips if s > t]
-    return sorted(out)
+    return _undone_within(log_text,
+                          lambda o, n: _tunnels(n) < _tunnels(o),
+                          lambda o, n: _tunnels(n) > _tunnels(o))
 
 
 def explain(lost, datagrams, guest_ip, peer_ip, port, guest_taps,

@@ -52,9 +52,9 @@ def libvirt_version(*conns):
 
 def launch(libvirt, dom, dconn, how):
     """migrate3 with the plan (its downtime limit set on the domain first);
-    where libvirt cannot ask QEMU for multifd
-    compression (< 9.4), the source QEMU is told over QMP and the
-    destination's through its XML first (migration_profile)."""
+    where libvirt cannot ask QEMU for multifd compression (< 9.4), the
+    source QEMU is told over QMP and the destination's through its XML
+    first (migration_profile)."""
     params, flags = profiles.libvirt_call(libvirt, how)
     if how.get('max_downtime_ms'):
         dom.migrateSetMaxDowntime(how['max_downtime_ms'], 0)
