@@ -465,3 +465,57 @@ def test_the_fast_poll_runs_only_while_a_move_holds_something():
     h.host('h1')                            # the source port goes
     h.call(h.ctl.poll_held)
     assert not h.ctl.polls_wanted and not h.ctl.holding
+
+
+def test_frames_the_destination_still_hands_us_after_the_move_are_delivered():
+    # migration-held-run4, move 12: the destination's switch took our
+    # bundle only ~450 ms after the guest's first frame; meanwhile its
+    # source QEMU quit and the move ended, and the frames that switch
+    # still sent us (its held flows) were dropped: 165 lost a stream.
+    h, w, vm = _holding()
+    src, dst = h.fabric.switches['h1'], h.fabric.switches['h2']
+    src.tap_reads[1] = 10
+    h.call(h.ctl.poll_held)
+    for n in range(3):
+        h.send('h3', 5, payload=_datagram(n))
+    src.tap_reads[1] = 12                   # read two, then stopped
+    h.call(h.ctl.poll_held)
+    dst.stall()                             # busy: takes nothing from us
+    h.send('h2', 2, payload=b'\0' * 28, eth_type=RARP)
+    h.send('h3', 5, payload=_datagram(3))   # activated, not yet in place
+    h.host('h1')                            # the source QEMU quits
+    h.tick(0.05)
+    h.call(h.ctl.poll_held)                 # the move is over
+    assert not h.ctl.tables.placement.moves
+    for n in range(4, 7):
+        h.send('h3', 5, payload=_datagram(n))
+    # The guest's own frame, sent on by the flow that saw its first: not
+    # handed back to it.
+    assert h.send('h2', 2, payload=b'from the guest') == [('h3', 5)]
+    dst.catch_up()
+    h.settle()
+    assert [(sw, port, f[14:]) for sw, port, f in h.fabric.packet_outs] == \
+        [('h2', 2, _datagram(n)) for n in range(2, 7)]
+    assert not h.ctl.stats['held_late_dropped']
+    assert h.send('h3', 5, payload=_datagram(7)) == [('h2', 2)]
+
+
+def test_frames_arriving_while_the_source_is_read_are_kept_if_the_move_ends():
+    h, w, vm = _holding()
+    src = h.fabric.switches['h1']
+    src.tap_reads[1] = 10
+    h.call(h.ctl.poll_held)
+    h.send('h3', 5, payload=_datagram(0))
+    src.tap_reads[1] = 10                   # the guest stopped before it
+    h.call(h.ctl.poll_held)
+    src.stall()                             # its reads will not come
+    h.send('h2', 2, payload=b'\0' * 28, eth_type=RARP)
+    h.send('h3', 5, payload=_datagram(1))
+    h.host('h1')                            # its QEMU quits: move over
+    assert not h.ctl.tables.placement.moves
+    h.send('h3', 5, payload=_datagram(2))
+    h.tick(0.25)                            # past READ_WAIT: all go
+    assert [(sw, port, f[14:]) for sw, port, f in h.fabric.packet_outs] == \
+        [('h2', 2, _datagram(n)) for n in range(3)]
+    [m] = h.call(h.ctl.migration_views)
+    assert m['held']['g']['source_reads'] == 'last-poll (timeout)'

@@ -20,6 +20,7 @@ class SwitchSession:
         self.connected_at = now()
         self.confirmed_at = None     # barrier reply after our last bundle
         self.barrier_xid = None
+        self.barrier_answered = True   # no bundle of ours still unconfirmed
         # Generations (control.programmed): of the last bundle sent, and
         # the last one the switch confirmed holding.
         self.sent_gen = 0
@@ -78,11 +79,13 @@ class SwitchSession:
         barrier = openflow.barrier()
         self.dp.set_xid(barrier)
         self.barrier_xid = barrier.xid
+        self.barrier_answered = False
         self.dp.send_msg(barrier)
         return len(diff.add) + len(diff.modify) + len(diff.delete)
 
     def barrier_reply(self, msg):
         if msg.xid == self.barrier_xid:
+            self.barrier_answered = True
             self.confirmed_at = self._now()
             self.confirmed_gen = self.sent_gen
 

@@ -101,6 +101,9 @@ class FakeDatapath(GeneveOption):
         self.tap_reads: Dict[int, int] = {}
         # port -> frames its tap dropped (a full queue): tx_dropped
         self.tap_drops: Dict[int, int] = {}
+        # While a list: the controller's messages wait here, unapplied,
+        # as on a switch busy elsewhere (stall / catch_up).
+        self.stalled: Optional[List] = None
 
     # -- what os-ken's Datapath offers the controller ----------------------
     def set_xid(self, msg):
@@ -118,6 +121,17 @@ class FakeDatapath(GeneveOption):
         self.closed = True
 
     # -- conveniences for tests ----------------------------------------------
+    def stall(self):
+        """Take nothing from the controller until catch_up(): its flow
+        changes, packet-outs and barriers wait in order, while frames go
+        on through the flows the switch holds."""
+        self.stalled = []
+
+    def catch_up(self):
+        waiting, self.stalled = self.stalled or [], None
+        for buf, obj in waiting:
+            self.receive(buf, obj)
+
     def apply(self, diff, bundle_id=1):
         """Send a FlowDiff the way the controller does: real messages, one
         atomic bundle."""
@@ -144,6 +158,9 @@ class FakeDatapath(GeneveOption):
 
     # -- the switch ----------------------------------------------------------
     def receive(self, buf, obj=None):
+        if self.stalled is not None:
+            self.stalled.append((buf, obj))
+            return
         version, msg_type, length, xid = struct.unpack_from('!BBHI', buf)
         assert version == ofp.OFP_VERSION and length == len(buf), \
             'bad OpenFlow header'
