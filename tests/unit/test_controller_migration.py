@@ -295,6 +295,20 @@ def _datagram(n):
     return b'\x45' + n.to_bytes(4, 'big') * 10
 
 
+def _sent_and_read(h, before, sent, read):
+    """The source tap has read `before`; `sent` datagrams go to the moving
+    guest (copied on the source, held on the destination), of which it
+    reads `read`, then stops; both counts polled. Returns the source."""
+    src = h.fabric.switches['h1']
+    src.tap_reads[1] = before
+    h.call(h.ctl.poll_held)
+    for n in range(sent):
+        h.send('h3', 5, payload=_datagram(n))
+    src.tap_reads[1] = before + read
+    h.call(h.ctl.poll_held)
+    return src
+
+
 def test_held_frames_the_guest_never_read_reach_it_first_in_order():
     h, w, vm = _holding()
     src = h.fabric.switches['h1']
@@ -434,13 +448,7 @@ def test_hold_must_be_true_or_false():
 def test_a_source_gone_before_activation_is_read_from_its_last_poll(
         gone, why):
     h, w, vm = _holding()
-    src = h.fabric.switches['h1']
-    src.tap_reads[1] = 50
-    h.call(h.ctl.poll_held)
-    for n in range(6):
-        h.send('h3', 5, payload=_datagram(n))
-    src.tap_reads[1] = 54                  # read four, then stopped
-    h.call(h.ctl.poll_held)
+    src = _sent_and_read(h, 50, 6, 4)      # read four, then stopped
     if gone == 'port':                     # its tap gone (QEMU quit)
         del src.tap_reads[1]
     else:
@@ -473,13 +481,8 @@ def test_frames_the_destination_still_hands_us_after_the_move_are_delivered():
     # source QEMU quit and the move ended, and the frames that switch
     # still sent us (its held flows) were dropped: 165 lost a stream.
     h, w, vm = _holding()
-    src, dst = h.fabric.switches['h1'], h.fabric.switches['h2']
-    src.tap_reads[1] = 10
-    h.call(h.ctl.poll_held)
-    for n in range(3):
-        h.send('h3', 5, payload=_datagram(n))
-    src.tap_reads[1] = 12                   # read two, then stopped
-    h.call(h.ctl.poll_held)
+    dst = h.fabric.switches['h2']
+    _sent_and_read(h, 10, 3, 2)             # read two, then stopped
     dst.stall()                             # busy: takes nothing from us
     h.send('h2', 2, payload=b'\0' * 28, eth_type=RARP)
     h.send('h3', 5, payload=_datagram(3))   # activated, not yet in place
@@ -502,12 +505,7 @@ def test_frames_the_destination_still_hands_us_after_the_move_are_delivered():
 
 def test_frames_arriving_while_the_source_is_read_are_kept_if_the_move_ends():
     h, w, vm = _holding()
-    src = h.fabric.switches['h1']
-    src.tap_reads[1] = 10
-    h.call(h.ctl.poll_held)
-    h.send('h3', 5, payload=_datagram(0))
-    src.tap_reads[1] = 10                   # the guest stopped before it
-    h.call(h.ctl.poll_held)
+    src = _sent_and_read(h, 10, 1, 0)       # the guest stopped before it
     src.stall()                             # its reads will not come
     h.send('h2', 2, payload=b'\0' * 28, eth_type=RARP)
     h.send('h3', 5, payload=_datagram(1))
