@@ -56,6 +56,8 @@ from migration_systems import (console_marks, crashed_late,     # noqa: E402
 from vwlab import Lab, hole_context, loss_audit, outage       # noqa: E402
 from vwlab.shell import OVS_NICE                               # noqa: E402
 from vwlab.switch_counters import SwitchCounters              # noqa: E402
+from vwlab.guest_drops import (guest_counters, guest_drops,    # noqa: E402
+                               tap_counters)
 from vwlab.capture import HostCaptures, guest_taps, ifindexes_of  # noqa: E402
 from vwlab.ovn import Ovn                                      # noqa: E402
 from vwlab.qemu_events import EventWatch, stop_resume_windows  # noqa: E402
@@ -80,6 +82,9 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
                              '--seconds', 120, realtime=True)
                for k, (vm, ip, _nic) in sysm.ends.items()}
     marks = console_marks(g)
+    # The guest's own drop counters, asked over its first wire.
+    ask_vm, ask_ip, _nic = next(iter(sysm.ends.values()))
+    guest_before = guest_counters(ask_vm, ask_ip)
     time.sleep(1.0)
     sysm.before(src, dst)
     # What both switches counted dropped (a held move's `skipped` frames:
@@ -97,6 +102,10 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
                for k, p in streams.items()}
     counters.__exit__(None, None, None)
     caps.stop()
+    # Towards the guest after the network: the destination taps' queues
+    # (since they appeared) and the guest's kernel.
+    taps_after = {tap: tap_counters(dst, tap) for _h, tap in dst_taps}
+    guest_dropped = guest_drops(guest_before, guest_counters(ask_vm, ask_ip))
     sysm.where = dst
     [window] = stop_resume_windows(ev.events, g.name)
     stop, _s, resume, _d = window
@@ -176,6 +185,8 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
         # Ours with held frames: what the controller held and delivered.
         row['held'] = held.get(nic)
         row['switch_drops'] = counters.moved()
+        row['dest_taps'] = taps_after
+        row['guest_dropped'] = guest_dropped
         row['overruns'] = {'%s %s' % key: n
                            for key, n in caps.overruns().items()}
         row['tunnel_dips_ms_from_stop'] = {n: d for n, d in dips.items() if d}
