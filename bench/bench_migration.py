@@ -181,6 +181,11 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
                                 / 1000.0, resume, logs, ctl_log)
             for h in row['other_holes'] if h['ms_after_resume'] > 0]
         row['lost_on_the_way_in'] = r['lost_on_the_way_in']
+        # Lost ones the captures cover (sent from just before STOP to just
+        # after RESUME): where each was seen last (underlay, tap, nowhere).
+        row['lost_near_pause_seen_last'] = loss_audit.last_seen(
+            {q for q, t in r['lost_sent_at'] if stop - 0.1 <= t <= resume + 0.1},
+            grams, ip)
         row['reordered'] = r.get('reordered', 0)
         # Ours with held frames: what the controller held and delivered.
         row['held'] = held.get(nic)

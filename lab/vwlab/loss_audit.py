@@ -240,3 +240,20 @@ def summary(verdicts, windows):
     if seen:
         out['network last seen'] = sorted(seen.items())
     return out
+
+
+def last_seen(lost_seqs, datagrams, guest_ip):
+    """{where a capture saw it last: count} of lost datagrams towards
+    `guest_ip` ('host iface in|out'; '' if no capture saw it): with
+    captures on both hosts of a move, says whether a datagram lost during
+    the pause reached the destination's underlay, its tap, or neither."""
+    last = {}
+    for d in datagrams:
+        q = _seq(d.payload) if d.dst == guest_ip else None
+        if q in lost_seqs and (q not in last or d.time > last[q].time):
+            last[q] = d
+    out: dict = {}
+    for q in lost_seqs:
+        w = _where(last.get(q))
+        out[w] = out.get(w, 0) + 1
+    return out

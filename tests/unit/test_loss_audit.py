@@ -1,8 +1,8 @@
 """The loss audit gives each lost datagram of a migration stream one cause,
 from where the captures saw it."""
 from vwlab.capture import Datagram
-from vwlab.loss_audit import (explain, guest_state, ovs_glitches, tunnel_dips,
-                                        summary)
+from vwlab.loss_audit import (explain, guest_state, last_seen, ovs_glitches,
+                              summary, tunnel_dips)
 
 G, P, PORT = '10.0.0.1', '10.0.0.2', 7000
 TAPS = {('h1', 'vnet0'), ('h2', 'vnet5')}
@@ -172,3 +172,12 @@ def test_a_loss_where_the_kernel_counted_switch_drops_is_an_overrun():
     # Drops on another interface excuse nothing here.
     assert causes(lost, grams, overruns={('h2', 'br-phy'): 5}) == \
         [(1, 'network'), (2, 'network'), (3, 'network')]
+
+
+def test_where_lost_datagrams_were_seen_last():
+    grams = [req(1, 10.05, 'h2', 'br-phy', outgoing=False, key=7),
+             req(2, 10.06, 'h1', 'br-phy', outgoing=False, key=7),
+             req(2, 10.061, 'h1', 'vnet0'),
+             rep(3, 10.07, 'h2', 'vnet5')]   # an answer is not the datagram
+    assert last_seen({1, 2, 3}, grams, G) == {
+        'h2 br-phy in': 1, 'h1 vnet0 out': 1, '': 1}
