@@ -29,7 +29,7 @@ given one cause:
 
 Pure: captures, windows and the lost list in, verdicts out.
 """
-from collections import namedtuple
+from collections import Counter, namedtuple
 
 from vwlab import ovs_log
 
@@ -252,8 +252,4 @@ def last_seen(lost_seqs, datagrams, guest_ip):
         q = _seq(d.payload) if d.dst == guest_ip else None
         if q in lost_seqs and (q not in last or d.time > last[q].time):
             last[q] = d
-    out: dict = {}
-    for q in lost_seqs:
-        w = _where(last.get(q))
-        out[w] = out.get(w, 0) + 1
-    return out
+    return dict(Counter(_where(last.get(q)) for q in lost_seqs))

@@ -113,8 +113,7 @@ class HoldHandlers(ControllerState):
 
     def _deliver_late(self, vnic, host, frame):
         port = self.tables.placement.claims.get(vnic, {}).get(host)
-        s = self.sessions.get(self.tables.hosts[host].dpid) \
-            if host in self.tables.hosts else None
+        s = self._session_of(host)
         if port is None or s is None:
             self.stats['held_late_dropped'] += 1
             return
@@ -167,9 +166,13 @@ class HoldHandlers(ControllerState):
         (bench migration-held-run4, move 12: a destination took its bundle
         ~450 ms after the guest's first frame, the move ended meanwhile,
         and then 165 such frames a stream were dropped here)."""
-        h = self.tables.hosts.get(host)
-        s = self.sessions.get(h.dpid) if h is not None else None
+        s = self._session_of(host)
         return s is None or s.installed is None or s.barrier_answered
+
+    def _session_of(self, host):
+        """The connected switch session of a host by name, or None."""
+        h = self.tables.hosts.get(host)
+        return self.sessions.get(h.dpid) if h is not None else None
 
     def _too_fast(self, vnic) -> bool:
         """Frames come faster than --hold-rate (judged over RATE_WINDOW):
@@ -211,8 +214,7 @@ class HoldHandlers(ControllerState):
         and reports every counter as all ones, OpenFlow's 'unavailable',
         as it does once the source QEMU quits and takes its tap along)."""
         port = self.tables.placement.claims.get(vnic, {}).get(host)
-        h = self.tables.hosts.get(host)
-        s = self.sessions.get(h.dpid) if h is not None else None
+        s = self._session_of(host)
         if port is None or s is None or s.installed is None:
             if then is not None:
                 then(None, 'no answer')
