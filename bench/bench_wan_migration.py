@@ -49,6 +49,7 @@ from cloud_lab import two_clouds, wait                    # noqa: E402
 from common import write_result                           # noqa: E402
 
 from virtualwire.cli import migration_profile as mp      # noqa: E402
+from vwlab import guest_crash                            # noqa: E402
 from vwlab.migration_options import virsh_options         # noqa: E402
 from vwlab.shell import sh                                # noqa: E402
 
@@ -216,6 +217,7 @@ def main():
                                  % (i + 1))
             time.sleep(3)      # the writer at its rate
             opts = virsh_options(h1, g, profile)
+            booted = guest_crash.marks(g.console_text())
             row = one_move(lab, g, far, h1, h2, opts, workdir,
                            rate=PROBE_RATE, during=lambda: Meter(
                                lab, xa, a, b, args.wire_pps,
@@ -223,7 +225,8 @@ def main():
             row.update(completed_job(h2, g.name), run=i + 1, profile=kind,
                        options=opts)
             time.sleep(1.0)
-            row['guest_crashed'] = 'is not a head' in g.console_text()
+            row['guest_crashed'] = guest_crash.marks(
+                g.console_text()) > booted
             rows.append(row)
             print('%2d %-12s link %6.1f MB qemu %6.1f MiB took %5.1f s '
                   '(%s Mbit/s) passes %s pause %6.1f ms added %s wire '

@@ -6,18 +6,14 @@ import os
 import time
 import uuid
 
+from vwlab import guest_crash
 from vwlab.shell import sh
-
-# Console lines that say the guest crashed (TCG: rare kernel panics after a
-# migration) or booted again; checked after each migration and again before
-# the next one (a reboot takes seconds to show).
-CRASH_MARKS = ('Kernel panic', 'BUG:', 'Oops', 'is not a head',
-               'vw-guest: ready')
 
 
 def console_marks(guest):
-    text = guest.console_text()
-    return sum(text.count(m) for m in CRASH_MARKS)
+    """Checked after each migration and again before the next one (a
+    reboot takes seconds to show)."""
+    return guest_crash.marks(guest.console_text())
 
 
 class System:

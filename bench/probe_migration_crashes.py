@@ -1,8 +1,10 @@
 """Which QEMU migration capabilities break the lab's guests? Each set of
-`virsh migrate` options migrates fresh guests back and forth between two
-hosts under a 1 kHz UDP echo stream, four moves a guest, and counts the
-guests whose console shows the virtio ring broken ("is not a head!") or an
-oops after a move (a broken guest is not moved again).
+`virsh migrate` options, or migration profile ('p-' sets: prepared as
+`vwlab.migration_options` does, zstd asked of QEMU directly on libvirt
+9.0), migrates fresh guests back and forth between two hosts under a 1 kHz
+UDP echo stream, four moves a guest, and counts the guests whose console
+shows a crash after a move (`vwlab.guest_crash`: the virtio ring broken,
+an oops or panic, or a new boot; a broken guest is not moved again).
 
 Why: with QEMU's `compress` (zlib on threads, libvirt's "mt") the lab's
 guests broke in CI; this tells the capability at fault from the lab's TCG
@@ -10,8 +12,11 @@ guest in general (README "Live migration", docs/benchmarks.rst).
 
     python bench/probe_migration_crashes.py [--sets wan,mt,xbzrle,default]
                                             [--guests 3]
+    python bench/probe_migration_crashes.py --guests 8 \
+        --sets p-default,p-autoconverge,p-zstd,p-wan --name ...
 """
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -26,7 +31,8 @@ sys.path[:0] = [os.path.join(HERE, '..', 'lab'),
 
 from common import write_result                              # noqa: E402
 from conftest import Api, wait_until                         # noqa: E402
-from vwlab import Lab                                        # noqa: E402
+from virtualwire.cli import migration_profile as mp           # noqa: E402
+from vwlab import Lab, guest_crash                           # noqa: E402
 
 CACHE = str(64 << 20)
 SETS = {
@@ -39,14 +45,20 @@ SETS = {
             '--comp-xbzrle-cache', CACHE, '--comp-mt-threads', '2',
             '--comp-mt-level', '1', '--auto-converge'],
 }
+# Profiles and each capability of `wan` alone.
+_WAN = mp.PROFILES['wan']
+PROFILE_SETS = {
+    'p-default': mp.PROFILES['default'],
+    'p-wan': _WAN,
+    'p-deltas': mp.PROFILES['deltas'],
+    'p-zstd': dataclasses.replace(_WAN, name='zstd', auto_converge=False),
+    'p-autoconverge': dataclasses.replace(_WAN, name='autoconverge',
+                                          zstd_streams=0),
+}
 MOVES = 4
 
 
-def broken(console):
-    return 'is not a head' in console or 'Oops' in console
-
-
-def one_guest(lab, api, name, options, k):
+def one_guest(lab, api, name, k):
     h1, h2 = lab.hosts
     nic = str(uuid.uuid4())
     tag = '%s%d' % (name, k)
@@ -56,22 +68,32 @@ def one_guest(lab, api, name, options, k):
     api.wait_state(wid, 'tunnelled')
     wait_until(lambda: vm.ping('10.81.0.1', count=1)[1] == 1, 20,
                what='guest answers')
+    booted = guest_crash.marks(g.console_text())
     stream = vm.tool_bg('udp-echo', '--dst', '10.81.0.1', '--rate', 1000,
                         '--seconds', 120)
-    moves, failed, broke_at = 0, [], None
+    moves, failed, broke_at, crash = 0, [], None, []
     try:
         for i in range(MOVES):
             time.sleep(1)
             src, dst = (h1, h2) if i % 2 == 0 else (h2, h1)
             try:
-                lab.migrate(g, src, dst, options=options)
+                if name in PROFILE_SETS:
+                    lab.migrate(g, src, dst, profile=PROFILE_SETS[name])
+                else:
+                    lab.migrate(g, src, dst, options=SETS[name])
             except Exception as e:      # a failed migration is said, not hidden
                 failed.append(str(e)[-200:])
             moves += 1
             time.sleep(1)
-            if broken(g.console_text()):
+            if guest_crash.marks(g.console_text()) > booted:
                 broke_at = i + 1
+                crash = guest_crash.crash_lines(g.console_text())[:3]
                 break
+        else:       # a crash can take seconds to reach the console
+            time.sleep(3)
+            if guest_crash.marks(g.console_text()) > booted:
+                broke_at = MOVES
+                crash = guest_crash.crash_lines(g.console_text())[:3]
     finally:
         stream.send_signal(2)
         try:
@@ -81,7 +103,7 @@ def one_guest(lab, api, name, options, k):
         api.req('DELETE', '/v1/wires/%d' % wid)
         lab.destroy_guest(g)
     return {'moves': moves, 'broke_after_move': broke_at,
-            'failed_migrations': failed}
+            'crash': crash, 'failed_migrations': failed}
 
 
 def main():
@@ -91,13 +113,15 @@ def main():
     ap.add_argument('--name', default='migration_crashes-run1',
                     help='result file under bench/results/')
     args = ap.parse_args()
-    out = {'sets': {}, 'moves_per_guest': MOVES, 'options': SETS}
+    out = {'sets': {}, 'moves_per_guest': MOVES, 'options': SETS,
+           'profiles': {k: dataclasses.asdict(p)
+                        for k, p in PROFILE_SETS.items()}}
     with Lab(2, libvirt=True) as lab:
         lab.start_controller()
         api = Api(lab)
         wait_until(api.synced, 60, what='controller and hosts')
         for name in args.sets.split(','):
-            guests = [one_guest(lab, api, name, SETS[name], k)
+            guests = [one_guest(lab, api, name, k)
                       for k in range(args.guests)]
             out['sets'][name] = {
                 'guests': guests,

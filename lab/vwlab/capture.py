@@ -146,13 +146,15 @@ def read_pcap(path, host, names, heads=None):
     return out
 
 
-def guest_taps(host, domain):
-    """{(host name, tap)} of the NICs of a libvirt guest running on host."""
+def guest_taps(host, domain, mac=None):
+    """{(host name, tap)} of the NICs of a libvirt guest running on host
+    (only the NIC with that MAC, if given)."""
     out = host.libvirt.virsh('domiflist', domain).stdout
     taps = set()
     for line in out.splitlines()[2:]:
         fields = line.split()
-        if fields and fields[0] != '-':
+        if fields and fields[0] != '-' and (
+                mac is None or fields[-1].lower() == mac.lower()):
             taps.add((host.name, fields[0]))
     return taps
 
