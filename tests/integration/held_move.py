@@ -6,7 +6,7 @@ import time
 
 from conftest import wait_until
 from migration_helpers import probe_report
-from vwlab import loss_audit
+from vwlab import guest_crash, loss_audit
 from vwlab.overruns import Overruns
 from vwlab.qemu_events import EventWatch, stop_resume_windows
 from vwlab.switch_counters import SwitchCounters
@@ -27,7 +27,7 @@ def brief(r, held, stop, resume, g):
                                   for _q, t in r['lost_sent_at']][:20],
             'reordered_ms_from_stop': [round((t - stop) * 1e3, 1) for _q, t
                                        in r['reordered_sent_at']],
-            'console_broken': 'is not a head' in g.console_text()}
+            'console_broken': guest_crash.crash_lines(g.console_text())}
 
 
 def held_record(api, guest_name, since):
@@ -60,8 +60,8 @@ def move(lab, api, g, far, ip, src, dst, size):
     watch.__exit__(None, None, None)
     overruns.__exit__(None, None, None)
     counters.__exit__(None, None, None)
-    if 'is not a head' in g.console_text():
-        print('guest QEMU broke (virtio), done again:',
+    if guest_crash.crash_lines(g.console_text()):
+        print('guest crashed (QEMU TCG fault), done again:',
               g.console_text()[-300:])
         return None
     [(stop, _s, resume, _d)] = stop_resume_windows(watch.events, g.name)

@@ -7,7 +7,7 @@ import sys
 
 from conftest import flows_of
 from virtualwire.core import ids
-from vwlab import loss_audit
+from vwlab import guest_crash, loss_audit
 
 # Lost datagrams are followed through packet captures (lab.loss_audit): one
 # the network did not deliver must have been sent within the guest's
@@ -198,9 +198,9 @@ class Ensemble:
         return p, reports, windows, caps, taps
 
     def broken(self):
-        """Guests whose virtio ring QEMU's TCG fault corrupted."""
+        """Guests QEMU's TCG fault crashed (guest_crash: their console)."""
         return [g.name for g in self.guests
-                if 'is not a head' in g.console_text()]
+                if guest_crash.crash_lines(g.console_text())]
 
     def remove(self, api):
         api.req('DELETE', '/v1/topologies/%s' % self.tag)

@@ -9,7 +9,7 @@ import time
 import uuid
 
 from conftest import Api, wait_until
-from vwlab import loss_audit, outage, routers
+from vwlab import guest_crash, loss_audit, outage, routers
 from vwlab.capture import HostCaptures, guest_taps
 from vwlab.qemu_events import EventWatch, stop_resume_windows
 
@@ -94,9 +94,10 @@ def routed_move(lab, src, dst, r1_host, r2_host, tag, rate, workdir,
         from migration_helpers import probe_report
         r = probe_report(stream)
         caps.stop()
-        if 'is not a head' in g.console_text():
-            print('router guest %s: virtio ring corrupted (QEMU TCG '
-                  'fault), not judged' % g.name)
+        if guest_crash.crash_lines(g.console_text()):
+            print('router guest %s crashed (QEMU TCG fault), not judged: '
+                  '%s' % (g.name, guest_crash.crash_lines(
+                      g.console_text())[:2]))
             return None
         after = (r1.changes(), r2.changes(), routers.guest_changes(g))
         [(stop, s_host, resume, d_host)] = stop_resume_windows(ev.events,

@@ -6,9 +6,9 @@ import time
 import uuid
 
 from conftest import _seq, wait_until
-from migration_helpers import (MARGIN, audit, heads, migrate_bg,
-                               probe_report)
-from vwlab import outage
+from migration_helpers import MARGIN, audit, heads, migrate_bg, probe_report
+from vwlab import guest_crash, outage
+from vwlab.guest_crash import check_guest, once_more_if_the_guest_crashed
 from vwlab.capture import Capture, HostCaptures, count_protocol, guest_taps
 from vwlab.capture import ifindexes_of
 from vwlab.qemu_events import EventWatch, stop_resume_windows
@@ -23,6 +23,11 @@ def test_a_guest_that_announces_nothing_is_activated_by_its_first_frame(
     announce sent nothing did); the guest's own data (a 1 kHz beacon)
     is its first frame there and activates it in the switch: losses only
     from STOP to that frame (plus margin), none duplicated."""
+    once_more_if_the_guest_crashed(
+        lambda d: _announces_nothing(lab, api, str(d)), tmp_path)
+
+
+def _announces_nothing(lab, api, tmp_path):
     h1, h2, h3 = lab.hosts
     n = next(_seq)
     nic = str(uuid.uuid4())
@@ -35,6 +40,7 @@ def test_a_guest_that_announces_nothing_is_activated_by_its_first_frame(
         api.wait_state(wid, 'tunnelled')
         wait_until(lambda: far.ping('10.84.0.1', count=1)[1] == 1, 20,
                    what='guest answers')
+        booted = guest_crash.marks(g.console_text())
         for h in lab.hosts:
             h.log_datapath_flow_changes()
         caps = HostCaptures(lab.hosts, tmp_path).__enter__()
@@ -64,6 +70,7 @@ def test_a_guest_that_announces_nothing_is_activated_by_its_first_frame(
         watch.__exit__(None, None, None)
         [window] = stop_resume_windows(watch.events, g.name)
         stop, _, resume, _ = window
+        check_guest(g, booted)
         on_dst = ifindexes_of(rarps, {t for _h, t in dst_taps})
         # No announce at all: not one RARP on the destination's taps ...
         assert count_protocol(rarps.path, 0x8035, on_dst) == 0
@@ -78,7 +85,7 @@ def test_a_guest_that_announces_nothing_is_activated_by_its_first_frame(
         assert {'garp': 'arp'}.get(by, by) == first[1], (m, first)
         assert m['state'] == 'completed'
         near = {q for q, t in enumerate(r['sent_times'])
-                if stop - 0.1 <= t <= resume + 0.1}
+                if stop - 0.1 <= t <= max(resume, first[0]) + 0.1}
         grams = caps.datagrams(heads([r]) | {q.to_bytes(8, 'big')
                                               for q in near})
         edges = outage.delivery_edges(
@@ -106,9 +113,23 @@ def test_a_guest_that_announces_nothing_is_activated_by_its_first_frame(
         # those.
         around = [v for v in bad if stop - 0.1 <= v.at <= first[0] + 0.1]
         assert not around, why
-        # The switch delivered on the destination right after that frame.
+        # The switch delivered on the destination from that frame on: the
+        # first datagram sent after it that reached the guest's new tap
+        # left its sender within the margin. Judged by send time, not by
+        # when the capture saw it: in one CI run every datagram was late
+        # by 37 ms there (a starved machine, nothing lost), which says
+        # nothing about the switch-over; bench_migration measures speed.
         assert edges['first_frame_to_delivery_ms'] is not None, why
-        assert edges['first_frame_to_delivery_ms'] <= MARGIN * 1000, why
+        into = {int.from_bytes(d.payload[:8], 'big') for d in grams
+                if d.outgoing and d.dst == '10.84.0.1' and
+                (d.host, d.iface) in dst_taps}
+        sent = r['sent_times']
+        after = [sent[q] - first[0] for q in into
+                 if q < len(sent) and sent[q] >= first[0]]
+        assert after and min(after) <= MARGIN, (
+            'first datagram sent after the frame and delivered: %s ms '
+            'after it' % (round(min(after) * 1000, 2) if after else None),
+            why)
         assert r['lost'] > 0, 'the stream never met the pause: %s' % (why,)
     finally:
         h2.libvirt.set_incoming_qemu_args(None)

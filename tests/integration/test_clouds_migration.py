@@ -7,7 +7,7 @@ import time
 import pytest
 
 from conftest import Api, wait_until
-from vwlab import outage
+from vwlab import guest_crash, outage
 
 SWITCHOVER_MS = 50.0   # RESUME -> first delivery into the destination tap
 # Each far end's echo stream, and how many runs may break. QEMU's TCG fault
@@ -133,10 +133,10 @@ def _attempt(clouds, tmp_path, k):
         grams = caps.datagrams(heads(reports) | near)
         # QEMU's known fault under TCG (docs/benchmarks.rst, guest
         # crashes): after some migrations the guest's virtio transmit ring
-        # is corrupted and it answers nothing more; frames on a tap cannot
-        # cause it, and what is lost after it is not the network's.
+        # is corrupted, or the guest panics (and reboots); frames on a tap
+        # cannot cause it, and what is lost after it is not the network's.
         console = g.console_text()
-        broken = [l for l in console.splitlines() if 'is not a head' in l]
+        broken = guest_crash.crash_lines(console)
         if broken:
             # When it struck, against the moves (guest uptime, s): during
             # a move's copy (the source running) or after its RESUME.
