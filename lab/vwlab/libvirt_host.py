@@ -184,17 +184,6 @@ class LibvirtHost:
         with open(path, 'w') as f:
             f.write('\n'.join(args) + '\n')
 
-    def set_qemu_binary(self, path):
-        """The QEMU (an executable taking QEMU's arguments) that starts this
-        host's guests from now on; None: the system's."""
-        target = self.path('etc-libvirt', 'vw-qemu-binary')
-        if path is None:
-            if os.path.exists(target):
-                os.unlink(target)
-            return
-        with open(target, 'w') as f:
-            f.write(path + '\n')
-
     def hook_dir(self):
         """Where this host's libvirt looks for hooks (/etc/libvirt/hooks)."""
         return self.path('etc-libvirt', 'hooks')
