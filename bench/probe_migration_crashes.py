@@ -69,6 +69,9 @@ def one_guest(lab, api, name, k):
     wait_until(lambda: vm.ping('10.81.0.1', count=1)[1] == 1, 20,
                what='guest answers')
     booted = guest_crash.marks(g.console_text())
+    ver = json.loads(h1.libvirt.virsh(
+        'qemu-monitor-command', g.name,
+        '{"execute": "query-version"}').stdout)['return']['package']
     stream = vm.tool_bg('udp-echo', '--dst', '10.81.0.1', '--rate', 1000,
                         '--seconds', 120)
     moves, failed, broke_at, crash = 0, [], None, []
@@ -103,7 +106,7 @@ def one_guest(lab, api, name, k):
         api.req('DELETE', '/v1/wires/%d' % wid)
         lab.destroy_guest(g)
     return {'moves': moves, 'broke_after_move': broke_at,
-            'crash': crash, 'failed_migrations': failed}
+            'crash': crash, 'failed_migrations': failed, 'qemu': ver}
 
 
 def main():
