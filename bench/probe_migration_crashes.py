@@ -74,7 +74,10 @@ def one_guest(lab, api, name, k):
         '{"execute": "query-version"}').stdout)['return']['package']
     stream = vm.tool_bg('udp-echo', '--dst', '10.81.0.1', '--rate', 1000,
                         '--seconds', 120)
-    moves, failed, broke_at, crash = 0, [], None, []
+    moves, failed = 0, []
+
+    def crashed():
+        return guest_crash.marks(g.console_text()) > booted
     try:
         for i in range(MOVES):
             time.sleep(1)
@@ -88,15 +91,12 @@ def one_guest(lab, api, name, k):
                 failed.append(str(e)[-200:])
             moves += 1
             time.sleep(1)
-            if guest_crash.marks(g.console_text()) > booted:
-                broke_at = i + 1
-                crash = guest_crash.crash_lines(g.console_text())[:3]
+            if crashed():
                 break
         else:       # a crash can take seconds to reach the console
             time.sleep(3)
-            if guest_crash.marks(g.console_text()) > booted:
-                broke_at = MOVES
-                crash = guest_crash.crash_lines(g.console_text())[:3]
+        broke_at = moves if crashed() else None
+        crash = guest_crash.crash_lines(g.console_text())[:3]
     finally:
         stream.send_signal(2)
         try:

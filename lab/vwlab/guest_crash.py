@@ -23,10 +23,9 @@ def marks(console: str) -> int:
     return sum(console.count(m) for m in MARKS)
 
 
-def crash_lines(console: str, since: int = 0):
-    """The console's lines from character `since` on that mark a crash
-    (for an error message)."""
-    return [line for line in console[since:].splitlines()
+def crash_lines(console: str):
+    """The console's lines that mark a crash (for an error message)."""
+    return [line for line in console.splitlines()
             if any(m in line for m in MARKS[:-1])]
 
 

@@ -94,10 +94,10 @@ def routed_move(lab, src, dst, r1_host, r2_host, tag, rate, workdir,
         from migration_helpers import probe_report
         r = probe_report(stream)
         caps.stop()
-        if guest_crash.crash_lines(g.console_text()):
+        crashed = guest_crash.crash_lines(g.console_text())
+        if crashed:
             print('router guest %s crashed (QEMU TCG fault), not judged: '
-                  '%s' % (g.name, guest_crash.crash_lines(
-                      g.console_text())[:2]))
+                  '%s' % (g.name, crashed[:2]))
             return None
         after = (r1.changes(), r2.changes(), routers.guest_changes(g))
         [(stop, s_host, resume, d_host)] = stop_resume_windows(ev.events,
