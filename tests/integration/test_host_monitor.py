@@ -13,9 +13,24 @@ from virtualwire.southbound.host_ovsdb import HostDb
 SCHEMA = '/usr/share/openvswitch/vswitch.ovsschema'
 
 
+class Failed(subprocess.CalledProcessError):
+    def __str__(self):
+        return '%s; stderr: %s' % (super().__str__(), self.stderr)
+
+
 def sh(*cmd):
-    return subprocess.run(list(cmd), check=True, capture_output=True,
-                          text=True, timeout=60).stdout
+    r = subprocess.run(list(cmd), capture_output=True, text=True, timeout=60)
+    if r.returncode:
+        raise Failed(r.returncode, cmd, r.stdout, r.stderr)
+    return r.stdout
+
+
+def _running(pid):
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except FileNotFoundError:
+        return False
 
 
 class Server:
@@ -31,7 +46,16 @@ class Server:
            '--log-file=%s/s.log' % self.d, '--detach', '--no-chdir')
 
     def stop(self):
+        # 'exit' is answered before the process has gone: until it has, it
+        # still holds the database's lock and a new server on the same file
+        # refuses to start (seen once in CI). Wait for the process itself.
+        with open('%s/s.pid' % self.d) as f:
+            pid = int(f.read())
         sh('ovs-appctl', '-t', '%s/s.ctl' % self.d, 'exit')
+        deadline = time.monotonic() + 10
+        while _running(pid):
+            assert time.monotonic() < deadline, 'ovsdb-server %d lingers' % pid
+            time.sleep(0.01)
 
     def vsctl(self, *args):
         return sh('ovs-vsctl', '--no-wait', '--db=unix:' + self.sock, *args)
