@@ -242,6 +242,20 @@ def summary(verdicts, windows):
     return out
 
 
+def handed_to_guest(lost, datagrams, guest_taps, after):
+    """The (seq, sent) of `lost` sent after `after` whose last sighting on
+    `guest_taps` was the switch handing the datagram (either leg of an
+    echo routed through the guest) into the guest: the network delivered
+    it and the guest never passed it on. For a stream through a router
+    guest, where `explain`'s peer -> guest model does not fit."""
+    last = {}
+    for d in sorted(datagrams, key=lambda d: d.time):
+        if (d.host, d.iface) in guest_taps:
+            last[_seq(d.payload)] = d
+    return [(q, t) for q, t in lost if t > after and q in last and
+            last[q].outgoing]
+
+
 def last_seen(lost_seqs, datagrams, guest_ip):
     """{where a capture saw it last: count} of lost datagrams towards
     `guest_ip` ('host iface in|out'; '' if no capture saw it): with

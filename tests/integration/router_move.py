@@ -20,7 +20,9 @@ from vwlab.qemu_events import EventWatch, stop_resume_windows
 # captures show the switch handed them into the guest's source tap: the
 # source QEMU, busy with its final pass, stops reading its taps up to
 # ~150 ms before it stops the guest, and what waits in a tap dies with it
-# (QEMU's, not the network's; held frames are to take them).
+# (QEMU's, not the network's; held frames are to take them). Later ones
+# likewise where the captures show the switch handed them into the guest
+# on its destination and the guest never passed them on.
 MARGIN_S = 0.05
 # After the move, longer than the dead interval (4 s) and the hold time
 # (3 s): an adjacency the pause broke has been seen to break by then.
@@ -152,6 +154,11 @@ def routed_move(lab, src, dst, r1_host, r2_host, tag, rate, workdir,
         raced = [(q, t) for q, t in outside if any(
             a - RACE_SLACK_S <= t <= b + RACE_SLACK_S for a, b in races)]
         outside = [x for x in outside if x not in raced]
+        # (seen once in CI: 21 of a burst 0.8 s after RESUME, the 12 between
+        # passed on in reverse order: the guest's own kernel or QEMU.)
+        in_guest = loss_audit.handed_to_guest(outside, grams, dst_taps,
+                                              after=resume)
+        outside = [x for x in outside if x not in in_guest]
         assert not outside, ('lost outside the pause +-%d ms, not handed '
                              'to the guest: %s (OVS tunnel races %s)' % (
                                  MARGIN_S * 1e3,
@@ -169,7 +176,8 @@ def routed_move(lab, src, dst, r1_host, r2_host, tag, rate, workdir,
                'lost_before_stop_ms': round(max(
                    [stop - t for _q, t in r['lost_sent_at'] if t < stop],
                    default=0) * 1e3, 1),
-               'lost_to_ovs_tunnel_race': len(raced)}
+               'lost_to_ovs_tunnel_race': len(raced),
+               'dropped_in_guest_after_resume': len(in_guest)}
         print('router guest %s -> %s: %s; OSPF and BGP kept (%d, %d state '
               'changes before, none during)' % (src.name, dst.name, out,
                                                 len(before[0]),

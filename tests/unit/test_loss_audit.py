@@ -1,8 +1,8 @@
 """The loss audit gives each lost datagram of a migration stream one cause,
 from where the captures saw it."""
 from vwlab.capture import Datagram
-from vwlab.loss_audit import (explain, guest_state, last_seen, ovs_glitches,
-                              summary, tunnel_dips)
+from vwlab.loss_audit import (explain, guest_state, handed_to_guest,
+                              last_seen, ovs_glitches, summary, tunnel_dips)
 
 G, P, PORT = '10.0.0.1', '10.0.0.2', 7000
 TAPS = {('h1', 'vnet0'), ('h2', 'vnet5')}
@@ -181,3 +181,22 @@ def test_where_lost_datagrams_were_seen_last():
              rep(3, 10.07, 'h2', 'vnet5')]   # an answer is not the datagram
     assert last_seen({1, 2, 3}, grams, G) == {
         'h2 br-phy in': 1, 'h1 vnet0 out': 1, '': 1}
+
+
+def test_a_routed_datagram_last_handed_into_the_guest_is_the_guests():
+    # A router guest: the request goes in on vnet5 and out on vnet6, the
+    # reply back in on vnet6 and out on vnet5.
+    taps = {('h2', 'vnet5'), ('h2', 'vnet6')}
+    grams = [req(1, 11.0, 'h2', 'vnet5'),                 # in, never out
+             req(2, 11.1, 'h2', 'vnet5'),                 # in, out, and
+             req(2, 11.101, 'h2', 'vnet6', outgoing=False),
+             rep(2, 11.102, 'h2', 'vnet6', outgoing=True),  # reply in
+             req(3, 11.2, 'h2', 'vnet5'),                 # through both ways:
+             req(3, 11.201, 'h2', 'vnet6', outgoing=False),  # lost beyond
+             req(4, 11.3, 'h1', 'br-phy', outgoing=False)]   # never reached
+    lost = [(1, 10.99), (2, 11.09), (3, 11.19), (4, 11.29), (5, 11.39),
+            (1, 9.0)]
+    assert handed_to_guest(lost, grams, taps, after=10.2) == [
+        (1, 10.99), (2, 11.09)]
+    # Before `after` (the guest paused or on its source) nothing is.
+    assert handed_to_guest(lost, grams, taps, after=12.0) == []
