@@ -43,8 +43,61 @@ def check_guest(guest, booted: int) -> None:
             guest.name, crash_lines(text)[:4]))
 
 
+class GuestStalled(GuestCrashed):
+    """The lab's TCG guest ran nothing for seconds after a move although
+    the switch kept handing it datagrams (the captures say so), and its
+    console says nothing: seen in CI, 4.5 s until its stream ended, likely
+    the same stale pages in a spot that hangs rather than oopses."""
+
+
+# A silence this long while being handed datagrams is not a busy guest.
+STALL_S = 1.0
+STALL_HANDED = 20
+
+
+def stall(datagrams, taps, windows, min_s=STALL_S, min_handed=STALL_HANDED):
+    """(from, seconds, handed) of the longest time after the first RESUME
+    that the guest sent nothing on any of its taps while they were handed
+    `handed` datagrams, if over `min_s` with at least `min_handed`; else
+    None. datagrams: capture records (vwlab.capture.Datagram); taps:
+    {(host, iface)} of all the guest's NICs (one NIC answering is not a
+    stall: a wire that fails alone stays the network's); windows: the
+    moves' [(stop, src, resume, dst)]. A pause restarts the clock."""
+    resumes = sorted(w[2] for w in windows)
+    if not resumes:
+        return None
+    events = sorted((d.time, d.outgoing) for d in datagrams
+                    if (d.host, d.iface) in taps and d.time >= resumes[0])
+    best, quiet, handed = None, resumes[0], 0
+    for t, into in events:
+        if any(w[0] <= t < w[2] for w in windows):
+            continue                            # paused: not running at all
+        resumed = max(r for r in resumes if r <= t)
+        if resumed > quiet:
+            quiet, handed = resumed, 0
+        if not into:
+            quiet, handed = t, 0
+            continue
+        handed += 1
+        gap = t - quiet
+        if gap > min_s and handed >= min_handed and (
+                best is None or gap > best[1]):
+            best = (quiet, gap, handed)
+    return best
+
+
+def check_running(guest, datagrams, taps, windows):
+    """Raise GuestStalled if `stall` finds one."""
+    s = stall(datagrams, taps, windows)
+    if s is not None:
+        raise GuestStalled(
+            'guest %s sent nothing for %.1f s from %.3f (after RESUME) while '
+            'its taps were handed %d datagrams' % (guest.name, s[1], s[0],
+                                                   s[2]))
+
+
 def once_more_if_the_guest_crashed(run, directory):
-    """run(directory / 'run1'); if its guest crashed, say so (a warning in
+    """run(directory / 'run1'); if its guest crashed or stalled, say so (a warning in
     the test report) and run(directory / 'run2') with new guests. A second
     crash fails: the lab cannot judge the network then, and that is not
     hidden."""

@@ -172,7 +172,7 @@ def routed_move(lab, src, dst, r1_host, r2_host, tag, rate, workdir,
         out = {'took_s': round(took, 1), 'network_ms': edges['network_ms'],
                'pause_ms': round((resume - stop) * 1e3, 1),
                'lost': r['lost'], 'rate': rate,
-               'unread_by_source_qemu': len(unread),
+               'handed_to_guest_on_source': len(unread),
                'lost_before_stop_ms': round(max(
                    [stop - t for _q, t in r['lost_sent_at'] if t < stop],
                    default=0) * 1e3, 1),

@@ -8,7 +8,8 @@ import uuid
 from conftest import _seq, wait_until
 from migration_helpers import MARGIN, audit, heads, migrate_bg, probe_report
 from vwlab import guest_crash, outage
-from vwlab.guest_crash import check_guest, once_more_if_the_guest_crashed
+from vwlab.guest_crash import (check_guest, check_running,
+                               once_more_if_the_guest_crashed)
 from vwlab.capture import Capture, HostCaptures, count_protocol, guest_taps
 from vwlab.capture import ifindexes_of
 from vwlab.qemu_events import EventWatch, stop_resume_windows
@@ -88,6 +89,7 @@ def _announces_nothing(lab, api, tmp_path):
                 if stop - 0.1 <= t <= max(resume, first[0]) + 0.1}
         grams = caps.datagrams(heads([r]) | {q.to_bytes(8, 'big')
                                               for q in near})
+        check_running(g, grams, taps, [window])   # a TCG stall: run again
         edges = outage.delivery_edges(
             grams, '10.84.0.1', guest_taps_before, dst_taps, stop, resume,
             first[0])

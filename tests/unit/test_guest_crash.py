@@ -74,3 +74,56 @@ def test_a_second_crash_fails_and_other_failures_are_not_rerun(tmp_path):
     with pytest.raises(AssertionError, match='lost 5'):
         guest_crash.once_more_if_the_guest_crashed(loses, tmp_path / 'x')
     assert len(runs) == 1
+
+
+def _gram(t, host, iface, into):
+    from vwlab.capture import Datagram
+    return Datagram(t, host, iface, into, '10.0.0.2', '10.0.0.1', 1, 7000,
+                    b'\0' * 8, None)
+
+
+TAPS = {('h2', 'vnet1'), ('h2', 'vnet2')}
+MOVE = [(10.0, 'h1', 10.2, 'h2')]
+
+
+def _stream(start, end, answered_on=('vnet1', 'vnet2'), step=0.01):
+    out, t = [], start
+    while t < end:
+        for nic in ('vnet1', 'vnet2'):
+            out.append(_gram(t, 'h2', nic, True))
+            if nic in answered_on:
+                out.append(_gram(t + 0.001, 'h2', nic, False))
+        t += step
+    return out
+
+
+def test_a_guest_that_answers_is_not_stalled():
+    assert guest_crash.stall(_stream(10.21, 14.0), TAPS, MOVE) is None
+
+
+def test_a_guest_silent_while_handed_datagrams_is_stalled():
+    grams = _stream(10.21, 11.0) + _stream(11.0, 13.0, answered_on=()) + \
+        _stream(13.0, 14.0)
+    since, seconds, handed = guest_crash.stall(grams, TAPS, MOVE)
+    assert 10.99 <= since <= 11.002 and 1.9 < seconds < 2.1
+    assert 380 <= handed <= 420
+    with pytest.raises(guest_crash.GuestStalled, match='sent nothing for 2.0'):
+        guest_crash.check_running(FakeGuest(''), grams, TAPS, MOVE)
+
+
+def test_one_nic_answering_is_not_a_stall():
+    # A wire that fails alone is the network's to answer for.
+    assert guest_crash.stall(_stream(10.21, 14.0, answered_on=('vnet1',)),
+                             TAPS, MOVE) is None
+
+
+def test_silence_while_paused_or_not_handed_anything_is_no_stall():
+    # Nothing handed: a network that delivers nothing is not the guest's.
+    assert guest_crash.stall(_stream(10.21, 11.0), TAPS, MOVE) is None
+    # Paused 1.5 s on a second move, its taps handed the stream meanwhile.
+    moves = MOVE + [(12.0, 'h2', 13.5, 'h2')]
+    grams = _stream(10.21, 12.0) + _stream(12.0, 13.5, answered_on=()) + \
+        _stream(13.5, 14.0)
+    assert guest_crash.stall(grams, TAPS, moves) is None
+    # ... but the same silence with the guest running is one.
+    assert guest_crash.stall(grams, TAPS, MOVE)[1] > 1.4
