@@ -23,6 +23,10 @@ Datagram = namedtuple('Datagram', 'time host iface outgoing src dst sport '
                       'dport payload key')
 
 
+# A frame on an interface, whatever it carries (from the SLL2 header alone).
+Frame = namedtuple('Frame', 'time host iface outgoing')
+
+
 class CaptureError(Exception):
     pass
 
@@ -96,6 +100,12 @@ class Capture:
         if not os.path.exists(self.path):
             return []
         return read_pcap(self.path, self.host, self.names, heads)
+
+    def frames_on(self, ifaces):
+        """Every frame captured on the interfaces named `ifaces`."""
+        names = {i: n for i, n in self.names.items() if n in ifaces}
+        return [Frame(t, self.host, names[i], out)
+                for t, _p, i, out in frames(self.path) if i in names]
 
 
 # Where a payload starts in an SLL2 capture: after IPv4 (no options) + UDP,
@@ -202,6 +212,12 @@ class HostCaptures:
 
     def datagrams(self, heads=None):
         return [d for c in self.caps for d in c.datagrams(heads)]
+
+    def frames_on(self, taps):
+        """Every frame captured on taps {(host, iface)}: all of a stream,
+        where `datagrams(heads)` reads back only some."""
+        return [f for c in self.caps
+                for f in c.frames_on({i for h, i in taps if h == c.host})]
 
 
 # SLL2 header (tcpdump -i any -y LINUX_SLL2): protocol, reserved, ifindex,

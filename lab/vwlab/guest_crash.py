@@ -55,19 +55,21 @@ STALL_S = 1.0
 STALL_HANDED = 20
 
 
-def stall(datagrams, taps, windows, min_s=STALL_S, min_handed=STALL_HANDED):
+def stall(frames, taps, windows, min_s=STALL_S, min_handed=STALL_HANDED):
     """(from, seconds, handed) of the longest time after the first RESUME
     that the guest sent nothing on any of its taps while they were handed
-    `handed` datagrams, if over `min_s` with at least `min_handed`; else
-    None. datagrams: capture records (vwlab.capture.Datagram); taps:
+    `handed` frames, if over `min_s` with at least `min_handed`; else
+    None. frames: every frame captured on the taps (`time host iface
+    outgoing`: HostCaptures.frames_on; not only the lost datagrams, whose
+    answers are missing by definition); taps:
     {(host, iface)} of all the guest's NICs (one NIC answering is not a
     stall: a wire that fails alone stays the network's); windows: the
     moves' [(stop, src, resume, dst)]. A pause restarts the clock."""
     resumes = sorted(w[2] for w in windows)
     if not resumes:
         return None
-    events = sorted((d.time, d.outgoing) for d in datagrams
-                    if (d.host, d.iface) in taps and d.time >= resumes[0])
+    events = sorted((f.time, f.outgoing) for f in frames
+                    if (f.host, f.iface) in taps and f.time >= resumes[0])
     best, quiet, handed = None, resumes[0], 0
     for t, into in events:
         if any(w[0] <= t < w[2] for w in windows):
@@ -86,13 +88,13 @@ def stall(datagrams, taps, windows, min_s=STALL_S, min_handed=STALL_HANDED):
     return best
 
 
-def check_running(guest, datagrams, taps, windows):
+def check_running(guest, frames, taps, windows):
     """Raise GuestStalled if `stall` finds one."""
-    s = stall(datagrams, taps, windows)
+    s = stall(frames, taps, windows)
     if s is not None:
         raise GuestStalled(
             'guest %s sent nothing for %.1f s from %.3f (after RESUME) while '
-            'its taps were handed %d datagrams' % (guest.name, s[1], s[0],
+            'its taps were handed %d frames' % (guest.name, s[1], s[0],
                                                    s[2]))
 
 

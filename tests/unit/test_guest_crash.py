@@ -77,9 +77,8 @@ def test_a_second_crash_fails_and_other_failures_are_not_rerun(tmp_path):
 
 
 def _gram(t, host, iface, into):
-    from vwlab.capture import Datagram
-    return Datagram(t, host, iface, into, '10.0.0.2', '10.0.0.1', 1, 7000,
-                    b'\0' * 8, None)
+    from vwlab.capture import Frame
+    return Frame(t, host, iface, into)
 
 
 TAPS = {('h2', 'vnet1'), ('h2', 'vnet2')}
@@ -107,7 +106,8 @@ def test_a_guest_silent_while_handed_datagrams_is_stalled():
     since, seconds, handed = guest_crash.stall(grams, TAPS, MOVE)
     assert 10.99 <= since <= 11.002 and 1.9 < seconds < 2.1
     assert 380 <= handed <= 420
-    with pytest.raises(guest_crash.GuestStalled, match='sent nothing for 2.0'):
+    with pytest.raises(guest_crash.GuestStalled,
+                       match='sent nothing for 2.0 s .* handed 4.. frames'):
         guest_crash.check_running(FakeGuest(''), grams, TAPS, MOVE)
 
 
