@@ -84,28 +84,28 @@ def test_held_frames_reach_the_guest_once_in_order_and_the_bound_holds(
         why = dict(brief(r, held, stop, resume, g), switches=m['switches'])
         # The guest was paused for a while and frames kept coming: some
         # reached only its destination, and it got every one of them.
-        assert m['hold'] is None, why       # the controller's default
-        assert pause > 0.02 and held['delivered'] >= 10, why
+        assert m['hold'] is None, str(why)       # the controller's default
+        assert pause > 0.02 and held['delivered'] >= 10, str(why)
         # The source's count at activation, or, when its QEMU had quit and
         # taken the tap along (OVS then reports the counters unavailable),
         # its last poll, 50 ms apart and the pause longer: after STOP.
         assert held['aligned'] and held['source_reads'] in (
-            'answered', 'last-poll (tap gone)'), why
-        assert held['evicted'] == 0, why
+            'answered', 'last-poll (tap gone)'), str(why)
+        assert held['evicted'] == 0, str(why)
         # STOP lay between two polls of the source tap (50 ms apart).
         assert held['stop_window'] is not None and \
-            0 <= held['stop_window'] <= 200, why
+            0 <= held['stop_window'] <= 200, str(why)
         # Once and in order: none twice, none that reached the destination
         # while the guest was paused overtaken; at most one at the
         # switch-over, after it resumed, as the controller relayed the last
         # 'late' frame (control.holding).
-        assert r['duplicates'] == 0, why
-        assert r['reordered'] <= min(1, held.get('late', 0)), why
-        assert all(t > resume for _q, t in r['reordered_sent_at']), why
+        assert r['duplicates'] == 0, str(why)
+        assert r['reordered'] <= min(1, held.get('late', 0)), str(why)
+        assert all(t > resume for _q, t in r['reordered_sent_at']), str(why)
         # Nothing sent during the pause lost but what the evidence above
         # excuses.
         bad, races = unexplained(r, held, stop, resume, h2, m['switches'])
-        assert not bad, dict(why, ovs_races=races[-5:])
+        assert not bad, str(dict(why, ovs_races=races[-5:]))
         assert api.wire(wid)['state'] == 'tunnelled'
         assert {api.wire(wid)['host_a'], api.wire(wid)['host_b']} == \
             {'h2', 'h3'}
@@ -117,19 +117,27 @@ def test_held_frames_reach_the_guest_once_in_order_and_the_bound_holds(
         r, m, stop, resume = out
         held = m['held'][nic]
         why = dict(brief(r, held, stop, resume, g), switches=m['switches'])
-        assert held['evicted'] > 0, why                 # cut at the bound
-        assert held['delivered'] * 1000 <= HOLD_BYTES, why
+        print('flood move: %s' % why)
+        assert held['evicted'] > 0, str(why)                 # cut at the bound
+        assert held['delivered'] * 1000 <= HOLD_BYTES, str(why)
         # What the bound cut is missing (the oldest unread: from where the
         # source QEMU stopped reading into the pause), and nothing else but
-        # the source QEMU's own at STOP and what OVS's race explains.
+        # the source QEMU's own at STOP and, as in the first move, what the
+        # record counts `skipped` (sent in the pause or in OVS's race: the
+        # source's copy has them, the destination's controller never got
+        # them; a local loop saw 4 so under this flood, no race logged).
         lost = [(q, t) for q, t in r['lost_sent_at']]
         hit, races = raced(lost, h1)
-        excess = len(lost) - held['evicted'] - len(hit[:held['skipped']])
-        assert 0 <= excess <= QEMU_AT_STOP, dict(why, ovs_races=races[-5:])
-        assert all(t < resume for _q, t in lost), why
-        assert r['duplicates'] == 0, why
-        assert r['reordered'] <= min(1, held.get('late', 0)), why
-        assert all(t > resume for _q, t in r['reordered_sent_at']), why
+        paused = [x for x in lost if stop < x[1] < resume or x in hit]
+        skipped = min(held['skipped'], max(0, len(paused) - held['evicted']))
+        if skipped:
+            print('flood move: %d lost counted skipped' % skipped)
+        excess = len(lost) - held['evicted'] - skipped
+        assert 0 <= excess <= QEMU_AT_STOP, str(dict(why, ovs_races=races[-5:]))
+        assert all(t < resume for _q, t in lost), str(why)
+        assert r['duplicates'] == 0, str(why)
+        assert r['reordered'] <= min(1, held.get('late', 0)), str(why)
+        assert all(t > resume for _q, t in r['reordered_sent_at']), str(why)
         return
     pytest.fail('the guest broke (QEMU TCG virtio fault) in all %d runs'
                 % ATTEMPTS)
