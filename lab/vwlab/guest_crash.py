@@ -99,10 +99,10 @@ def check_running(guest, frames, taps, windows):
 
 
 def once_more_if_the_guest_crashed(run, directory):
-    """run(directory / 'run1'); if its guest crashed or stalled, say so (a warning in
-    the test report) and run(directory / 'run2') with new guests. A second
-    crash fails: the lab cannot judge the network then, and that is not
-    hidden."""
+    """run(directory / 'run1'); if its guest crashed or stalled, say so (a
+    warning in the test report) and run(directory / 'run2') with new
+    guests. A second crash fails: the lab cannot judge the network then,
+    and that is not hidden."""
     for k in (1, 2):
         (directory / ('run%d' % k)).mkdir(parents=True)
     try:

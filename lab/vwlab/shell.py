@@ -52,7 +52,7 @@ def read_text(path):
         return ''
 
 
-def _gone(pid):
+def gone(pid):
     """Exited: no such process, or a zombie nobody has reaped yet (a lab
     tool's child of this process: it will never go by itself)."""
     try:
@@ -82,7 +82,7 @@ def kill_pidfiles(paths, wait=5.0):
             pass
     end = time.time() + wait
     while live and time.time() < end:
-        live = [p for p in live if not _gone(p)]
+        live = [p for p in live if not gone(p)]
         if live:
             time.sleep(0.02)
     for pid in live:

@@ -2,35 +2,19 @@
 real ovsdb-server with Open vSwitch's schema: what the controller reads
 of a host, each kind of change, and a server restart."""
 import os
-import subprocess
 import threading
 import time
 
 import pytest
 
 from virtualwire.southbound.host_ovsdb import HostDb
+from vwlab import shell
 
 SCHEMA = '/usr/share/openvswitch/vswitch.ovsschema'
 
 
-class Failed(subprocess.CalledProcessError):
-    def __str__(self):
-        return '%s; stderr: %s' % (super().__str__(), self.stderr)
-
-
 def sh(*cmd):
-    r = subprocess.run(list(cmd), capture_output=True, text=True, timeout=60)
-    if r.returncode:
-        raise Failed(r.returncode, cmd, r.stdout, r.stderr)
-    return r.stdout
-
-
-def _running(pid):
-    try:
-        with open('/proc/%d/stat' % pid) as f:
-            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
-    except FileNotFoundError:
-        return False
+    return shell.sh(list(cmd))      # LabError with the command's stderr
 
 
 class Server:
@@ -53,7 +37,7 @@ class Server:
             pid = int(f.read())
         sh('ovs-appctl', '-t', '%s/s.ctl' % self.d, 'exit')
         deadline = time.monotonic() + 10
-        while _running(pid):
+        while not shell.gone(pid):
             assert time.monotonic() < deadline, 'ovsdb-server %d lingers' % pid
             time.sleep(0.01)
 
@@ -69,7 +53,7 @@ def server(tmp_path):
     yield s
     try:
         s.stop()
-    except subprocess.CalledProcessError:
+    except shell.LabError:
         pass
 
 
