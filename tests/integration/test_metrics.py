@@ -116,9 +116,11 @@ def test_loss_is_zero_on_a_clean_wire_and_exact_when_frames_are_dropped(
     # odd ARP frame of the sender's lost with them) ...
     missed = sent['sent'] - got['received']
     assert missed <= lost <= missed + 3, (after, sent, got)
-    # ... and that is what the underlay's rule dropped (in one run 7 more
-    # went while the rule was being put in and taken out).
-    assert drop.dropped <= lost <= drop.dropped + 10, (lost, drop.dropped)
+    # ... and that is what the underlay's rule dropped: its counter is
+    # read once the rule is gone (read before, CI once saw 16 lost
+    # uncounted), so only the odd frame that entered the wire and was not
+    # yet delivered at a reading differs.
+    assert drop.dropped <= lost <= drop.dropped + 3, (lost, drop.dropped)
     r = subprocess.run([sys.executable, '-m', 'virtualwire.cli', '--config',
                         lab.vwctl_config, 'stats', str(w['id'])],
                        capture_output=True, text=True, timeout=60)
