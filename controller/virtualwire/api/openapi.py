@@ -258,8 +258,12 @@ def _document():
                              'reading and the first that saw it stopped: '
                              'the most a late cut can cost), '
                              'source_dropped (the source tap\'s drops '
-                             'during the move); or abandoned: why holding '
-                             'stopped (frames faster than --hold-rate)'}}},
+                             'during the move), drops_placed (of those, '
+                             'before the cut, which moved it on), '
+                             'drops_unplaced (the most the cut can fall '
+                             'short: a duplicate each); or abandoned: why '
+                             'holding stopped (frames faster than '
+                             '--hold-rate)'}}},
                 'ConnectRequest': {
                     'type': 'object', 'required': ['a', 'b'],
                     'additionalProperties': False,

@@ -23,15 +23,25 @@ poll is delivered. Between the last poll that saw the guest reading and
 that one (`stop_window` copies: polls every 50 ms) lies STOP; the record
 carries the window so a loss can be told from the cost of a late poll.
 
+The tap drops what it is handed while its queue is full (a guest that
+stopped reading for seconds: `source_dropped`). A dropped frame was
+copied but is never read, so each one the guest's reads went past would
+move the cut one early: a frame it read, delivered again. Each poll's drops happened among the
+copies that came before its reply and after the previous poll's (the
+drops placed: counted by copies); those of every poll interval wholly
+before the cut move it on by their number, and count in the base's bound
+too.
+
 What it protects against: a frame the guest read on its source delivered
 again (a duplicate), a frame it never read lost (unless the ring's bound
 evicted it, or it never reached the destination: both counted). What it
 does not: a guest that lagged its tap at every poll, then caught up
 before STOP, makes the base low and the cut late, by at most the frames
-of the stop window, lost uncounted. A copy of a frame the source's tap
-dropped (its queue full: `source_dropped`) moves the cut early by one, a
-duplicate. Identical frames (same first COPY_LEN bytes) are told apart
-only by their order.
+of the stop window, lost uncounted. Drops in the poll interval that
+holds the cut, or before the first poll that saw a copy, cannot be
+placed: each of them the guest read past is a duplicate, at most
+`drops_unplaced`. Identical frames (same first COPY_LEN bytes) are told
+apart only by their order.
 """
 import bisect
 import collections
@@ -69,13 +79,19 @@ class Release:
     # poll; None when the count released came from no poll).
     stop_window: Optional[int] = None
     source_dropped: int = 0             # the source tap's, during the move
+    # Of those: before the cut, which moved it on; and where the polls
+    # cannot tell (see the module's docstring).
+    drops_placed: int = 0
+    drops_unplaced: int = 0
 
     def view(self):
         return {'delivered': len(self.frames), 'held': self.held,
                 'read_on_source': self.read_on_source,
                 'evicted': self.evicted, 'skipped': self.skipped,
                 'aligned': self.aligned, 'stop_window': self.stop_window,
-                'source_dropped': self.source_dropped}
+                'source_dropped': self.source_dropped,
+                'drops_placed': self.drops_placed,
+                'drops_unplaced': self.drops_unplaced}
 
 
 @dataclass
@@ -100,6 +116,11 @@ class HeldFrames:
     window: int = 0
     first_dropped: Optional[int] = None  # the tap's drop count, first poll
     last_dropped: Optional[int] = None
+    # (copies at the previous poll, copies before this reply, drops
+    # between) for each poll interval that began with copies flowing and
+    # saw drops.
+    drop_marks: List[Tuple[int, int, int]] = field(default_factory=list)
+    drops_marked: int = 0
 
     def hold(self, frame: bytes) -> None:
         if len(frame) > self.max_bytes:
@@ -128,12 +149,23 @@ class HeldFrames:
         `dropped` the tap's transmit drops (its queue was full)."""
         if reads != self.last_reads:
             self.window = copies_before_reply - self.last_copies
-        self.last_reads, self.last_copies = reads, copies_before_reply
         if dropped is not None:
             if self.first_dropped is None:
                 self.first_dropped = dropped
+            elif dropped > (self.last_dropped or 0) and self.last_copies:
+                # Copies flowed since the previous poll: every frame the
+                # tap was handed since was copied, so these were among
+                # copies before this reply (a poll before the first copy
+                # would also count frames handed before the move).
+                n = dropped - (self.last_dropped or 0)
+                self.drop_marks.append((self.last_copies,
+                                        copies_before_reply, n))
+                self.drops_marked += n
             self.last_dropped = dropped
-        bound = reads - copies_before_reply
+        self.last_reads, self.last_copies = reads, copies_before_reply
+        # Reads before the first copy: at least the reads now less the
+        # copies that were neither queued nor dropped.
+        bound = reads - copies_before_reply + self.drops_marked
         if self.base is None or bound > self.base:
             self.base = bound
 
@@ -161,11 +193,34 @@ class HeldFrames:
         if reads is None or self.base is None:
             return Release(frames, held, 0, 0, 0, False,
                            source_dropped=dropped)
-        r = self._cut_at(max(0, reads - self.base), frames, held, find)
+        cut, placed, unplaced = self._past_drops(max(0, reads - self.base))
+        r = self._cut_at(cut, frames, held, find)
         if reads == self.last_reads:
             r.stop_window = self.window
         r.source_dropped = dropped
+        r.drops_placed = placed
+        r.drops_unplaced = unplaced + max(0, dropped - self.drops_marked)
         return r
+
+    def _past_drops(self, cut):
+        """The cut moved on past the drops of every poll interval that
+        ended before it (the guest read on beyond them: the cut never
+        passes the true one), and the most it can still fall short, a
+        duplicate each: the drops of the interval that holds it and of
+        any after that those could reach. (cut, placed, unplaced)."""
+        placed = 0
+        marks = iter(self.drop_marks)
+        for since, before_reply, n in marks:
+            if before_reply <= cut:
+                cut += n
+                placed += n
+                continue
+            reach = cut + n if since < cut else cut
+            for since, _, n in marks:
+                if since < reach:
+                    reach += n
+            return cut, placed, reach - cut
+        return cut, placed, 0
 
     def _cut_at(self, cut, frames, held, find) -> Release:
         unread = [(i, d) for i, d in self.copies if i >= cut]
