@@ -26,10 +26,11 @@ def echo_report(sent_at, echoes):
     Between two consecutive echoes the responder's counter tells how many
     of the missing datagrams reached it (lost on the way back) and how
     many did not (lost on the way in)."""
-    seen, dups = {}, 0
+    seen, dups, dup_seqs = {}, 0, []
     for seq, ctr, t in echoes:
         if seq in seen:
             dups += 1
+            dup_seqs.append(seq)
         else:
             seen[seq] = ctr
     lost_in = lost_back = 0
@@ -59,6 +60,8 @@ def echo_report(sent_at, echoes):
         else:
             runs.append([q, q])
     return {'sent': len(sent_at), 'echoed': len(seen), 'duplicates': dups,
+            # Which (the first 100): a capture tells who made each twice.
+            'duplicate_seqs': dup_seqs[:100],
             'reordered': len(reordered),
             # Each with its send time: where in a move it happened.
             'reordered_sent_at': [[q, sent_at[q]] for q in reordered[:100]],

@@ -50,6 +50,28 @@ def heads(reports):
             for q, _ in r['lost_sent_at']}
 
 
+def duplicate_heads(reports):
+    """Payload heads of the sequence numbers echoed twice."""
+    return {q.to_bytes(8, 'big') for r in reports
+            for q in r['duplicate_seqs']}
+
+
+def check_duplicates(report, grams, guest_ip, taps, allowed=0):
+    """Fail on a duplicate the network made (vwlab.duplicate_audit: the
+    guest handed a request twice, or its one echo doubled on the way),
+    beyond `allowed` (what held frames say they could not place); one
+    the guest sent twice itself is its own. Returns {seq: cause}."""
+    from vwlab import duplicate_audit
+    causes = duplicate_audit.explain(report['duplicate_seqs'], grams,
+                                     guest_ip, 7000, taps)
+    ours = [q for q, c in causes.items() if c in duplicate_audit.OURS]
+    # Beyond the 100 listed, nothing is known: all count as ours.
+    ours_n = len(ours) + report['duplicates'] - len(causes)
+    assert ours_n <= allowed, str((guest_ip, report['duplicates'], causes,
+                                   'allowed', allowed))
+    return causes
+
+
 def audit(lab, report, grams, guest_ip, peer_ip, taps, windows,
            overruns=None):
     """(lost runs by cause, the lost datagrams nothing excuses). The hosts

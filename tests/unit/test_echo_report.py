@@ -20,7 +20,7 @@ def test_losses_each_way_and_windows():
     assert r['lost'] == 3
     assert r['lost_on_the_way_in'] == 2
     assert r['lost_on_the_way_back'] == 1
-    assert r['duplicates'] == 1
+    assert r['duplicates'] == 1 and r['duplicate_seqs'] == [7]
     assert [(x['first'], x['last']) for x in r['lost_runs']] == [(2, 3),
                                                                   (6, 6)]
     assert r['lost_runs'][0]['from'] == 100.002
