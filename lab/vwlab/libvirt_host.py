@@ -171,6 +171,20 @@ class LibvirtHost:
             if hold is not None:
                 f.write('hold = %s\n' % ('yes' if hold else 'no'))
 
+    def set_ram_pad(self, kib):
+        """KiB the emulator wrapper adds to guests' RAM on this host (None:
+        its default, 8: no multiple of 256 KiB, so QEMU 7.2 syncs dirty
+        pages on its path that keeps TCG's write trap; 0: QEMU's own sizes,
+        with the fast path that loses pages). Applies to guests started
+        after; both ends of a move must agree."""
+        path = self.path('etc-libvirt', 'vw-qemu-ram-pad-kib')
+        if kib is None:
+            if os.path.exists(path):
+                os.unlink(path)
+            return
+        with open(path, 'w') as f:
+            f.write('%d\n' % int(kib))
+
     def set_incoming_qemu_args(self, args):
         """Extra QEMU arguments for guests migrating into this host (the
         emulator wrapper adds them when QEMU starts with -incoming), e.g.
