@@ -11,6 +11,9 @@ without re-arming the TCG TLB's write trap, so a page written after it
 was sent is not sent again). Debian 12's QEMU 7.2.22 lacks the fix; the
 destination runs with stale pages: list corruption, invalid opcodes, a
 broken virtio ring. KVM tracks dirty pages itself and is not affected.
+The lab's emulator wrapper keeps guests off that path (their RAM is no
+multiple of 256 KiB: guest/qemu-tcg-single); these checks stay, for a
+guest started without it and for whatever else breaks a TCG guest.
 """
 import warnings
 

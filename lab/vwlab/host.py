@@ -288,6 +288,11 @@ class LabHost:
         g = LibvirtGuest(name, os.path.join(d, name + '.console'),
                          os.path.join(d, name + '.xml'),
                          str(uuid_mod.uuid4()))
+        # A new guest's console starts empty: QEMU appends (the console
+        # must outlive a migration), and an earlier guest of this name's
+        # crash read as this one's (a loop over a test on one lab saw it).
+        if os.path.exists(g.console):
+            os.unlink(g.console)
         spec = []
         for vnic_id, cidr in nics:
             self._nic_seq += 1
