@@ -26,11 +26,11 @@ carries the window so a loss can be told from the cost of a late poll.
 The tap drops what it is handed while its queue is full (a guest that
 stopped reading for seconds: `source_dropped`). A dropped frame was
 copied but is never read, so each one the guest's reads went past would
-move the cut one early: a frame it read, delivered again. Each poll's drops happened among the
-copies that came before its reply and after the previous poll's (the
-drops placed: counted by copies); those of every poll interval wholly
-before the cut move it on by their number, and count in the base's bound
-too.
+move the cut one early: a frame it read, delivered again. Each poll's
+drops happened among the copies that came before its reply and after
+the previous poll's; those of every poll interval wholly before the cut
+move it on by their number (`drops_placed`), and count in the base's
+bound too.
 
 What it protects against: a frame the guest read on its source delivered
 again (a duplicate), a frame it never read lost (unless the ring's bound
