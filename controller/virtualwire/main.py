@@ -14,6 +14,8 @@ import secrets
 import socket
 import sys
 
+from virtualwire.metrics import loss
+
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
@@ -126,6 +128,7 @@ def parse_args(argv=None):
                    help="read every switch's flow counters this often, "
                         '1-5 s (REST stats, /metrics, the dashboard answer '
                         'from the last reading; default: %(default)s)')
+    loss.add_arguments(p)
     p.add_argument('--collector', default='', metavar='URL[,URL]',
                    help='read flow counters from these collector processes '
                         '(virtualwire-collector; the first that answers), '
@@ -331,6 +334,7 @@ def main(argv=None):
                             ovsdb_port=args.host_ovsdb_port,
                             move_timeout=args.move_timeout,
                             stats_interval=args.stats_interval,
+                            counter_lag=(args.counter_lag, args.max_flight),
                             activation_settle=(args.activation_settle_ms /
                                                1000.0),
                             hold=args.hold == 'on',

@@ -4,6 +4,7 @@ frames a wire must carry unchanged."""
 import json
 import os
 import tempfile
+import time
 
 from scapy.all import ARP, LLC, STP, Dot1Q, Ether, Raw
 from scapy.contrib.lldp import (LLDPDUChassisID, LLDPDUEndOfLLDPDU,
@@ -24,7 +25,9 @@ def tcp_transfer(src, dst, dst_ip, nbytes, port=5001):
     return sent, got
 
 
-def udp_stream(src, dst, dst_ip, seconds=1.0, rate=1000, port=6001, size=64):
+def udp_stream(src, dst, dst_ip, seconds=1.0, rate=1000, port=6001, size=64,
+               marks=None):
+    """`marks`: a dict given the time the sender ended ('sent_at')."""
     ready = tempfile.mktemp(prefix='vwready')
     rx = dst.tool_bg('udp-recv', '--port', port, '--seconds', seconds + 1.5,
                      '--ready-file', ready)
@@ -32,6 +35,8 @@ def udp_stream(src, dst, dst_ip, seconds=1.0, rate=1000, port=6001, size=64):
     os.unlink(ready)
     sent = src.tool('udp-send', '--dst', dst_ip, '--port', port, '--rate',
                     rate, '--seconds', seconds, '--size', size)
+    if marks is not None:
+        marks['sent_at'] = time.time()
     out, _ = rx.communicate(timeout=seconds + 30)
     return sent, json.loads(out.strip().splitlines()[-1])
 

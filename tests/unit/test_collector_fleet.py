@@ -90,7 +90,7 @@ def test_readings_credit_each_increase_once_and_the_pace_follows_cost():
     w.answer(1, 'c1', [stat(1, A_IN, 15)])
     ab = f.figures(CID)['a_to_b']
     assert (ab['entered_packets'], ab['delivered_packets'],
-            ab['lost_packets']) == (15, 9, 6)
+            ab['lost_packets'], ab['unsettled_packets']) == (15, 9, 0, 6)
     # A stale reply (an earlier xid) is not credited again.
     f.reply(1, 'c1', 1, [stat(1, A_IN, 99)], False)
     assert f.figures(CID)['a_to_b']['entered_packets'] == 15

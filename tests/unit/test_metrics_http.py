@@ -64,7 +64,8 @@ def test_a_wires_counters_and_the_hosts_drops_are_exported(lab):
     key = (('direction', 'a_to_b'), ('wire', wid))
     assert s[('virtualwire_wire_entered_packets_total', key)] == 3
     assert s[('virtualwire_wire_delivered_packets_total', key)] == 3
-    assert s[('virtualwire_wire_lost_packets', key)] == 0
+    assert s[('virtualwire_wire_lost_packets_total', key)] == 0
+    assert s[('virtualwire_wire_unsettled_packets', key)] == 0
     info = [k for k in s if k[0] == 'virtualwire_wire_info']
     assert dict(info[0][1]) == {'wire': wid, 'end_a': 'a', 'end_b': 'b',
                                 'state': 'tunnelled', 'site_a': 'default',

@@ -297,22 +297,28 @@ def _document():
                                'hosts and the source delivers'}}},
                 'Direction': {'type': 'object', 'description':
                               'entered at the sending end, delivered to '
-                              "the far end's port, lost = entered - "
-                              'delivered (in flight at the reading '
-                              'included), held: dropped on a migration\'s '
-                              'destination until activation; window: the '
-                              "collector's last ~10 s, where lost_packets "
-                              'is the raw difference, uncertain_packets '
-                              'what of it may be in flight or not yet '
-                              'counted (the rate times twice OVS\'s '
-                              '0.5 s counter refresh plus the spread of '
-                              'the readings) and surely_lost_packets the '
-                              'rest',
+                              "the far end's port; lost: frames that "
+                              'entered and can no longer be delivered '
+                              '(counted only once the far end was read '
+                              'after every frame up to the near end\'s '
+                              'reading had arrived or could not any '
+                              'more: never more than were lost, never '
+                              'goes down); unsettled: entered, neither '
+                              'delivered nor lost beyond doubt (in '
+                              'flight, not counted yet, or counts a '
+                              'switch lost); held: dropped on a '
+                              'migration\'s destination until activation; '
+                              "window: the collector's last ~10 s, where "
+                              'surely_lost_packets is what was shown '
+                              'lost in it and uncertain_packets what of '
+                              'its entered minus delivered is not '
+                              'settled yet',
                               'properties': dict({
                                   k: {'type': 'integer'} for k in (
                                       'entered_packets', 'entered_bytes',
                                       'delivered_packets', 'delivered_bytes',
-                                      'lost_packets', 'held_packets')},
+                                      'lost_packets', 'unsettled_packets',
+                                      'held_packets')},
                                   window={'type': 'object'})},
                 'WireStats': {'type': 'object', 'properties': {
                     'id': {'type': 'integer'},

@@ -144,25 +144,25 @@ def cmd_stats(c, a):
         d = doc[key]
         win = d.get('window') or {}
         rows.append([label, d['entered_packets'], d['delivered_packets'],
-                     'lost %d' % d['lost_packets'], d['held_packets'],
+                     'lost %d' % d['lost_packets'],
+                     d.get('unsettled_packets', 0), d['held_packets'],
                      win.get('packets_per_second', ''),
-                     '%d (of %d, +-%d)' % (win['surely_lost_packets'],
-                                           win['lost_packets'],
-                                           win['uncertain_packets'])
+                     '%d (+%d unsettled)' % (win['surely_lost_packets'],
+                                             win['uncertain_packets'])
                      if win else '',
                      d['entered_bytes'], d['delivered_bytes']])
     span = next((doc[k]['window']['seconds'] for k in ('a_to_b', 'b_to_a')
                  if doc[k].get('window')), None)
     return doc, ('wire %s (%s)\n%s\n' % (
         doc['connector_id'], doc['state'], tabulate(rows, headers=[
-            'direction', 'entered', 'delivered', 'lost', 'held',
+            'direction', 'entered', 'delivered', 'lost', 'unsettled', 'held',
             'pkt/s', 'lost in %ss' % (span if span is not None else '-'),
             'entered bytes', 'delivered bytes'])) +
         'entered: frames taken in at the sending end; delivered: handed to '
-        'the far end\'s port; lost: entered and not delivered (frames in '
-        'flight at the\nreading count until they arrive; in the window, lost '
-        'beyond doubt, of the raw difference, +- what may be in flight or\n'
-        'not yet counted while frames flow); held: dropped on '
+        'the far end\'s port; lost: entered and can no\nlonger be delivered '
+        '(never more than were lost); unsettled: entered, neither delivered '
+        'nor lost beyond doubt yet\n(in flight, not counted yet, or counts a '
+        'switch lost); held: dropped on '
         'a migration\'s destination until the guest ran there (a copy went '
         'to its source).\nRead every %ss by the collector.'
         % doc.get('read_every_s', '?'))

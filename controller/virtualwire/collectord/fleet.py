@@ -24,8 +24,9 @@ import time
 from typing import Dict, Optional
 
 from virtualwire.core import ids
+from virtualwire.metrics import loss
 from virtualwire.metrics.counters import FlowCounters
-from virtualwire.metrics.figures import WINDOW, window
+from virtualwire.metrics.figures import WINDOW, flat, window
 from virtualwire.southbound import counter_keys, openflow
 
 LOG = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ class Switch:
 class Fleet:
     def __init__(self, send, interval=2.0, clock=time.time,
                  rng=random.random, persist_every=10.0,
-                 cpu=time.process_time):
+                 cpu=time.process_time, lag=loss.LAG, flight=loss.FLIGHT):
         self.send = send                 # send(conn, msg) -> xid
         self.interval, self.persist_every = interval, persist_every
         self.clock, self.rng = clock, rng
@@ -73,7 +74,14 @@ class Fleet:
         self.cpu = cpu
         self._cpu_mark = (clock(), cpu())
         self.stretch = 1.0
-        self.counters = FlowCounters(counter_keys.decoded)
+        self.lag = lag
+        self.counters = FlowCounters(counter_keys.decoded,
+                                     loss.LossLedger(lag, flight))
+        # host -> when the request its last reading answered was sent
+        # (kept while it is away: its wires' judgement waits for it).
+        self.asked_at: Dict[str, float] = {}
+        self.moved_at: Dict[int, float] = {}   # cid -> its last credit
+        self.up_at: Dict[str, float] = {}      # host -> when last up
         self.switches: Dict[int, Switch] = {}
         self.names: Dict[int, str] = {}      # dpid -> host name
         self.history: Dict[int, collections.deque] = {}
@@ -97,7 +105,7 @@ class Fleet:
     # -- start ---------------------------------------------------------------
     def restore(self, snap):
         if snap:
-            self.counters.restore(snap)
+            self.counters.restore(snap, at=self.clock())
             self.unread = set(self.counters.seen)
             LOG.info('counters restored: %d wires, %d hosts',
                      len(self.counters.wires), len(self.counters.seen))
@@ -120,6 +128,8 @@ class Fleet:
         self.switches[dpid] = s = Switch(dpid, conn,
                                          now + self.rng() * self.interval)
         s.name = self.names.get(dpid)
+        if s.name is not None:
+            self.up_at[s.name] = now
         return s
 
     def switch_down(self, dpid, conn):
@@ -138,6 +148,7 @@ class Fleet:
         for d, s in self.switches.items():
             if s.name is None and d in names:
                 s.name = names[d]
+                self.up_at[s.name] = self.clock()
 
     def tick(self):
         """Each poller whose time has come sends its reading; one waiting
@@ -167,7 +178,10 @@ class Fleet:
         now = self.clock()
         readings = [(counter_keys.counter_key(st), st.cookie, st.packet_count,
                      st.byte_count) for st in s.body]
-        self.urgent |= self.counters.poll(s.name, readings)
+        self.urgent |= self.counters.poll(s.name, readings, at=now,
+                                          fresh=s.readings == 0)
+        if s.name is not None and s.sent_at is not None:
+            self.asked_at[s.name] = s.sent_at
         self.unread.discard(s.name)
         s.took = now - s.sent_at
         s.read_at, s.xid, s.body = now, None, []
@@ -184,7 +198,8 @@ class Fleet:
                 ids.connector_of_cookie(msg.cookie) is None:
             return
         self.counters.removed(s.name, counter_keys.counter_key(msg), msg.cookie,
-                              msg.packet_count, msg.byte_count)
+                              msg.packet_count, msg.byte_count,
+                              at=self.clock())
         self.stats['flow_removed'] += 1
         self.urgent = True
 
@@ -197,33 +212,54 @@ class Fleet:
         self._pace(now)
         self.gen += 1
         self.stats['samples'] += 1
+        ledger = self.counters.loss
         for cid, before in self.counters.take_touched().items():
-            h = self.history.get(cid)
-            after = self.counters.raw(cid)
             self.changed[cid] = self.gen
-            if h is None and after == before:
+            if cid not in self.history and self.counters.raw(cid) == before:
                 # New and still at zero (just tracked): in the feed once,
                 # no history. With history it would be re-sent at every
                 # sample for a window: 100,000 new wires made the
                 # controller's mirror spend 27% of its CPU decoding them.
                 continue
-            if h is None:
-                h = self.history[cid] = collections.deque(
-                    [(self.last_sample, before)])
-            h.append((now, after))
-            while len(h) > 2 and now - h[1][0] >= WINDOW:
-                h.popleft()
+            self.moved_at[cid] = now
+            if cid not in self.history:
+                self.history[cid] = collections.deque([(
+                    float('-inf'), self.last_sample, before,
+                    ledger.lost(cid))])
+        # Every busy wire gets a sample, moved or not: its loss is judged
+        # by the samples after its last frames (`loss`). A quiet one that
+        # was cut is read once wholly after its cut.
+        floor = self._floor(now)
+        for cid in [c for c in ledger.pending if c not in self.history]:
+            ledger.resolve(cid, loss.lower_bound(
+                floor, self.counters.pins.get(cid, ()), self.asked_at,
+                self.lag), self.counters.raw(cid))
         for cid in list(self.history):
-            last = self.history[cid][-1][0]
-            if now - last > WINDOW + 2 * self.interval:
+            h = self.history[cid]
+            self.changed[cid] = self.gen       # its window still moves
+            if now - self.moved_at.get(cid, now) > WINDOW + 2 * self.interval:
                 del self.history[cid]     # flat for a whole window: quiet
-            if now - last <= WINDOW + 3 * self.interval:
-                self.changed[cid] = self.gen   # its window still moves
+                self.moved_at.pop(cid, None)
+                continue
+            lower = loss.lower_bound(floor, self.counters.pins.get(cid, ()),
+                                     self.asked_at, self.lag)
+            raw = self.counters.raw(cid)
+            h.append((lower, now, raw, ledger.judge(cid, h, lower, raw)))
+            while len(h) > 2 and now - h[1][1] >= WINDOW:
+                h.popleft()
         self.last_sample = now
         if self.on_sample is not None:
             self.on_sample()
         return self.urgent or (self.dirty and
                                now - self.saved_at >= self.persist_every)
+
+    def _floor(self, now):
+        """`loss.floor`: a switch may hold flows of a wire it has not
+        counted for yet, read or not."""
+        for s in self.switches.values():
+            if s.name is not None:
+                self.up_at[s.name] = now
+        return loss.floor(now, self.up_at, self.asked_at)
 
     def _pace(self, now):
         """Over each interval, the share of a core this process used sets
@@ -241,24 +277,18 @@ class Fleet:
         self._cpu_mark = (now, c1)
         self.stats['cpu_share'] = round(share, 3)
 
-    def figures(self, cid, now=None, spread=None):
+    def figures(self, cid, now=None):
         """Totals each way with the window (as the controller's own
-        collector answers `wire`). `spread`: the switches' read spread,
-        computed once by a caller asking for many wires."""
+        collector answers `wire`)."""
         now = self.clock() if now is None else now
         w = self.counters.wire(cid, zero_if_unknown=True)
         h = self.history.get(cid)
-        if h:
-            t0, first = h[0]
-            t0 = max(t0, min(now - WINDOW, h[-1][0]))
-            end = (max(now, h[-1][0]), h[-1][1])
-            spread = self.spread() if spread is None else spread
-            for d, f in window((t0, first), end, spread).items():
-                w[d]['window'] = f
+        if h and len(h) >= 2:
+            f = window(h[0], h[-1])
         else:
-            raw = self.counters.raw(cid)
-            for d, f in window((now - WINDOW, raw), (now, raw)).items():
-                w[d]['window'] = f
+            f = flat(now, self.counters.raw(cid), self.counters.loss.lost(cid))
+        for d, figures in f.items():
+            w[d]['window'] = figures
         return w
 
     def spread(self):
@@ -270,7 +300,7 @@ class Fleet:
     def feed(self, epoch, since):
         """What changed since generation `since` of this process's epoch
         (everything, for another epoch: a new mirror or a restart)."""
-        now, spread = self.clock(), self.spread()
+        now = self.clock()
         full = epoch != self.epoch or since > self.gen
         if full:
             cids = [c for c in self.counters.wires if self._counted(c)]
@@ -282,7 +312,7 @@ class Fleet:
         # mirror and 200 MB of JSON per full feed.
         return {'epoch': self.epoch, 'gen': self.gen, 'full': full,
                 'ready': self.ready, 'interval': self.interval,
-                'wires': {str(c): self.figures(c, now, spread)
+                'wires': {str(c): self.figures(c, now)
                           if self._counted(c) else None for c in cids
                           if c in self.counters.wires},
                 'hosts': {h: self.counters.host(h)

@@ -11,6 +11,8 @@ import argparse
 import logging
 import os
 
+from virtualwire.metrics import loss
+
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
@@ -40,6 +42,7 @@ def parse_args(argv=None):
                    metavar='SECONDS',
                    help='read each switch this often, 1-5 s (default: '
                         '%(default)s)')
+    loss.add_arguments(p)
     p.add_argument('--southbound-netns', default='',
                    help='open OpenFlow and intent sockets in this network '
                         'namespace; the API stays where it started')
@@ -87,7 +90,8 @@ def main(argv=None):
     token = ctl_main.read_or_create_token(
         args.token_file or os.path.join(args.state_dir, 'collector-token'))
     loop = Loop('collector')
-    fleet = Fleet(ofapp.send, interval=args.stats_interval)
+    fleet = Fleet(ofapp.send, interval=args.stats_interval,
+                  lag=args.counter_lag, flight=args.max_flight)
     api = CollectorApi(loop, fleet, token)
     # The API socket and the intent database's first: they stay in our
     # namespace (reconnections too: store.tls_remote).

@@ -23,6 +23,7 @@ from virtualwire.control.views import Views
 from virtualwire.core import tenancy
 from virtualwire.core.held_frames import (DEFAULT_BYTES, DEFAULT_FRAMES,
                                          DEFAULT_RATE)
+from virtualwire.metrics import loss
 from virtualwire.metrics.collector import Collector
 from virtualwire.metrics.instruments import Instruments
 from virtualwire.pipeline.flow import diff_flows, diff_keys
@@ -40,7 +41,8 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
                  Views):
     def __init__(self, loop, intent, runtime, host_dbs=None,
                  ovsdb_port=6640, move_timeout=900.0, clock=time.monotonic,
-                 stats_interval=2.0, instruments=None,
+                 stats_interval=2.0, counter_lag=(loss.LAG, loss.FLIGHT),
+                 instruments=None,
                  activation_settle=0.0, require_identity=False,
                  active=True, collector=None, hold=False,
                  hold_frames=DEFAULT_FRAMES, hold_bytes=DEFAULT_BYTES,
@@ -94,8 +96,9 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         loop.observe_lag = self.instruments.loop_lag.observe
         # Reads flow counters on its own timer; never writes a switch. Or
         # a collector process's figures (metrics.remote), off this loop.
-        self.collector = collector or Collector(loop, self, runtime,
-                                                interval=stats_interval)
+        self.collector = collector or Collector(
+            loop, self, runtime, interval=stats_interval,
+            lag=counter_lag[0], flight=counter_lag[1])
         loop.idle = self.sync
 
     # ---- start ---------------------------------------------------------------

@@ -16,6 +16,7 @@ import time
 
 from virtualwire.core import errors, ids
 from virtualwire.metrics.counters import FlowCounters
+from virtualwire.metrics import loss
 from virtualwire.metrics.figures import WINDOW, window
 from virtualwire.southbound import counter_keys, openflow
 
@@ -32,17 +33,22 @@ STUCK = 10.0             # s before a cycle stops waiting for a late switch
 
 class Collector:
     def __init__(self, loop, controller, runtime, interval=2.0,
-                 persist_every=10.0, clock=time.time):
+                 persist_every=10.0, clock=time.time, lag=loss.LAG,
+                 flight=loss.FLIGHT):
         self.loop, self.ctl, self.runtime = loop, controller, runtime
         self.interval, self.persist_every = interval, persist_every
         self.clock = clock
-        self.counters = FlowCounters(counter_keys.decoded)
+        self.lag = lag
+        self.counters = FlowCounters(counter_keys.decoded,
+                                     loss.LossLedger(lag, flight))
         self.pending = {}            # host -> (session, sent at)
         self.read_at = {}            # host -> time of its last reading
-        # cid -> deque of (t, {direction: (entered, delivered, entered
-        # bytes, delivered bytes)}), WINDOW seconds of cycles
+        # host -> when the request its last reading answered was sent
+        self.asked_at: dict = {}
+        # cid -> deque of samples (figures.window), WINDOW seconds of them
         self.history: dict = {}
         self.started = None          # when the last cycle began
+        self.up_at: dict = {}        # host -> when it was last asked
         self.next_at = 0.0           # when the next may begin (`due`)
         self._reads: list = []       # when each switch answered this cycle
         self.cycle: dict = {'took_ms': None, 'pace_s': None, 'cycles': 0,
@@ -61,7 +67,7 @@ class Collector:
         self.loop.assert_owner()
         snap = self.runtime.counters()
         if snap:
-            self.counters.restore(snap)
+            self.counters.restore(snap, at=self.clock())
             self.unread = set(self.counters.seen)
             LOG.info('counters restored: %d wires, %d hosts',
                      len(self.counters.wires), len(self.counters.seen))
@@ -101,6 +107,7 @@ class Collector:
             if s is None or s.installed is None:
                 continue
             self.pending[h.name] = (s, now)
+            self.up_at[h.name] = now
             s.request(openflow.flow_stats_request(ids.COOKIE_MARK,
                                                   ids.COOKIE_MARK_MASK),
                       lambda body, n=h.name, s=s: self._replied(n, s, body))
@@ -110,8 +117,10 @@ class Collector:
     def _replied(self, host, session, body):
         if self.pending.get(host, (None,))[0] is not session:
             return
-        del self.pending[host]
-        self._urgent |= self.counters.poll(host, _readings(body))
+        sent = self.pending.pop(host)[1]
+        self._urgent |= self.counters.poll(host, _readings(body),
+                                           at=self.clock())
+        self.asked_at[host] = sent
         self.unread.discard(host)
         self.read_at[host] = self.clock()
         self._reads.append(self.read_at[host])
@@ -122,6 +131,8 @@ class Collector:
             self._finish()
 
     def _finish(self, gave_up=False):
+        # The oldest request any count of this cycle may date from: a
+        # switch that did not answer is as old as its last reading.
         self.pending.clear()
         self._track()
         now = self.clock()
@@ -156,11 +167,18 @@ class Collector:
         for cid in [c for c in self.history if c not in live]:
             del self.history[cid]
         self.counters.take_touched()    # (the collector process's use)
+        floor = loss.floor(now, self.up_at, self.asked_at)
+        base = floor - self.lag
+        pins, ledger = self.counters.pins, self.counters.loss
         for cid in self.counters.wires:
-            # Every wire, every cycle: read the raw counts, build no views.
+            # Every wire, every cycle: read the raw counts, judge, build
+            # no views.
             h = self.history.setdefault(cid, collections.deque())
-            h.append((now, self.counters.raw(cid)))
-            while len(h) > 2 and now - h[1][0] >= WINDOW:
+            lower = loss.lower_bound(floor, pins.get(cid, ()), self.asked_at,
+                                     self.lag, base)
+            raw = self.counters.raw(cid)
+            h.append((lower, now, raw, ledger.judge(cid, h, lower, raw)))
+            while len(h) > 2 and now - h[1][1] >= WINDOW:
                 h.popleft()
 
     def save(self):
@@ -176,7 +194,8 @@ class Collector:
         if ids.connector_of_cookie(msg.cookie) is None:
             return
         self.counters.removed(host, counter_keys.counter_key(msg), msg.cookie,
-                              msg.packet_count, msg.byte_count)
+                              msg.packet_count, msg.byte_count,
+                              at=self.clock())
         self.removed_seen += 1
         self._urgent = True
 
@@ -189,9 +208,10 @@ class Collector:
         self.loop.assert_owner()
         self._urgent |= self.counters.poll(
             host, [r for r in _readings(body)
-                   if ids.connector_of_cookie(r[1]) is not None])
+                   if ids.connector_of_cookie(r[1]) is not None],
+            at=self.clock(), fresh=True)
         self.unread.discard(host)
-        self.read_at[host] = self.clock()
+        self.read_at[host] = self.up_at[host] = self.clock()
         self._dirty = True
 
     # -- figures ---------------------------------------------------------------
@@ -216,8 +236,7 @@ class Collector:
         w = self.counters.wire(cid, zero_if_unknown=True)
         h = self.history.get(cid) or collections.deque()
         if len(h) >= 2:
-            spread = self.cycle.get('spread_s') or 0.0
-            for d, figures in window(h[0], h[-1], spread).items():
+            for d, figures in window(h[0], h[-1]).items():
                 w[d]['window'] = figures
         return w
 

@@ -16,11 +16,15 @@ counted meanwhile (their flows kept counting).
 from typing import Dict, List, Tuple
 
 from virtualwire.core import ids
+from virtualwire.metrics.loss import LossLedger
 
 DIRECTIONS = (('a_to_b', 'a', 'b'), ('b_to_a', 'b', 'a'))
 ENTERS = {'a': ids.ROLE_ENTERS_A, 'b': ids.ROLE_ENTERS_B}
 DELIVERS = {'a': ids.ROLE_DELIVERS_A, 'b': ids.ROLE_DELIVERS_B}
 HELD = {'a': ids.ROLE_HELD_A, 'b': ids.ROLE_HELD_B}
+# A delivering flow of direction k (0: a_to_b) whose counts a switch may
+# have lost: that direction's loss is judged anew (`loss.LossLedger.cut`).
+CUT_ROLES = ((ids.ROLE_DELIVERS_B, 0), (ids.ROLE_DELIVERS_A, 1))
 HOST_ROLES = {'rejected': ids.ROLE_REJECTED, 'unwired': ids.ROLE_UNWIRED,
               'held': ids.ROLE_HELD_A | ids.ROLE_HELD_B}
 _BITS = [1 << b for b in range(32, 48)]
@@ -43,8 +47,12 @@ class FlowCounters:
     before those keys had: given, such a base is matched to the first
     readings after it is restored, and credits only what came since."""
 
-    def __init__(self, decoded=None):
+    def __init__(self, decoded=None, ledger=None):
         self.decoded = decoded
+        # What is lost beyond doubt (`loss`), and which hosts counted for
+        # each wire (a host not read since holds its judgement back).
+        self.loss = ledger if ledger is not None else LossLedger()
+        self.pins: Dict[int, Tuple[str, ...]] = {}
         self.seen: Dict[str, Dict[object, Tuple[int, int, int]]] = {}
         # host -> {decoded key: reading} restored from an older base, until
         # that host's first reading.
@@ -75,39 +83,75 @@ class FlowCounters:
             self.identity[cid] = ident
             self.touched.setdefault(cid, self.raw(cid))
             self.wires[cid] = _zero()
+            self.loss.forget(cid)
+            self.pins.pop(cid, None)
 
     def forget(self, cid):
         """A wire deleted."""
         self.wires.pop(cid, None)
         self.identity.pop(cid, None)
         self.touched.pop(cid, None)
+        self.loss.forget(cid)
+        self.pins.pop(cid, None)
 
     # -- readings ------------------------------------------------------------
-    def poll(self, host, readings):
-        """Every flow of ours on `host` with its counters, read at once.
-        Returns True if a flow went away or started again since the last
-        reading (worth saving the state at once)."""
+    def poll(self, host, readings, at=None, fresh=False):
+        """Every flow of ours on `host` with its counters, read at once
+        (the reply taken at `at`). Returns True if a flow went away or
+        started again since the last reading (worth saving the state at
+        once). Such a flow, or one whose cookie changed, may have lost
+        counts OVS had not folded in yet: a cut (without `at`, its
+        direction's judgement waits for good rather than guess). So is
+        a flow new to us in a `fresh` reading, the first since the switch
+        (re)connected: it may stand in for one removed unread while no
+        flow-removed message could reach us (a connected switch sends
+        one for each of our flows). Not seen: a flow removed and added
+        again unread between two readings of a connected switch, with
+        no flow-removed message, that counted past its old count."""
         before = self.seen.get(host, {})
         legacy = self.legacy.pop(host, None)
         now = {}
         changed = False
+        cuts = []
         for key, cookie, packets, nbytes in readings:
             old = before.get(key)
             if old is None and legacy:
                 old = legacy.get(self.decoded(key))
             if old is None or packets < old[1] or nbytes < old[2]:
                 dp, db = packets, nbytes          # new, or started again
-                changed |= old is not None
+                if old is not None:
+                    changed = True
+                    cuts.append(old[0])
+                if fresh:
+                    cuts.append(cookie)
             else:
                 dp, db = packets - old[1], nbytes - old[2]
+                if old[0] != cookie:
+                    cuts.append(old[0])
             if dp or db:
                 self._credit(host, cookie, dp, db)
             now[key] = (cookie, packets, nbytes)
         self.seen[host] = now
-        return changed or bool(set(before) - set(now))
+        gone = set(before) - set(now)
+        cuts.extend(before[k][0] for k in gone)
+        self._cut(cuts, at)
+        return changed or bool(gone)
 
-    def removed(self, host, key, cookie, packets, nbytes):
-        """A flow's final counters (OpenFlow flow-removed)."""
+    def _cut(self, cookies, at):
+        for cookie in cookies:
+            cid = ids.connector_of_cookie(cookie)
+            roles = ids.roles_of_cookie(cookie)
+            if not cid or not roles or cid not in self.wires:
+                continue
+            for role, k in CUT_ROLES:
+                if roles & role:
+                    d = DIRECTIONS[k]
+                    self.loss.cut(cid, k, at, self.raw(cid)[d[0]][1])
+
+    def removed(self, host, key, cookie, packets, nbytes, at=None):
+        """A flow's final counters (OpenFlow flow-removed, taken at `at`):
+        OVS may not have folded its last frames in, so a delivering
+        flow's removal is a cut (`poll`)."""
         old = self.seen.get(host, {}).pop(key, None)
         if old is None and self.legacy.get(host):
             old = self.legacy[host].pop(self.decoded(key), None)
@@ -115,6 +159,7 @@ class FlowCounters:
             packets, nbytes = packets - old[1], nbytes - old[2]
         if packets or nbytes:
             self._credit(host, cookie, packets, nbytes)
+        self._cut([cookie], at)
 
     def _credit(self, host, cookie, dp, db):
         cid = ids.connector_of_cookie(cookie)
@@ -125,6 +170,8 @@ class FlowCounters:
             self.touched[cid] = self.raw(cid)
         # A wire's first frames can be read before `track` hears of it.
         into = [self.wires.setdefault(cid, _zero())] if cid else []
+        if cid and host not in self.pins.get(cid, ()):
+            self.pins[cid] = self.pins.get(cid, ()) + (host,)
         if cid == 0 or roles & HOST_ROLES['held']:
             into.append(self.hosts.setdefault(host, _zero()))
         for counts in into:
@@ -158,22 +205,25 @@ class FlowCounters:
     def wire(self, cid, zero_if_unknown=False):
         """{'a_to_b': {...}, 'b_to_a': {...}}; for a wire not tracked,
         None (or zeros: a wire made since the last reading).
-        lost = entered - delivered: frames the network took in at one end
-        and did not hand to the other (in flight at the reading included:
-        exact once the wire is quiet for a moment)."""
+        lost: frames the network took in at one end that can no longer
+        reach the other (`loss`: never more than were lost); unsettled:
+        entered and neither delivered nor lost beyond doubt (in flight,
+        not folded into a counter yet, or counts a switch lost)."""
         c = self.wires.get(cid)
         if c is None:
             if not zero_if_unknown:
                 return None
             c = _zero()
+        lost = self.loss.lost(cid)
         out = {}
-        for name, src, dst in DIRECTIONS:
+        for (name, src, dst), judged in zip(DIRECTIONS, lost):
             e, d, h = (c.get(ENTERS[src], _NONE), c.get(DELIVERS[dst], _NONE),
                        c.get(HELD[dst], _NONE))
             out[name] = {'entered_packets': e[0], 'entered_bytes': e[1],
                          'delivered_packets': d[0], 'delivered_bytes': d[1],
                          'held_packets': h[0],
-                         'lost_packets': e[0] - d[0]}
+                         'lost_packets': judged,
+                         'unsettled_packets': max(0, e[0] - d[0] - judged)}
         return out
 
     def host(self, name):
@@ -198,9 +248,12 @@ class FlowCounters:
                      for h, flows in self.seen.items()},
             'wires': {str(cid): [self.identity.get(cid, ''), counts(c)]
                       for cid, c in self.wires.items() if counts(c)},
-            'hosts': {h: counts(c) for h, c in self.hosts.items()}}
+            'hosts': {h: counts(c) for h, c in self.hosts.items()},
+            'loss': self.loss.snapshot(),
+            'pins': {str(cid): list(p) for cid, p in self.pins.items()
+                     if cid in self.wires}}
 
-    def restore(self, snap):
+    def restore(self, snap, at=None):
         self.touched = {}
 
         def counts(d):
@@ -221,6 +274,16 @@ class FlowCounters:
             if ident:
                 self.identity[int(cid)] = ident
         self.hosts = {h: counts(c) for h, c in snap.get('hosts', {}).items()}
+        self.loss.restore(snap.get('loss'))
+        self.pins = {int(cid): tuple(p)
+                     for cid, p in snap.get('pins', {}).items()}
+        if 'loss' not in snap:
+            # A base saved before loss was judged: the counts it carries
+            # may hold a switch's lost counts; judge from the next reading.
+            for cid in self.wires:
+                for k in (0, 1):
+                    self.loss.cut(cid, k, at, self.raw(cid)[
+                        DIRECTIONS[k][0]][1])
 
 
 def _key_json(key):

@@ -44,10 +44,16 @@ def wire_families(wires):
              'activation (a copy went to the source)', None)):
         fams[name] = CounterMetricFamily(
             'virtualwire_wire_' + name, help_, labels=['wire', 'direction'])
-    lost = GaugeMetricFamily(
+    lost = CounterMetricFamily(
         'virtualwire_wire_lost_packets',
-        'Entered minus delivered (frames in flight at the reading '
-        'included: exact on a quiet wire)', labels=['wire', 'direction'])
+        'Frames that entered and can no longer be delivered: lost beyond '
+        'doubt, never more than were (never goes down)',
+        labels=['wire', 'direction'])
+    unsettled = GaugeMetricFamily(
+        'virtualwire_wire_unsettled_packets',
+        'Frames entered and neither delivered nor lost beyond doubt yet '
+        '(in flight, not counted yet, or counts a switch lost)',
+        labels=['wire', 'direction'])
     for w in wires:
         wid = w['connector_id']
         info.add_metric([wid], {
@@ -60,9 +66,11 @@ def wire_families(wires):
             for name, fam in fams.items():
                 fam.add_metric([wid, d], c[name])
             lost.add_metric([wid, d], c['lost_packets'])
+            unsettled.add_metric([wid, d], c['unsettled_packets'])
     yield info
     yield from fams.values()
     yield lost
+    yield unsettled
 
 
 def host_families(hosts):

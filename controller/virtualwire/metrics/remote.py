@@ -24,7 +24,7 @@ from os_ken.lib import hub
 
 from virtualwire.core import errors
 from virtualwire.metrics.counters import DIRECTIONS
-from virtualwire.metrics.figures import WINDOW, window
+from virtualwire.metrics.figures import flat
 from virtualwire.southbound import netns
 
 LOG = logging.getLogger(__name__)
@@ -97,12 +97,12 @@ class RemoteCollector:
         if w is not None:
             return {d: dict(f) for d, f in w.items()}
         zero = {d: (0, 0, 0, 0) for d, _, _ in DIRECTIONS}
-        now = self.clock()
-        flat = window((now - WINDOW, zero), (now, zero))
+        still = flat(self.clock(), zero, (0, 0))
         return {d: {'entered_packets': 0, 'entered_bytes': 0,
                     'delivered_packets': 0, 'delivered_bytes': 0,
                     'held_packets': 0, 'lost_packets': 0,
-                    'window': flat[d]} for d, _, _ in DIRECTIONS}
+                    'unsettled_packets': 0,
+                    'window': still[d]} for d, _, _ in DIRECTIONS}
 
     def host(self, name):
         return self.hosts.get(name) or {

@@ -130,7 +130,8 @@ export function wireFigures(s) {
   return {
     ab: ab.packets_per_second, ba: ba.packets_per_second,
     mbit: s ? ((ab.bits_per_second || 0) + (ba.bits_per_second || 0)) / 1e6 : undefined,
-    // Lost beyond doubt, and how many more may only be in flight.
+    // Lost beyond doubt, and how many more are not settled yet (in
+    // flight or not counted yet: maybe lost, maybe not).
     lost: s ? (ab.surely_lost_packets || 0) + (ba.surely_lost_packets || 0) : undefined,
     unsure: (ab.uncertain_packets || 0) + (ba.uncertain_packets || 0),
     delivered: s ? s.a_to_b.delivered_packets + s.b_to_a.delivered_packets : undefined,
@@ -147,7 +148,7 @@ function wireTable(d) {
       [(w.path && w.path.length ? w.path : [w.host_a, w.host_b].filter(Boolean)).join(' › ')],
       [rate(f.ab), 'num rate-ab'], [rate(f.ba), 'num rate-ba'],
       [f.mbit === undefined ? '-' : f.mbit.toFixed(3), 'num'],
-      [f.lost === undefined ? '-' : String(f.lost) + (f.unsure ? ' ±' + f.unsure : ''),
+      [f.lost === undefined ? '-' : String(f.lost) + (f.unsure ? ' (+' + f.unsure + ' unsettled)' : ''),
        'num lost' + (f.lost > 0 ? ' lossy' : '')],
       [f.delivered === undefined ? '-' : f.delivered.toLocaleString(), 'num delivered']];
     for (const [text, cls] of cells) tr.appendChild(html('td', cls ? {class: cls} : {}, text));
