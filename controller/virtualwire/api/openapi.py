@@ -306,7 +306,8 @@ def _document():
                               'goes down); unsettled: entered, neither '
                               'delivered nor lost beyond doubt (in '
                               'flight, not counted yet, or counts a '
-                              'switch lost); held: dropped on a '
+                              'switch lost; loss_cuts says how often '
+                              'that happened); held: dropped on a '
                               'migration\'s destination until activation; '
                               "window: the collector's last ~10 s, where "
                               'surely_lost_packets is what was shown '
@@ -318,7 +319,7 @@ def _document():
                                       'entered_packets', 'entered_bytes',
                                       'delivered_packets', 'delivered_bytes',
                                       'lost_packets', 'unsettled_packets',
-                                      'held_packets')},
+                                      'loss_cuts', 'held_packets')},
                                   window={'type': 'object'})},
                 'WireStats': {'type': 'object', 'properties': {
                     'id': {'type': 'integer'},

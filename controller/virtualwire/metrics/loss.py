@@ -59,12 +59,12 @@ AWAY = 60.0
 
 # A direction's state: [closed, segment best, base entered (None until a
 # sample was read wholly after the cut), base delivered, cut time,
-# judged-to time].
-CLOSED, BEST, BASE_E, BASE_D, CUT_AT, JUDGED_TO = range(6)
+# judged-to time, cuts so far].
+CLOSED, BEST, BASE_E, BASE_D, CUT_AT, JUDGED_TO, CUTS = range(7)
 
 
 def _fresh():
-    return [0, 0, 0, 0, -math.inf, None]
+    return [0, 0, 0, 0, -math.inf, None, 0]
 
 
 class LossLedger:
@@ -94,6 +94,7 @@ class LossLedger:
         s[CLOSED] += s[BEST]
         s[BEST], s[BASE_E], s[BASE_D] = 0, None, delivered
         s[CUT_AT], s[JUDGED_TO] = at if at is not None else math.inf, None
+        s[CUTS] += 1
         self.pending.add(cid)
 
     def resolve(self, cid, lower, raw):
@@ -121,13 +122,13 @@ class LossLedger:
             return (0, 0)
         return tuple(s[CLOSED] + s[BEST] if s else 0 for s in st)
 
-    def judged_to(self, cid):
-        """(a_to_b, b_to_a): the entry time up to which the current
-        segment is judged (None: nothing judged since the last cut)."""
+    def why(self, cid, k):
+        """What an operator may ask of direction k when frames stay
+        unsettled: how many times counts a switch may have lost started a
+        new segment (frames in flight at a cut stay unsettled)."""
         st = self.states.get(cid)
-        if not st:
-            return (None, None)
-        return tuple(s[JUDGED_TO] if s else None for s in st)
+        s = st[k] if st else None
+        return {'loss_cuts': s[CUTS] if s is not None else 0}
 
     def judge(self, cid, history, lower_j, raw_j):
         """A new sample of the wire (its `lower` time and raw counts
@@ -182,7 +183,7 @@ class LossLedger:
                 if s is None:
                     dec.append(None)
                     continue
-                s = list(s)
+                s = list(s) + [0] * (CUTS + 1 - len(s))
                 if s[CUT_AT] is None:
                     # Cut at an unknown time (or never): a cut without a
                     # time waits for a later one rather than guess.

@@ -101,7 +101,7 @@ class RemoteCollector:
         return {d: {'entered_packets': 0, 'entered_bytes': 0,
                     'delivered_packets': 0, 'delivered_bytes': 0,
                     'held_packets': 0, 'lost_packets': 0,
-                    'unsettled_packets': 0,
+                    'unsettled_packets': 0, 'loss_cuts': 0,
                     'window': still[d]} for d, _, _ in DIRECTIONS}
 
     def host(self, name):
