@@ -114,15 +114,14 @@ def test_loss_is_zero_on_a_clean_wire_and_exact_when_frames_are_dropped(
         t.join(60)
         stream_end = marks['sent_at']
         wait_until(lambda: watch.samples and watch.samples[-1][0] >
-                   max(dropped_at + 6, stream_end + 4), 20,
-                   what='reads after the drop')
+                   stream_end + 8, 20, what='reads after the stream')
     sent, got = out['r']
     assert drop.dropped > 300, drop.dropped
     after = quiet(api, w['id'])
     lost = after['a_to_b']['lost_packets'] - ab['lost_packets']
     # Never more than was dropped (and the sender's odd ARP frame), at
     # any read in any place; what is not shown lost yet is shown
-    # unsettled; and it is shown within 5 s of the wire pausing (while a
+    # unsettled; and it is shown soon after the wire pauses (while a
     # stream runs on, a drop smaller than about two seconds of it cannot
     # be proved: docs/benchmarks.rst, "Loss figures").
     base = ab['lost_packets']
@@ -140,24 +139,38 @@ def test_loss_is_zero_on_a_clean_wire_and_exact_when_frames_are_dropped(
         if t_read > stream_end + 3.0:
             assert ab_now['lost_packets'] + ab_now['unsettled_packets'] + \
                 10 >= base + drop.dropped, (t_read - dropped_at, ab_now)
+    final = after['a_to_b']['lost_packets']
+    assert final - base >= drop.dropped - 10, (final - base, drop.dropped)
+    # The stream's loss (what its receiver missed: a background frame
+    # may be lost later, after it) shown in both places.
+    target = base + min(final - base, sent['sent'] - got['received'])
     shown = [t_read for t_read, lost_now, _w, met in watch.lost('a_to_b')
-             if lost_now - base >= drop.dropped and met is not None and
-             met - base >= drop.dropped]
+             if lost_now >= target and met is not None and met >= target]
     assert shown, watch.lost('a_to_b')[-5:]
-    print('underlay drop of %d: shown lost in REST and /metrics %.1f s '
+    print('underlay drop of %d: %d shown lost in REST and /metrics %.1f s '
           'after the drop ended, %.1f s after the stream did'
-          % (drop.dropped, shown[0] - dropped_at, shown[0] - stream_end))
+          % (drop.dropped, target - base, shown[0] - dropped_at,
+             shown[0] - stream_end))
+    # Judged two readings (1 s apart here) after the last frame was
+    # counted (its lag 0.75 s), read within 0.3 s: 4 s; a loaded CI
+    # machine's collector runs late by up to a reading.
     assert shown[0] - stream_end <= 5.0, (shown[0] - dropped_at,
                                           shown[0] - stream_end)
-    # Every datagram the receiver missed, the wire says it lost (and the
-    # odd ARP frame of the sender's lost with them) ...
+    # Every datagram the receiver missed, the wire's counts say it lost
+    # once quiet (entered minus delivered: lost, or unsettled where a cut
+    # left frames in flight; the odd ARP frame of the sender's lost with
+    # them) ...
     missed = sent['sent'] - got['received']
-    assert missed <= lost <= missed + 3, (after, sent, got)
+    counted = lost + after['a_to_b']['unsettled_packets'] - \
+        ab['unsettled_packets']
+    assert missed <= counted <= missed + 3, (after, sent, got)
+    assert lost <= counted, (lost, counted)
     # ... and that is what the underlay's rule dropped: its counter is
     # read once the rule is gone (read before, CI once saw 16 lost
     # uncounted), so only the odd frame that entered the wire and was not
     # yet delivered at a reading differs.
-    assert drop.dropped <= lost <= drop.dropped + 3, (lost, drop.dropped)
+    assert drop.dropped <= counted <= drop.dropped + 3, (counted,
+                                                         drop.dropped)
     r = subprocess.run([sys.executable, '-m', 'virtualwire.cli', '--config',
                         lab.vwctl_config, 'stats', str(w['id'])],
                        capture_output=True, text=True, timeout=60)
