@@ -99,3 +99,19 @@ def quiet(api, wid, every=1.5, timeout=60):
 def truth(st, d):
     """Lost, by a quiet reading's counts."""
     return st[d]['entered_packets'] - st[d]['delivered_packets']
+
+
+def check_against(watch, end):
+    """Every read of the wire never above what it lost (its counts once
+    quiet), and once quiet everything judged: lost, or unsettled only
+    where a cut left a few frames in flight (a flow replaced at set-up
+    while its first ARP crossed)."""
+    for d in DIRS:
+        lost = truth(end, d)
+        bad = watch.never_above(d, lost)
+        assert not bad, ('%s: shown lost above the %d the wire lost: %s'
+                         % (d, lost, bad[:5]))
+        assert end[d]['lost_packets'] + end[d]['unsettled_packets'] == \
+            lost, (d, end[d])
+        assert end[d]['unsettled_packets'] <= 3 * end[d]['loss_cuts'], \
+            (d, end[d])
