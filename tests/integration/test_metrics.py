@@ -141,23 +141,27 @@ def test_loss_is_zero_on_a_clean_wire_and_exact_when_frames_are_dropped(
                 10 >= base + drop.dropped, (t_read - dropped_at, ab_now)
     final = after['a_to_b']['lost_packets']
     assert final - base >= drop.dropped - 10, (final - base, drop.dropped)
-    # The stream's loss (what its receiver missed: a background frame
-    # may be lost later, after it) shown in both places.
-    target = base + min(final - base, sent['sent'] - got['received'])
+    # The stream's loss (what its receiver missed) shown in both places,
+    # but for the odd frame: an ARP frame lost beside it, or one in flight
+    # at a cut, may be judged a reading later or stay unsettled.
+    target = base + min(final - base, sent['sent'] - got['received']) - 3
     shown = [t_read for t_read, lost_now, _w, met in watch.lost('a_to_b')
              if lost_now >= target and met is not None and met >= target]
     assert shown, watch.lost('a_to_b')[-5:]
-    print('underlay drop of %d: %d shown lost in REST and /metrics %.1f s '
-          'after the drop ended, %.1f s after the stream did'
-          % (drop.dropped, target - base, shown[0] - dropped_at,
-             shown[0] - stream_end))
-    # The last frame counted (lag 0.75 s) by the next reading (1 s here),
+    # The last frame counted (its lag, 0.75 s) by the next reading,
     # judged two readings later (LAG + FLIGHT = 1.25 s apart at least),
-    # read within 0.3 s: 4.05 s; 5.5 s was seen once in a full local run
-    # (not traced; the collector's pace stretches when a cycle costs more
-    # than a quarter of its interval): two readings late at most.
-    assert shown[0] - stream_end <= 6.5, (shown[0] - dropped_at,
-                                          shown[0] - stream_end)
+    # read within 0.3 s: at the lab's 1 s interval 4.05 s; the collector
+    # reads less often when a cycle costs more than a quarter of its
+    # interval (`pace_s`), and one reading may come late.
+    pace = max(1.0, api.ok('GET', '/v1/status')['collector']['pace_s'] or 0)
+    bound = 0.75 + 4 * pace + 0.3
+    print('underlay drop of %d: %d shown lost in REST and /metrics %.1f s '
+          'after the drop ended, %.1f s after the stream did (bound %.1f s '
+          'at a pace of %.2f s)' % (drop.dropped, target - base,
+                                    shown[0] - dropped_at,
+                                    shown[0] - stream_end, bound, pace))
+    assert shown[0] - stream_end <= bound, (shown[0] - dropped_at,
+                                            shown[0] - stream_end, pace)
     # Every datagram the receiver missed, the wire's counts say it lost
     # once quiet (entered minus delivered: lost, or unsettled where a cut
     # left frames in flight; the odd ARP frame of the sender's lost with
