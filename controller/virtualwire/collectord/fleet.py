@@ -74,7 +74,6 @@ class Fleet:
         self.cpu = cpu
         self._cpu_mark = (clock(), cpu())
         self.stretch = 1.0
-        self.lag = lag
         self.counters = FlowCounters(counter_keys.decoded,
                                      loss.LossLedger(lag, flight))
         # host -> when the request its last reading answered was sent
@@ -233,7 +232,7 @@ class Fleet:
         for cid in [c for c in ledger.pending if c not in self.history]:
             ledger.resolve(cid, loss.lower_bound(
                 floor, self.counters.pins.get(cid, ()), self.asked_at,
-                self.lag), self.counters.raw(cid))
+                self.counters.loss.lag), self.counters.raw(cid))
         for cid in list(self.history):
             h = self.history[cid]
             self.changed[cid] = self.gen       # its window still moves
@@ -242,7 +241,7 @@ class Fleet:
                 self.moved_at.pop(cid, None)
                 continue
             lower = loss.lower_bound(floor, self.counters.pins.get(cid, ()),
-                                     self.asked_at, self.lag)
+                                     self.asked_at, self.counters.loss.lag)
             raw = self.counters.raw(cid)
             h.append((lower, now, raw, ledger.judge(cid, h, lower, raw)))
             while len(h) > 2 and now - h[1][1] >= WINDOW:

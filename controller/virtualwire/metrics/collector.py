@@ -38,7 +38,6 @@ class Collector:
         self.loop, self.ctl, self.runtime = loop, controller, runtime
         self.interval, self.persist_every = interval, persist_every
         self.clock = clock
-        self.lag = lag
         self.counters = FlowCounters(counter_keys.decoded,
                                      loss.LossLedger(lag, flight))
         self.pending = {}            # host -> (session, sent at)
@@ -168,14 +167,14 @@ class Collector:
             del self.history[cid]
         self.counters.take_touched()    # (the collector process's use)
         floor = loss.floor(now, self.up_at, self.asked_at)
-        base = floor - self.lag
+        base = floor - self.counters.loss.lag
         pins, ledger = self.counters.pins, self.counters.loss
         for cid in self.counters.wires:
             # Every wire, every cycle: read the raw counts, judge, build
             # no views.
             h = self.history.setdefault(cid, collections.deque())
             lower = loss.lower_bound(floor, pins.get(cid, ()), self.asked_at,
-                                     self.lag, base)
+                                     self.counters.loss.lag, base)
             raw = self.counters.raw(cid)
             h.append((lower, now, raw, ledger.judge(cid, h, lower, raw)))
             while len(h) > 2 and now - h[1][1] >= WINDOW:
