@@ -19,6 +19,10 @@ from vwlab import guest_crash, loss_audit
 # measured tail has reached 6-11 ms: docs/benchmarks.rst, migration): the
 # margin covers that, the benchmark reports the tail itself.
 MARGIN = 0.015
+# Two TCG guests moving at once on 2 cores (the ensemble test): CI on
+# b892fc9 saw a destination activated 19 ms after RESUME (QEMU's announce
+# late under load; 4 datagrams at 15.6-18.7 ms). Issue 42 works on the tail.
+ENSEMBLE_MARGIN = 0.030
 
 
 # One the network did deliver to the running guest and the guest never
@@ -73,7 +77,7 @@ def check_duplicates(report, grams, guest_ip, taps, allowed=0):
 
 
 def audit(lab, report, grams, guest_ip, peer_ip, taps, windows,
-           overruns=None):
+           overruns=None, margin=MARGIN):
     """(lost runs by cause, the lost datagrams nothing excuses). The hosts
     must have been logging datapath flow changes (for OVS's own glitches);
     overruns: HostCaptures.overruns(), drops the kernel counted on starved
@@ -82,7 +86,7 @@ def audit(lab, report, grams, guest_ip, peer_ip, taps, windows,
                 for h in lab.hosts}
     verdicts = loss_audit.explain(
         [tuple(x) for x in report['lost_sent_at']], grams, guest_ip, peer_ip,
-        7000, taps, {(h.name, 'br-phy') for h in lab.hosts}, windows, MARGIN,
+        7000, taps, {(h.name, 'br-phy') for h in lab.hosts}, windows, margin,
         glitches, overruns)
     bad = [v for v in verdicts if v.cause == 'network' or (
         v.cause == 'guest' and not any(stop - GUEST_BEFORE_STOP <= v.at <= stop

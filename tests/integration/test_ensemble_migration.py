@@ -4,11 +4,11 @@ streams from far VMs to each guest throughout: every wire ends in the
 right state (the wire between two members collapsed again on the
 destination), no stream loses anything to the network around its own
 guest's STOP and RESUME beyond the pause and the documented margin
-(migration_helpers.MARGIN), nothing is doubled, every wire carries a
+(migration_helpers.ENSEMBLE_MARGIN), nothing is doubled, every wire carries a
 clean stream afterwards, and the progress view says what happened. Across clouds:
 test_clouds_migration."""
 from conftest import _seq, wait_until
-from migration_helpers import Ensemble, audit, heads
+from migration_helpers import ENSEMBLE_MARGIN, Ensemble, audit, heads
 
 
 def test_three_guests_move_together_within_a_site(lab, api, tmp_path):
@@ -42,7 +42,7 @@ def test_three_guests_move_together_within_a_site(lab, api, tmp_path):
                 r['sent_times'][-1], (g.name, w)
             assert r['duplicates'] == 0, (g.name, r)
             causes, bad = audit(lab, r, grams, ip, ip[:-1] + '2', taps, w,
-                                caps.overruns())
+                                caps.overruns(), ENSEMBLE_MARGIN)
             print('%s: lost %d %s, pause %.0f ms' % (
                 g.name, r['lost'], causes, (w[0][2] - w[0][0]) * 1e3))
             # The network's part at the move: nothing lost around STOP and
