@@ -14,7 +14,8 @@ setup(
     package_dir={'': 'controller', 'vwlab': 'lab/vwlab'},
     packages=find_packages('controller') + ['vwlab'],
     package_data={'virtualwire': ['store/schema/*.ovsschema', 'core/*.json',
-                                  'api/dashboard/*'],
+                                  'api/dashboard/*',
+                                  'host/vw-host-setup', 'host/vw-pki'],
                   'vwlab': ['guest/*']},
     python_requires='>=3.11',
     install_requires=[
@@ -41,6 +42,8 @@ setup(
         'virtualwire-collector = virtualwire.collectord.main:main',
         'vwctl = virtualwire.cli.vwctl:main',
         'virtualwire-extender = virtualwire.extender.command:main',
+        'vw-host-setup = virtualwire.host.tools:host_setup',
+        'vw-pki = virtualwire.host.tools:pki',
         'vwlab = vwlab.cli:main',
     ]},
 )

@@ -15,12 +15,14 @@ import socket
 import sys
 
 from virtualwire.metrics import loss
+from virtualwire import version
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
         prog='virtualwire-controller',
         description='VirtualWire SDN controller for Open vSwitch.')
+    version.add_argument(p)
     p.add_argument('--state-dir', default='/var/lib/virtualwire',
                    help='where the local intent database lives')
     p.add_argument('--intent-db', default='',
@@ -40,7 +42,7 @@ def parse_args(argv=None):
                    help='OpenFlow listen address HOST:PORT')
     tls = p.add_argument_group(
         'TLS', 'the controller\'s key and certificate (vw-pki issue --role '
-        'controller) and the host CA (host-ca.pem, ovs-config/vw-pki). '
+        'controller) and the host CA (host-ca.pem, vw-pki). '
         'REST is served over HTTPS with that certificate. '
         'OpenFlow requires client certificates and '
         'admits a switch only as the host its certificate names; host '
@@ -232,7 +234,7 @@ def load_tls(args, prog='virtualwire-controller'):
                    if o not in given]
         sys.exit('%s: TLS needs --private-key, '
                  '--certificate and --ca-cert (missing: %s; make them with '
-                 'ovs-config/vw-pki), or --insecure-plaintext-lab for a lab '
+                 'vw-pki), or --insecure-plaintext-lab for a lab '
                  'without TLS' % (prog, ', '.join('--' + m.replace('_', '-')
                                                   for m in missing)))
     from virtualwire.southbound.tls import TlsFiles

@@ -17,6 +17,7 @@ from tabulate import tabulate
 from vwlab import topology as topo_mod
 from virtualwire.cli.vwctl import Client, cmd_hosts, cmd_stats, cmd_wires
 from vwlab import Lab, LabError, extenders, list_labs, teardown
+from virtualwire import version
 
 
 def say(step, total, msg):
@@ -200,6 +201,7 @@ def cmd_demo(args):
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog='vwlab', description='VirtualWire lab')
+    version.add_argument(p)
     sub = p.add_subparsers(dest='cmd', required=True)
     d = sub.add_parser('demo', help='lab + controller + wires + traffic')
     d.add_argument('--topology', help='topology YAML (default: embedded demo)')

@@ -1,5 +1,5 @@
 """One lab hypervisor: a namespace with its own ovsdb-server and
-ovs-vswitchd, bootstrapped by ovs-config/vw-host-setup."""
+ovs-vswitchd, bootstrapped by vw-host-setup."""
 import os
 import secrets
 import uuid as uuid_mod

@@ -1,4 +1,4 @@
-"""The lab's deployment CAs (ovs-config/vw-pki, as an operator runs it):
+"""The lab's deployment CAs (vw-pki, as an operator runs it):
 one pair per lab (the controller CA, the host CA), a certificate for the
 controller and one per host naming it.
 A lab made with `tls=False` has none and runs the controller with
@@ -7,7 +7,7 @@ import os
 
 from vwlab.shell import REPO, sh
 
-VW_PKI = os.path.join(REPO, 'ovs-config', 'vw-pki')
+VW_PKI = os.path.join(REPO, 'controller', 'virtualwire', 'host', 'vw-pki')
 
 # ovsdb-server takes its key, certificate and CA from its own database,
 # where `ovs-vsctl set-ssl` (vw-host-setup) puts them, as Debian's ovs-ctl

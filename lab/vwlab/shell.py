@@ -6,7 +6,8 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-HOST_SETUP = os.path.join(REPO, 'ovs-config', 'vw-host-setup')
+HOST_SETUP = os.path.join(REPO, 'controller', 'virtualwire', 'host',
+                          'vw-host-setup')
 LAB_ROOT = os.environ.get('VW_LAB_ROOT', '/tmp/virtualwire-labs')
 MGMT_NET, UL_NET = '198.18.0', '198.19.0'
 CONTROLLER_IP = MGMT_NET + '.1'

@@ -1,6 +1,6 @@
 """The intent database as production runs it: a 3-member RAFT cluster of
 ovsdb-servers on loopback, every connection TLS (the cluster's own and
-the controller's), certificates from ovs-config/vw-pki. The real
+the controller's), certificates from vw-pki. The real
 controller keeps its wires there and goes on when the leader is killed;
 a peer without a certificate, or with a host's, is refused by the
 database; a controller pointed at an impostor database (a host's
@@ -24,7 +24,7 @@ from virtualwire.testing.ports import free_ports
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-VW_PKI = os.path.join(ROOT, 'ovs-config', 'vw-pki')
+VW_PKI = os.path.join(ROOT, 'controller', 'virtualwire', 'host', 'vw-pki')
 DB = 'VirtualWire'
 
 

@@ -1,5 +1,5 @@
 """Attacks on the southbound channels of the real lab (TLS, two CAs from
-ovs-config/vw-pki), tried the way an attacker on the management network
+vw-pki), tried the way an attacker on the management network
 would: a rogue namespace with its own Open vSwitch claims to be h1 (its
 name, datapath id, a port with the victim's vNIC and a frame from it)
 with no certificate, one from another CA, and h2's real certificate; and

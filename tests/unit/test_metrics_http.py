@@ -150,3 +150,18 @@ def test_all_stats_and_vwctl_top_show_the_busiest_wire_first(lab):
     assert rows[1][7] == 0                         # nothing lost a->b
     assert 'busiest 2' in render(doc, 5)
     assert top_rows(doc, 1) == rows[:1]
+
+
+def test_the_build_and_the_process_are_exported(lab):
+    """After an upgrade an operator checks which build each process runs
+    and on which hub: virtualwire_build_info says, as setup.py's version."""
+    from importlib import metadata
+    h, api = lab
+    s = samples(scrape(h, api))
+    info = [dict(k[1]) for k in s if k[0] == 'virtualwire_build_info']
+    assert len(info) == 1
+    assert info[0]['version'] == metadata.version('virtualwire')
+    assert info[0]['os_ken'] == metadata.version('os-ken')
+    assert info[0]['hub'] in ('eventlet', 'native')
+    assert s[('process_resident_memory_bytes', ())] > 10 * 2**20
+    assert s[('process_open_fds', ())] > 0

@@ -32,6 +32,7 @@ from virtualwire.cli import topology as cli_topology
 from virtualwire.cli.migration_profile import PROFILES
 from virtualwire.cli.client import (DEFAULT_CONFIG, CliError, Client,  # noqa: F401
                                     load_config)
+from virtualwire import version
 
 
 def _table(rows, cols):
@@ -201,6 +202,7 @@ def build_parser():
     # No abbreviations: `--token X` must not be taken as --token-file.
     p = argparse.ArgumentParser(prog='vwctl', allow_abbrev=False,
                                 description='VirtualWire controller client')
+    version.add_argument(p)
     p.add_argument('--url', help='controller REST URL')
     p.add_argument('--token-file', metavar='FILE',
                    help='file holding the bearer token')

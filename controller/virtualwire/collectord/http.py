@@ -24,6 +24,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from os_ken.lib import hub
 
 from virtualwire.metrics.exporter import Fixed
+from virtualwire.metrics.instruments import build_info
 
 MAX_WAIT = 30.0
 
@@ -96,6 +97,7 @@ class CollectorApi:
     def metrics(self, req):
         doc = self.loop.call(self.fleet.status)
         reg = CollectorRegistry(auto_describe=False)
+        build_info(reg)
         reg.register(Fixed(list(_families(doc, process_figures()))))
         return webob.Response(body=generate_latest(reg),
                               content_type='text/plain', charset='utf-8')

@@ -12,6 +12,7 @@ import logging
 import os
 
 from virtualwire.metrics import loss
+from virtualwire import version
 
 
 def parse_args(argv=None):
@@ -20,6 +21,7 @@ def parse_args(argv=None):
         description='VirtualWire flow-counter collector: reads every '
                     "switch's counters as an OpenFlow SLAVE and serves "
                     'them to the controllers.')
+    version.add_argument(p)
     p.add_argument('--state-dir', default='/var/lib/virtualwire-collector')
     p.add_argument('--intent-db', default='unix:/var/lib/virtualwire/'
                    'intent.sock',

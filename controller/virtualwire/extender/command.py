@@ -8,6 +8,7 @@ import sys
 from virtualwire.extender.agent import Agent
 from virtualwire.extender.network_io import ControllerClient
 from virtualwire.extender.switch import Switch
+from virtualwire import version
 
 LOG = logging.getLogger('virtualwire.extender')
 
@@ -16,6 +17,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog='virtualwire-extender',
                                 description="keeps an extender's encrypted "
                                 'links as its controller says')
+    version.add_argument(p)
     p.add_argument('--name', required=True, help="this extender's host name")
     p.add_argument('--state-dir', required=True,
                    help='identity (WireGuard key), logs, links cache')

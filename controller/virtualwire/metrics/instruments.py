@@ -4,7 +4,10 @@ registry (never the library's global one: two controllers in one test
 process must not share figures). Observing is thread-safe and cheap."""
 import collections
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import (CollectorRegistry, Counter, Histogram, Info,
+                               ProcessCollector)
+
+from virtualwire import version
 
 _FAST = (.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5)
 _SLOW = (.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600)
@@ -14,6 +17,7 @@ class Instruments:
     def __init__(self):
         self.registry = CollectorRegistry()
         r = self.registry
+        build_info(r)
         self.rest = Histogram(
             'virtualwire_rest_request_duration_seconds',
             'REST requests, from arrival to the response built',
@@ -55,3 +59,12 @@ class Instruments:
         for v, at in rec.get('activated', {}).items():
             self.activation.labels(rec.get('activated_by', {}).get(
                 v, 'unknown')).observe(max(0.0, at - rec['started_at']))
+
+
+def build_info(registry):
+    """virtualwire_build_info{version,python,os_ken,ovs_python,hub} 1 and
+    the process_* series (CPU, memory, open files) in `registry`: what an
+    operator checks first after an upgrade."""
+    Info('virtualwire_build', 'This process: VirtualWire and what it runs '
+         'on', registry=registry).info(version.build_info())
+    ProcessCollector(registry=registry)

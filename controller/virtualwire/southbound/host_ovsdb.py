@@ -1,7 +1,7 @@
 """Reading a hypervisor's own OVSDB: its integration bridge(s) and vNICs.
 
 A bridge is a VirtualWire host when its external_ids carry `vw-host-name`
-(set by ovs-config/vw-host-setup); `vw-site` names its site, `vw-role`
+(set by vw-host-setup); `vw-site` names its site, `vw-role`
 says if it is an extender, and an extender's agent reports each of its
 links as `vw-link-<peer host>` = up | down. Each port whose Interface type
 is a carrier's (`pipeline.carriers`), or whose external_ids name one as

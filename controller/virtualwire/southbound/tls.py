@@ -1,6 +1,6 @@
 """The controller's TLS material, in one place (OVN's `update_ssl_config()`
 is the model): its key, its certificate and the deployment CA (made by
-`ovs-config/vw-pki`). Every channel asks here for a context when it opens a
+`vw-pki`). Every channel asks here for a context when it opens a
 connection, and a context is rebuilt whenever one of the three files
 changed, so certificates rotate without a restart: connections opened after
 the new files are in place use them, open ones keep theirs.
