@@ -15,10 +15,15 @@ import socket
 import sys
 
 from virtualwire.metrics import loss
-from virtualwire import version
+from virtualwire import config_file, version
 
 
 def parse_args(argv=None):
+    return config_file.parse(build_parser(), argv,
+                             '/etc/virtualwire/controller.yaml')
+
+
+def build_parser():
     p = argparse.ArgumentParser(
         prog='virtualwire-controller',
         description='VirtualWire SDN controller for Open vSwitch.')
@@ -146,7 +151,7 @@ def parse_args(argv=None):
                         'ones included (default: STATE_DIR/audit.log)')
     p.add_argument('--log-file', default='')
     p.add_argument('--log-level', default='INFO')
-    return p.parse_args(argv)
+    return p
 
 
 def _positive(text):

@@ -33,6 +33,7 @@ from virtualwire.cli.migration_profile import PROFILES
 from virtualwire.cli.client import (DEFAULT_CONFIG, CliError, Client,  # noqa: F401
                                     load_config)
 from virtualwire import version
+from virtualwire.cli import config_check
 
 
 def _table(rows, cols):
@@ -213,6 +214,7 @@ def build_parser():
     p.add_argument('--json', action='store_true',
                    help='print the JSON answer (for scripts)')
     sub = p.add_subparsers(dest='cmd', required=True)
+    config_check.add_parser(sub)
     sub.add_parser('status', help='controller status').set_defaults(
         fn=cmd_status)
     sub.add_parser('hosts', help='list hosts').set_defaults(fn=cmd_hosts)
@@ -280,6 +282,11 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    if getattr(args, 'local', None):        # needs no controller
+        code, lines = args.local(args)
+        for line in lines:
+            print(line, file=sys.stderr if code else sys.stdout)
+        return code
     action = getattr(args, 'action', 'list')
     if action in ('connect', 'disconnect') and not (args.a and args.b) or \
             action == 'rotate' and not args.a:

@@ -12,10 +12,18 @@ import logging
 import os
 
 from virtualwire.metrics import loss
-from virtualwire import version
+from virtualwire import config_file, version
 
 
 def parse_args(argv=None):
+    p = build_parser()
+    args = config_file.parse(p, argv, '/etc/virtualwire/collector.yaml')
+    if not 1.0 <= args.stats_interval <= 5.0:
+        p.error('--stats-interval must be 1 to 5 seconds')
+    return args
+
+
+def build_parser():
     p = argparse.ArgumentParser(
         prog='virtualwire-collector',
         description='VirtualWire flow-counter collector: reads every '
@@ -60,10 +68,7 @@ def parse_args(argv=None):
                           'machine only')
     p.add_argument('--log-file', default='')
     p.add_argument('--log-level', default='INFO')
-    args = p.parse_args(argv)
-    if not 1.0 <= args.stats_interval <= 5.0:
-        p.error('--stats-interval must be 1 to 5 seconds')
-    return args
+    return p
 
 
 def main(argv=None):

@@ -8,12 +8,12 @@ import sys
 from virtualwire.extender.agent import Agent
 from virtualwire.extender.network_io import ControllerClient
 from virtualwire.extender.switch import Switch
-from virtualwire import version
+from virtualwire import config_file, version
 
 LOG = logging.getLogger('virtualwire.extender')
 
 
-def main(argv=None):
+def build_parser():
     p = argparse.ArgumentParser(prog='virtualwire-extender',
                                 description="keeps an extender's encrypted "
                                 'links as its controller says')
@@ -50,7 +50,12 @@ def main(argv=None):
                         "migration's stream after them. Default: unshaped "
                         "(nothing caps a link, and nothing keeps the wires "
                         "ahead of other traffic on it)")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv=None):
+    p = build_parser()
+    args = config_file.parse(p, argv, '/etc/virtualwire/extender.yaml')
     if args.controller.startswith('http://') and \
             not args.insecure_plaintext_lab:
         p.error('--controller %s is plain HTTP: anyone on the path could '
