@@ -17,6 +17,7 @@ setup(
                                   'api/dashboard/*',
                                   'host/vw-host-setup', 'host/vw-pki'],
                   'vwlab': ['guest/*']},
+    license='Apache-2.0',
     python_requires='>=3.11',
     install_requires=[
         'os-ken>=4.2,<5',
@@ -42,6 +43,8 @@ setup(
         'virtualwire-collector = virtualwire.collectord.main:main',
         'vwctl = virtualwire.cli.vwctl:main',
         'virtualwire-extender = virtualwire.extender.command:main',
+        'virtualwire-intent-db = '
+        'virtualwire.store.intent_db_service:main',
         'vw-host-setup = virtualwire.host.tools:host_setup',
         'vw-pki = virtualwire.host.tools:pki',
         'vwlab = vwlab.cli:main',

@@ -1,12 +1,12 @@
 """`vwctl config check FILE`: a daemon's settings file judged as the
 daemon would judge it at start (`config_file`), without starting it or
 reaching a controller. Which daemon: --for, else the file's name
-(controller.yaml, collector.yaml, extender.yaml)."""
+(controller.yaml, collector.yaml, extender.yaml, intent-db.yaml)."""
 import os
 
 from virtualwire import config_file
 
-DAEMONS = ('controller', 'collector', 'extender')
+DAEMONS = ('controller', 'collector', 'extender', 'intent-db')
 
 
 def _parser(daemon):
@@ -14,8 +14,10 @@ def _parser(daemon):
         from virtualwire.main import build_parser
     elif daemon == 'collector':
         from virtualwire.collectord.main import build_parser
-    else:
+    elif daemon == 'extender':
         from virtualwire.extender.command import build_parser
+    else:
+        from virtualwire.store.intent_db_service import build_parser
     return build_parser()
 
 
@@ -31,8 +33,9 @@ def check(path, daemon):
     daemon = daemon_of(path, daemon)
     if daemon is None:
         return 2, ['vwctl: error: which daemon is %s for? Name it '
-                   'controller.yaml, collector.yaml or extender.yaml, or '
-                   'say --for controller|collector|extender' % path]
+                   'controller.yaml, collector.yaml, extender.yaml or '
+                   'intent-db.yaml, or say --for %s'
+                   % (path, '|'.join(DAEMONS))]
     try:
         values = config_file.read(_parser(daemon), path)
     except config_file.ConfigError as e:

@@ -1,0 +1,185 @@
+"""`virtualwire-intent-db`: the intent database's ovsdb-server as a
+service (ovn-ctl's part for OVN's databases), one command per step a
+unit file or an operator takes:
+
+  run      create the database if there is none (standalone, or a new
+           cluster, or joining one), convert a standalone file offline
+           if the schema is newer, then exec ovsdb-server in the
+           foreground: no --detach, so it never escapes its unit;
+  wait     until the server answers for the database (ExecStartPost:
+           the unit is ready only then);
+  upgrade  convert the running database to the installed schema, online
+           (a cluster converts through its leader, for every member, as
+           ovn-ctl's upgrade_cluster);
+  backup / restore  a snapshot of the data (ovsdb-client backup/restore).
+
+Settings as the daemons' (`config_file`): /etc/virtualwire/intent-db.yaml,
+every key a flag.
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+from virtualwire import config_file, version
+from virtualwire.store.intent import SCHEMA_PATH
+
+DB_NAME = 'VirtualWire'
+
+
+def build_parser():
+    p = argparse.ArgumentParser(
+        prog='virtualwire-intent-db',
+        description="The intent database's ovsdb-server, as a service.")
+    version.add_argument(p)
+    p.add_argument('--db', default='/var/lib/virtualwire/intent.db',
+                   help='the database file (default: %(default)s)')
+    p.add_argument('--socket', default='/run/virtualwire/intent.sock',
+                   help='the local socket controllers and tools use '
+                        '(default: %(default)s)')
+    p.add_argument('--remote', action='append', default=[],
+                   metavar='pssl:PORT[:IP]',
+                   help='also listen here for controllers on other '
+                        'machines (repeatable); needs the TLS files')
+    p.add_argument('--cluster-local', default='', metavar='ssl:IP:PORT',
+                   help='this member\'s RAFT address: the database is a '
+                        'cluster member, not a standalone file')
+    p.add_argument('--cluster-remote', action='append', default=[],
+                   metavar='ssl:IP:PORT',
+                   help='a member of the cluster to join (repeatable); '
+                        'none: this member starts a new cluster')
+    tls = p.add_argument_group('TLS', "this server's key and certificate "
+                               '(vw-pki issue --role controller, named as '
+                               "controllers' --intent-db-name) and the CA "
+                               'its peers and clients present')
+    tls.add_argument('--private-key', default='', metavar='PEM')
+    tls.add_argument('--certificate', default='', metavar='PEM')
+    tls.add_argument('--ca-cert', default='', metavar='PEM')
+    p.add_argument('--schema', default=SCHEMA_PATH,
+                   help='the schema to create or convert to (default: the '
+                        "installed package's)")
+    p.add_argument('--timeout', type=int, default=30, metavar='SECONDS',
+                   help='for wait, upgrade, backup and restore')
+    sub = p.add_subparsers(dest='verb', required=True)
+    sub.add_parser('run', help='prepare the database, then serve it')
+    sub.add_parser('wait', help='until the database is served')
+    sub.add_parser('upgrade', help='convert it online to --schema')
+    b = sub.add_parser('backup', help='write a snapshot of the data')
+    b.add_argument('file')
+    r = sub.add_parser('restore', help='replace the data with a snapshot')
+    r.add_argument('file')
+    return p
+
+
+class ServiceError(Exception):
+    pass
+
+
+def _run(cmd, **kw):
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        raise ServiceError('%s: %s' % (' '.join(cmd), p.stderr.strip()
+                                       or 'exit %d' % p.returncode))
+    return p.stdout.strip()
+
+
+def _tls(args):
+    files = [args.private_key, args.certificate, args.ca_cert]
+    if any(files) and not all(files):
+        raise ServiceError('TLS needs --private-key, --certificate and '
+                           '--ca-cert together')
+    ssl = [t for t in [args.cluster_local] + args.cluster_remote +
+           args.remote if t.startswith(('ssl:', 'pssl:'))]
+    if ssl and not all(files):
+        raise ServiceError('%s needs --private-key, --certificate and '
+                           '--ca-cert' % ssl[0])
+    if any(t.startswith(('tcp:', 'ptcp:')) for t in
+           [args.cluster_local] + args.cluster_remote + args.remote):
+        raise ServiceError('plain TCP would let anyone who reaches it '
+                           'write wires and credentials: use ssl:/pssl:')
+    return all(files)
+
+
+def prepare_commands(args, exists, needs_conversion):
+    """The ovsdb-tool commands that make the database ready to serve:
+    pure, so the unit's first start, a restart and an upgrade are shown
+    without a server."""
+    if exists:
+        if not args.cluster_local and needs_conversion:
+            return [['ovsdb-tool', 'convert', args.db, args.schema]]
+        return []       # a cluster converts online (upgrade), never here
+    if not args.cluster_local:
+        return [['ovsdb-tool', 'create', args.db, args.schema]]
+    if args.cluster_remote:
+        return [['ovsdb-tool', 'join-cluster', args.db, DB_NAME,
+                 args.cluster_local] + args.cluster_remote]
+    return [['ovsdb-tool', 'create-cluster', args.db, args.schema,
+             args.cluster_local]]
+
+
+def server_command(args, tls):
+    cmd = ['ovsdb-server', args.db, '--remote=punix:' + args.socket,
+           '--unixctl=' + os.path.join(os.path.dirname(args.socket),
+                                       'intent-db.ctl'),
+           '--no-chdir', '-vconsole:info']     # stderr: the journal
+    cmd += ['--remote=' + r for r in args.remote]
+    if tls:
+        cmd += ['--private-key=' + args.private_key,
+                '--certificate=' + args.certificate,
+                '--ca-cert=' + args.ca_cert]
+    return cmd
+
+
+def run(args):
+    tls = _tls(args)
+    os.makedirs(os.path.dirname(args.db) or '.', exist_ok=True)
+    os.makedirs(os.path.dirname(args.socket) or '.', exist_ok=True)
+    exists = os.path.exists(args.db)
+    needs = exists and not args.cluster_local and _run(
+        ['ovsdb-tool', 'needs-conversion', args.db, args.schema]) == 'yes'
+    for cmd in prepare_commands(args, exists, needs):
+        print('virtualwire-intent-db: %s' % ' '.join(cmd), file=sys.stderr)
+        _run(cmd)
+    cmd = server_command(args, tls)
+    os.execvp(cmd[0], cmd)
+
+
+def _client(args, *rest):
+    return ['ovsdb-client', '--timeout=%d' % args.timeout] + list(rest)
+
+
+def main(argv=None):
+    p = build_parser()
+    args = config_file.parse(p, argv, '/etc/virtualwire/intent-db.yaml')
+    remote = 'unix:' + args.socket
+    try:
+        if args.verb == 'run':
+            run(args)
+        elif args.verb == 'wait':
+            _run(_client(args, 'wait', remote, DB_NAME, 'connected'))
+        elif args.verb == 'upgrade':
+            if _run(_client(args, 'needs-conversion', remote,
+                            args.schema)) != 'yes':
+                print('%s is already at %s' % (DB_NAME, _run(
+                    ['ovsdb-tool', 'schema-version', args.schema])))
+                return 0
+            before = _run(_client(args, 'get-schema-version', remote,
+                                  DB_NAME))
+            _run(_client(args, 'convert', remote, args.schema))
+            print('%s converted from %s to %s' % (DB_NAME, before, _run(
+                _client(args, 'get-schema-version', remote, DB_NAME))))
+        elif args.verb == 'backup':
+            with open(args.file, 'w') as f:
+                f.write(_run(_client(args, 'backup', remote, DB_NAME)) + '\n')
+        elif args.verb == 'restore':
+            with open(args.file) as f:
+                _run(_client(args, '--force', 'restore', remote, DB_NAME),
+                     stdin=f)
+    except (ServiceError, OSError) as e:
+        print('virtualwire-intent-db: %s' % e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
