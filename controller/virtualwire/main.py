@@ -295,6 +295,8 @@ def main(argv=None):
     check_intent_remote(args)
     from virtualwire import process
     hub = process.start(args)
+    process.on_sighup(hub, args, lambda: parse_args(argv),
+                      logging.getLogger('virtualwire'))
     # After the patch: contexts must be eventlet's to wrap green sockets.
     tls_files = load_tls(args)
     from os_ken import cfg

@@ -1,7 +1,8 @@
 """What both daemons (`virtualwire-controller`, `virtualwire-collector`)
-do to start and to stop: logging, the os-ken hub patched before anything
-opens a socket, and a stop on SIGTERM/SIGINT that first saves what would
-be lost (counters read since the last save)."""
+do to start, reload and stop: logging, the os-ken hub patched before
+anything opens a socket, SIGHUP re-reading the settings file, and a stop
+on SIGTERM/SIGINT that first saves what would be lost (counters read
+since the last save)."""
 import logging
 import os
 import signal
@@ -12,9 +13,7 @@ def start(args):
     """Logging from --log-level/--log-file, then the hub (eventlet unless
     OSKEN_HUB_TYPE says otherwise) patched; returns os-ken's hub."""
     os.environ.setdefault('OSKEN_HUB_TYPE', 'eventlet')
-    logging.basicConfig(
-        level=args.log_level.upper(), filename=args.log_file or None,
-        format='%(asctime)s %(levelname)s %(name)s: %(message)s')
+    _logging(args)
     import warnings
     warnings.filterwarnings('ignore', message=r'(?s).*Eventlet is deprecated')
     # eventlet's WSGI server logs every request at INFO: keep that for debug.
@@ -22,6 +21,58 @@ def start(args):
     from os_ken.lib import hub
     hub.patch(thread=False)
     return hub
+
+
+FORMAT = '%(asctime)s %(levelname)s %(name)s: %(message)s'
+# What SIGHUP applies; every other setting needs a restart (docs/install).
+RELOADABLE = ('log_level', 'log_file')
+_handler = None
+
+
+def _logging(args):
+    """The root logger from --log-level and --log-file (reopened: after
+    logrotate moved it, SIGHUP writes to a new file of that name)."""
+    global _handler
+    root = logging.getLogger()
+    if _handler is not None:        # ours only: others' stay
+        root.removeHandler(_handler)
+        _handler.close()
+    _handler = logging.FileHandler(args.log_file) if args.log_file \
+        else logging.StreamHandler()
+    _handler.setFormatter(logging.Formatter(FORMAT))
+    root.addHandler(_handler)
+    root.setLevel(args.log_level.upper())
+
+
+def reload(args, parse, log):
+    """SIGHUP: the settings file read again. What can change at run time
+    changes; the rest is named in the log as needing a restart. A file
+    with errors changes nothing. Returns the settings in force."""
+    try:
+        new = parse()
+    except SystemExit:          # the parser printed the file's errors
+        log.error('settings not reloaded: the file has errors (above)')
+        return args
+    changed = sorted(k for k in vars(new)
+                     if getattr(new, k) != getattr(args, k, None))
+    for k in RELOADABLE:
+        setattr(args, k, getattr(new, k))
+    _logging(args)
+    later = [k for k in changed if k not in RELOADABLE]
+    log.warning('settings reloaded: %s applied%s',
+                ', '.join(k for k in changed if k in RELOADABLE) or
+                'nothing changed',
+                '; needing a restart: %s' % ', '.join(
+                    '--' + k.replace('_', '-') for k in later)
+                if later else '')
+    return args
+
+
+def on_sighup(hub, args, parse, log):
+    """Reload on SIGHUP, off the signal handler (which under eventlet
+    runs in the hub's own greenlet and must not block)."""
+    signal.signal(signal.SIGHUP,
+                  lambda *_: hub.spawn(reload, args, parse, log))
 
 
 def _memory_snapshots(hub, log):

@@ -5,6 +5,7 @@ root (mmdebstrap, from the archive), booted under real systemd
 controller serves two lab hosts. Then what an operator does: check the
 units, read --version, connect a wire with the packaged vwctl, and
 restart the controller service under a 1 kHz stream."""
+import json
 import os
 import shutil
 import threading
@@ -69,7 +70,6 @@ class Installed:
         p = self.vwctl('--json', 'hosts', check=False)
         if p.returncode != 0:
             return False
-        import json
         hosts = json.loads(p.stdout)['hosts']
         return len(hosts) == len(self.lab.hosts) and all(
             h['connected'] and h['synced'] for h in hosts)
@@ -180,3 +180,40 @@ def test_a_wire_from_the_packaged_vwctl_survives_a_service_restart(
     # And it came back to the wire it had.
     wait_until(installed.hosts_synced, 60, what='hosts back after restart')
     assert 'pka-nic' in installed.vwctl('wires').stdout
+
+
+def test_sighup_reloads_what_it_can_and_names_the_rest(installed):
+    m = installed.m
+    pid = m.main_pid('virtualwire-controller')
+    m.write('/etc/virtualwire/controller.yaml',
+            _controller_yaml(installed.lab.of_port).replace(
+                'stats-interval: 1', 'stats-interval: 1\nlog-level: DEBUG\n'
+                'hold-frames: 64'))
+    m.systemctl('reload', 'virtualwire-controller')
+    wait_until(lambda: 'settings reloaded: log_level applied; needing a '
+               'restart: --hold-frames' in m.journal(
+                   'virtualwire-controller', 200), 20,
+               what='the reload in the journal')
+    assert m.main_pid('virtualwire-controller') == pid    # not restarted
+    # A file with an error changes nothing and says so.
+    m.write('/etc/virtualwire/controller.yaml',
+            _controller_yaml(installed.lab.of_port) + 'hold: maybe\n')
+    m.systemctl('reload', 'virtualwire-controller')
+    wait_until(lambda: 'settings not reloaded' in m.journal(
+        'virtualwire-controller', 200), 20, what='the refusal')
+    assert m.active('virtualwire-controller') == 'active'
+    m.write('/etc/virtualwire/controller.yaml',
+            _controller_yaml(installed.lab.of_port))
+
+
+def test_probes_say_alive_and_ready_without_a_token(installed):
+    m = installed.m
+    py = '/usr/lib/virtualwire/python/bin/python'
+    for extra in ([], ['--ready']):
+        p = m.run([py, '-m', 'virtualwire.probe', '--timeout', '30'] + extra,
+                  check=False)
+        assert p.returncode == 0, p.stderr
+    got = m.run([py, '-c', 'import ssl, urllib.request as u; c = '
+                 'ssl._create_unverified_context(); print(u.urlopen('
+                 '"%s/readyz", context=c).read().decode())' % REST]).stdout
+    assert json.loads(got) == {'status': 'ready'}

@@ -165,3 +165,32 @@ def test_the_build_and_the_process_are_exported(lab):
     assert info[0]['hub'] in ('eventlet', 'native')
     assert s[('process_resident_memory_bytes', ())] > 10 * 2**20
     assert s[('process_open_fds', ())] > 0
+
+
+def test_probes_answer_without_a_token_and_say_only_what_fails(lab):
+    """Load balancers and systemd probe /healthz and /readyz without a
+    token: they learn alive or ready and the failing checks' names, no
+    wire, host or count."""
+    h, api = lab
+    stop = h.run_threads()
+    try:
+        r = get(api, '/healthz', token=None)
+        assert (r.status_int, r.json) == (200, {'status': 'alive'})
+        r = get(api, '/readyz', token=None)
+        # h1 and h2 are known and their switches in session.
+        assert (r.status_int, r.json) == (200, {'status': 'ready'})
+        h.intent.up = False
+        r = get(api, '/readyz', token=None)
+        assert (r.status_int, r.json) == (
+            503, {'status': 'not ready', 'failing': ['intent-db']})
+        h.intent.up = True
+        h.ctl.active, h.ctl.leader = False, None    # neither role
+        r = get(api, '/readyz', token=None)
+        assert r.json['failing'] == ['role'] and r.status_int == 503
+        h.ctl.active = True
+        h.host('h3', ('c', 5), connect=False)    # its switch never came
+        r = get(api, '/readyz', token=None)
+        assert (r.status_int, r.json) == (
+            503, {'status': 'not ready', 'failing': ['hosts']})
+    finally:
+        stop()

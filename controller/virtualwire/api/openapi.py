@@ -69,6 +69,18 @@ def _document():
                                       'content': {'text/plain': {
                                           'schema': {'type': 'string'}}}},
                               '401': _ERR}}},
+            '/healthz': {'get': {
+                'summary': 'Alive: the control loop answers (no token)',
+                'security': [],
+                'responses': {'200': _ok({'type': 'object'}),
+                              '503': _ok({'type': 'object'})}}},
+            '/readyz': {'get': {
+                'summary': 'Ready: intent database connected, a role, '
+                           "every known host's switch in session (no "
+                           'token; says only which checks fail)',
+                'security': [],
+                'responses': {'200': _ok({'type': 'object'}),
+                              '503': _ok({'type': 'object'})}}},
             '/v1/status': {'get': {'summary': 'Controller status',
                                    'responses': {'200': _ok({'type': 'object'}),
                                                  '401': _ERR}}},

@@ -35,6 +35,8 @@ ROUTES = (
     ('/ui/{name}', 'GET', 'ui'),
     ('/v1/openapi.json', 'GET', 'openapi'),
     ('/metrics', 'GET', 'metrics'),
+    ('/healthz', 'GET', 'healthz'),
+    ('/readyz', 'GET', 'readyz'),
     ('/v1/status', 'GET', 'status'),
     ('/v1/hosts', 'GET', 'list_hosts'),
     ('/v1/hosts/{name}', 'GET', 'show_host'),
@@ -77,7 +79,11 @@ ADMIN = 'admin'
 
 # Served without the token: the API's description, and the dashboard's
 # static files (they hold no data; the page asks for the token).
-PUBLIC = frozenset({'openapi', 'home', 'ui', 'topology_schema'})
+# /healthz and /readyz too, for probes that hold no token: they say alive
+# or ready and the names of failing checks, nothing of wires or hosts.
+PUBLIC = frozenset({'openapi', 'home', 'ui', 'topology_schema', 'healthz',
+                    'readyz'})
+PROBE_TIMEOUT = 2.0     # a loop this late is not alive, whatever it holds
 
 
 def _for_caller(req, view):
@@ -245,6 +251,32 @@ class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers):
 
     def status(self, req):
         return json_response(200, self._call(self.ctl.status))
+
+    def healthz(self, req):
+        """Alive: the control loop answers (a wedged loop is restarted by
+        whoever probes: systemd's watchdog, a kubelet)."""
+        try:
+            self.loop.call(lambda: None, timeout=PROBE_TIMEOUT)
+        except TimeoutError:
+            return json_response(503, {'status': 'not alive',
+                                       'failing': ['loop']})
+        return json_response(200, {'status': 'alive'})
+
+    def readyz(self, req):
+        """Ready: alive, the intent database connected, a role (active,
+        or standby with a leader known) and every known host's switch in
+        session."""
+        try:
+            failing = self.loop.call(self.ctl.readiness,
+                                     timeout=PROBE_TIMEOUT)
+        except TimeoutError:
+            failing = ['loop']
+        if not self.intent.connected():
+            failing.append('intent-db')
+        if failing:
+            return json_response(503, {'status': 'not ready',
+                                       'failing': failing})
+        return json_response(200, {'status': 'ready'})
 
     def list_hosts(self, req):
         return json_response(200, {'hosts': self._call(self.ctl.host_views)})

@@ -78,6 +78,8 @@ def main(argv=None):
     ctl_main.check_intent_remote(args, prog)
     from virtualwire import process
     hub = process.start(args)
+    process.on_sighup(hub, args, lambda: parse_args(argv),
+                      logging.getLogger('virtualwire'))
     tls_files = ctl_main.load_tls(args, prog)
     from os_ken import cfg
     from os_ken.base.app_manager import AppManager

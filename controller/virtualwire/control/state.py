@@ -35,6 +35,8 @@ class ControllerState:
     sisters_pending: Dict[str, Tuple[str, Optional[Dict[str, int]], float]]
     sister_hosts: Dict[str, List[str]]      # vNIC -> hosts moved for it
     stats: Dict[str, int]
+    active: bool                      # leading (control.roles)
+    leader: Any                       # store.leadership.Leader or None
     collector: Any                    # metrics.collector.Collector
     instruments: Any                  # metrics.instruments.Instruments
 

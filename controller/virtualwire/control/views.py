@@ -178,6 +178,19 @@ class Views(ControllerState):
                 # Active or standby (control.roles, store.leadership).
                 'role': self.role_view()}
 
+    def readiness(self):
+        """The checks /readyz fails on, by name: none means this instance
+        serves its role. Hosts: it has a session with every host it knows
+        of, or knows of none yet (a new deployment)."""
+        self.loop.assert_owner()
+        failing = []
+        if not self.active and self.leader is None:
+            failing.append('role')          # neither leading nor following
+        known = len(self.tables.hosts)
+        if known and len(self.sessions) < known:
+            failing.append('hosts')
+        return failing
+
     def wire_stats(self, cid):
         """A wire's counters each way (entered at one end, delivered at the
         other, lost between), rates and loss over the collector's window,

@@ -104,6 +104,11 @@ class IdlClient:
         stream = getattr(rpc, 'stream', None)
         return peer_names(getattr(stream, 'socket', None))
 
+    def connected(self):
+        """Whether the session is up now (not only ever was)."""
+        session = getattr(self.idl, '_session', None)
+        return bool(session is not None and session.is_connected())
+
     def wait_connected(self, timeout=10.0):
         waited = 0.0
         while waited < timeout:

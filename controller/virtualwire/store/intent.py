@@ -84,6 +84,10 @@ class IntentStore:
     def flush(self):
         self._changed(self.replica)
 
+    def connected(self):
+        """Whether a member answers now (readiness)."""
+        return self.client.connected()
+
     def start(self, timeout=10.0):
         if not self.client.wait_connected(timeout):
             raise StoreError('intent database %s did not answer within %ss'

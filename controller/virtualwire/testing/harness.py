@@ -26,6 +26,9 @@ class MemoryIntent:
     """The intent store's interface, in memory: writes come back to the
     controller as change events, as the database's do."""
 
+    def connected(self):
+        return self.up
+
     def __init__(self):
         self.rows: Dict[int, Wire] = {}
         self.link_rows: Dict[tuple, ExtenderLink] = {}
@@ -33,6 +36,7 @@ class MemoryIntent:
         self.ownership = MemoryOwnership()
         self.topologies = MemoryTopologies(self)
         self.on_change: Callable = lambda events, n: None
+        self.up = True              # connected(): a test may cut it
         self._next = 0x1000
         # Commits are serialized and their changes handed on in commit
         # order, as ovsdb-server and IntentStore do.
