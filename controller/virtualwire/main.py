@@ -58,6 +58,13 @@ def build_parser():
     tls.add_argument('--certificate', default='', metavar='PEM')
     tls.add_argument('--ca-cert', default='', metavar='PEM',
                      help='the CA whose certificates hosts present')
+    tls.add_argument('--host-ca-key', default='', metavar='PEM',
+                     help="the host CA's key: hosts then enrol through "
+                          'this controller (vw-host-setup enroll) with a '
+                          'join token or an operator\'s approval. Whoever '
+                          'holds this controller holds that key; without '
+                          'it, hosts take certificates from an offline CA '
+                          '(vw-pki issue)')
     tls.add_argument('--insecure-plaintext-lab', action='store_true',
                      help='no TLS: OpenFlow and host OVSDB over plain TCP '
                           'and REST over plain HTTP, so anyone on those '
@@ -302,7 +309,7 @@ def main(argv=None):
     from os_ken import cfg
     from os_ken.base.app_manager import AppManager
 
-    from virtualwire.api import standby
+    from virtualwire.api import rest_enrolment, standby
     from virtualwire.api.audit import AuditLog
     from virtualwire.api.rest import RestApi
     from virtualwire.api.server import make_server
@@ -369,7 +376,7 @@ def main(argv=None):
     intent.client.on_run = leadership.poll
     api = RestApi(loop, controller, intent, runtime, token, AuditLog(
         args.audit_log or os.path.join(args.state_dir, 'audit.log')),
-        own_urls=own)
+        own_urls=own, signer=rest_enrolment.signer_from(args))
 
     # REST socket first: it stays in our namespace even if the southbound
     # sockets go into the management one.

@@ -7,6 +7,9 @@ units, read --version, connect a wire with the packaged vwctl, and
 restart the controller service under a 1 kHz stream."""
 import json
 import os
+import re
+import ssl
+import subprocess
 import shutil
 import threading
 import time
@@ -22,6 +25,7 @@ UNITS = ['virtualwire-intent-db.service', 'virtualwire-controller.service',
          'virtualwire-collector.service', 'virtualwire-extender.service']
 PKI = '/etc/virtualwire/pki'
 REST = 'https://127.0.0.1:8780'
+SOUTHBOUND = 8781
 
 
 def _controller_yaml(of_port):
@@ -33,6 +37,9 @@ def _controller_yaml(of_port):
         'private-key: %s/controller-key.pem' % PKI,
         'certificate: %s/controller-cert.pem' % PKI,
         'ca-cert: %s/host-ca.pem' % PKI,
+        # Hosts enrol through it (vw-host-setup enroll).
+        'host-ca-key: %s/host-ca-key.pem' % PKI,
+        'southbound-rest-listen: %s:%d' % (CONTROLLER_IP, SOUTHBOUND),
         'stats-interval: 1', '']) + '\n'
 
 
@@ -49,7 +56,7 @@ def _install_pki(lab, root):
                 uid, gid = int(p[2]), int(p[3])
     assert uid is not None, 'the package made no virtualwire user'
     for name in ('controller-key.pem', 'controller-cert.pem',
-                 'host-ca.pem', 'controller-ca.pem'):
+                 'host-ca.pem', 'controller-ca.pem', 'host-ca-key.pem'):
         shutil.copy(os.path.join(lab.pki.dir, name), os.path.join(dst, name))
         os.chown(os.path.join(dst, name), uid, gid)
         os.chmod(os.path.join(dst, name), 0o640)
@@ -217,3 +224,78 @@ def test_probes_say_alive_and_ready_without_a_token(installed):
                  'ssl._create_unverified_context(); print(u.urlopen('
                  '"%s/readyz", context=c).read().decode())' % REST]).stdout
     assert json.loads(got) == {'status': 'ready'}
+
+
+def _enroll(installed, host, *extra, background=False):
+    """The packaged `vw-host-setup enroll`, run in the lab host's network
+    namespace from the installed root (the root is the host's disk here:
+    its key is made there and stays there)."""
+    cmd = ['ip', 'netns', 'exec', host.ns, 'chroot', installed.m.root,
+           '/usr/sbin/vw-host-setup', 'enroll', '--name', host.name,
+           '--controller-url', 'https://%s:%d' % (CONTROLLER_IP, SOUTHBOUND),
+           '--ca-cert', PKI + '/controller-ca.pem',
+           '--dir', '/var/lib/enrolled/' + host.name] + list(extra)
+    if background:
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def _presented(host, lab):
+    """The certificate a host's OVSDB listener presents (DER), asked as a
+    controller asks (its certificate; the host CA pinned)."""
+    p = subprocess.run(
+        ['ip', 'netns', 'exec', lab.mgmt_ns, 'openssl', 's_client',
+         '-connect', '%s:6640' % host.mgmt_ip, '-CAfile', lab.pki.host_ca,
+         '-cert', os.path.join(lab.pki.dir, 'controller-cert.pem'),
+         '-key', os.path.join(lab.pki.dir, 'controller-key.pem'),
+         '-verify_return_error'], input='', capture_output=True, text=True,
+        timeout=30)
+    assert 'Verify return code: 0 (ok)' in p.stdout, p.stdout + p.stderr
+    pem = re.search(r'-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE'
+                    r'-----', p.stdout, re.S).group(0)
+    return ssl.PEM_cert_to_DER_cert(pem)
+
+
+def test_hosts_enrol_with_a_join_token_and_with_approval(installed):
+    m, lab = installed.m, installed.lab
+    h1, h2 = lab.hosts
+    # h1: the operator issues a one-time token bound to h1.
+    out = installed.vwctl('hosts', 'join-token', 'h1', '--ttl',
+                          '600').stdout
+    token = out.strip().splitlines()[-1]
+    m.write('/tmp/h1.token', token + '\n', 0o600)
+    p = _enroll(installed, h1, '--join-token-file', '/tmp/h1.token')
+    assert p.returncode == 0, p.stderr
+    assert 'h1 enrolled with its join token' in p.stderr
+    d1 = os.path.join(m.root, 'var/lib/enrolled/h1')
+    assert os.stat(os.path.join(d1, 'h1-key.pem')).st_mode & 0o777 == 0o600
+    # Used once: presented again, refused, and nothing is written.
+    again = _enroll(installed, h1, '--join-token-file', '/tmp/h1.token',
+                    '--dir', '/var/lib/enrolled/again')
+    assert again.returncode == 1
+    assert 'the join token is not valid for h1' in again.stderr
+    # h2: no token; it waits until the operator approves its key.
+    bg = _enroll(installed, h2, '--wait', '90', '--interval', '0.5',
+                 background=True)
+    rows = wait_until(lambda: [r for r in json.loads(installed.vwctl(
+        '--json', 'hosts', 'pending').stdout)['enrolments']
+        if r['name'] == 'h2' and r['state'] == 'pending'], 30,
+        what='h2 pending')
+    installed.vwctl('hosts', 'approve', 'h2')
+    _out, err = bg.communicate(timeout=60)
+    assert bg.returncode == 0, err
+    # The fingerprint the host printed is the one the operator approved.
+    assert rows[0]['fingerprint'] in err and 'h2 approved' in err
+    # Their switches and OVSDBs now present the enrolled certificates,
+    # and the controller admits them as h1 and h2.
+    for h in (h1, h2):
+        d = os.path.join(m.root, 'var/lib/enrolled', h.name)
+        h.bootstrap(['--ssl-key', os.path.join(d, h.name + '-key.pem'),
+                     '--ssl-cert', os.path.join(d, h.name + '-cert.pem')])
+    m.systemctl('restart', 'virtualwire-controller')   # new sessions
+    wait_until(installed.hosts_synced, 60, what='enrolled hosts admitted')
+    for h in (h1, h2):
+        with open(os.path.join(m.root, 'var/lib/enrolled', h.name,
+                               h.name + '-cert.pem')) as f:
+            assert _presented(h, lab) == ssl.PEM_cert_to_DER_cert(f.read())

@@ -3,10 +3,12 @@ from virtualwire.core import errors
 
 STATUS = (
     (errors.Malformed, 400),
+    (errors.Refused, 403),
     (errors.NotFound, 404),
     (errors.Conflict, 409),
     (errors.TooLarge, 413),
     (errors.Invalid, 422),
+    (errors.TooMany, 429),
     (errors.Unavailable, 503),
 )
 

@@ -16,6 +16,7 @@ from virtualwire.api.errors import status_of
 from virtualwire.api.openapi import openapi_document
 from virtualwire.api.render import (error, json_response, peek_json,
                                     read_json_object)
+from virtualwire.api.rest_enrolment import EnrolmentHandlers
 from virtualwire.api.rest_operator import OperatorHandlers
 from virtualwire.api.rest_topologies import TopologyHandlers, file_error
 from virtualwire.api.rest_wires import WireHandlers
@@ -72,6 +73,12 @@ ROUTES = (
     ('/v1/topology.schema.json', 'GET', 'topology_schema'),
     ('/v1/guests', 'GET', 'list_guests'),
     ('/v1/guests/{vm_uuid}', 'PUT', 'report_guest'),
+    ('/v1/enrolments', 'GET', 'list_enrolments'),
+    ('/v1/enrolments', 'POST', 'request_enrolment'),
+    ('/v1/enrolments/{name}/poll', 'POST', 'poll_enrolment'),
+    ('/v1/enrolments/{name}/approve', 'POST', 'approve_enrolment'),
+    ('/v1/enrolments/{name}', 'DELETE', 'refuse_enrolment'),
+    ('/v1/join-tokens', 'POST', 'issue_join_token'),
     ('/v1/intent/orphans', 'GET', 'orphans'),
     ('/v1/intent/release-orphans', 'POST', 'release_orphans'),
 )
@@ -81,8 +88,9 @@ ADMIN = 'admin'
 # static files (they hold no data; the page asks for the token).
 # /healthz and /readyz too, for probes that hold no token: they say alive
 # or ready and the names of failing checks, nothing of wires or hosts.
+# A host enrolling has no token yet: it asks and polls (rest_enrolment).
 PUBLIC = frozenset({'openapi', 'home', 'ui', 'topology_schema', 'healthz',
-                    'readyz'})
+                    'readyz', 'request_enrolment', 'poll_enrolment'})
 PROBE_TIMEOUT = 2.0     # a loop this late is not alive, whatever it holds
 
 
@@ -101,10 +109,12 @@ def _scope(req):
     return req.environ.get('virtualwire.scope')
 
 
-class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers):
+class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
+              EnrolmentHandlers):
     def __init__(self, loop, controller, intent, runtime, token,
-                 audit_log=None, own_urls=None):
+                 audit_log=None, own_urls=None, signer=None):
         self.loop, self.ctl = loop, controller
+        self.signer = signer          # rest_enrolment.Signer or None
         # Where clients reach this instance: {'rest': .., 'southbound': ..}
         self.own_urls = own_urls or {}
         self.audit_log = audit_log or AuditLog('')

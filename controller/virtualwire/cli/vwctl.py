@@ -24,6 +24,7 @@ from virtualwire.cli import batch as cli_batch
 from virtualwire.cli import credentials as cli_credentials
 from virtualwire.cli import intent as cli_intent
 from virtualwire.cli import tenants as cli_tenants
+from virtualwire.cli import enrol as cli_enrol
 from virtualwire.cli import extenders as cli_extenders
 from virtualwire.cli import timeline
 from virtualwire.cli import top as cli_top
@@ -217,7 +218,7 @@ def build_parser():
     config_check.add_parser(sub)
     sub.add_parser('status', help='controller status').set_defaults(
         fn=cmd_status)
-    sub.add_parser('hosts', help='list hosts').set_defaults(fn=cmd_hosts)
+    cli_enrol.add_parser(sub, cmd_hosts)
     sub.add_parser('vnics', help='list vNICs').set_defaults(fn=cmd_vnics)
     sub.add_parser('wires', help='list wires').set_defaults(fn=cmd_wires)
     s = sub.add_parser('migrations', help='live migrations: in progress, '

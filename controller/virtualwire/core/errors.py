@@ -33,3 +33,11 @@ class TooLarge(VwError):
 
 class Unavailable(VwError):
     """A dependency did not answer in time (a switch, the database)."""
+
+
+class Refused(VwError):
+    """Not allowed for this caller (a join token that is not valid)."""
+
+
+class TooMany(VwError):
+    """A limit on outstanding requests is reached; try again later."""

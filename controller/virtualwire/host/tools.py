@@ -26,6 +26,10 @@ def _run(name, argv):
 
 
 def host_setup(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ['enroll']:
+        from virtualwire.host import enroll
+        return enroll.main(argv[1:])
     return _run('vw-host-setup', argv)
 
 

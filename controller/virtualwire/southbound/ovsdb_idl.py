@@ -161,7 +161,13 @@ class IdlClient:
         while True:
             with self.lock:
                 txn = ovs.db.idl.Transaction(self.idl)
-                build(txn, self.idl)
+                try:
+                    build(txn, self.idl)
+                except BaseException:
+                    # A build that refuses (a domain error) leaves no open
+                    # transaction behind: the next would assert.
+                    txn.abort()
+                    raise
                 status = txn.commit()
                 while status == txn.INCOMPLETE:
                     # The pump owns the socket wait (eventlet allows one

@@ -26,6 +26,7 @@ from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
 from virtualwire.store import txn as store_txn
 from virtualwire.store import wire_writes
 from virtualwire.store.credentials import CredentialStore
+from virtualwire.store.enrolment import EnrolmentStore
 from virtualwire.store.ownership import OwnershipStore
 from virtualwire.store.topologies import TopologyStore
 from virtualwire.store.wire_replica import WireReplica
@@ -69,6 +70,7 @@ class IntentStore:
         self.on_change = on_change
         self.credentials = CredentialStore(self.client)
         self.ownership = OwnershipStore(self.client)
+        self.enrolment = EnrolmentStore(self.client)
         self.topologies = TopologyStore(self)
         self._rng = random.SystemRandom()
 
