@@ -87,20 +87,52 @@ def lintian(changes):
     return out
 
 
-def make_root(root, debs, log):
-    """A fresh Debian root with BASE and the packages installed by apt,
-    as an operator installs them (their maintainer scripts run)."""
+def make_root(root, debs, log, install=True):
+    """A fresh Debian root with BASE, and the packages in its /srv/debs
+    (not /tmp: the booted root mounts a tmpfs there). install=True:
+    installed by apt, as an operator installs them (their maintainer
+    scripts run); False: left for the operator's steps
+    (docs/install.rst) to install."""
     shutil.rmtree(root, ignore_errors=True)
     names = [os.path.basename(d) for d in debs]
-    _run(['mmdebstrap', '--variant=apt', '--include=' + ','.join(BASE),
-          '--customize-hook=mkdir -p "$1/tmp/debs"',
-          '--customize-hook=copy-in %s /tmp/debs' % ' '.join(names),
-          '--customize-hook=chroot "$1" apt-get install -y -q '
-          + ' '.join('/tmp/debs/' + n for n in names),
-          '--customize-hook=rm -rf "$1/tmp/debs"',
-          SUITE, root], cwd=os.path.dirname(debs[0]), log=log,
+    hooks = ['--customize-hook=mkdir -p "$1/srv/debs"',
+             '--customize-hook=copy-in %s /srv/debs' % ' '.join(names)]
+    if install:
+        hooks += ['--customize-hook=chroot "$1" apt-get install -y -q '
+                  + ' '.join('/srv/debs/' + n for n in names)]
+    _run(['mmdebstrap', '--variant=apt', '--include=' + ','.join(BASE)] +
+         hooks + [SUITE, root], cwd=os.path.dirname(debs[0]), log=log,
          timeout=1200)
     return root
+
+
+def doc_blocks(path):
+    """[(where, script)] of an .rst file's ``.. code-block:: sh`` blocks,
+    in order; `where` is the block's first line ('# on the controller
+    machine' -> 'controller', '# on a hypervisor' -> 'hypervisor', '# on
+    an extender' -> 'extender')."""
+    out, lines, i = [], open(path).read().splitlines(), 0
+    while i < len(lines):
+        if lines[i].strip() != '.. code-block:: sh':
+            i += 1
+            continue
+        i += 1
+        body = []
+        while i < len(lines) and (not lines[i].strip() or
+                                  lines[i].startswith('   ')):
+            body.append(lines[i][3:])
+            i += 1
+        text = '\n'.join(body).strip('\n') + '\n'
+        first = text.splitlines()[0].strip()
+        where = {'# on the controller machine': 'controller',
+                 '# on a hypervisor': 'hypervisor',
+                 '# on an extender': 'extender'}.get(first)
+        if where is None:
+            raise LabError('%s: a sh block must start with "# on the '
+                           'controller machine", "# on a hypervisor" or '
+                           '"# on an extender", not %r' % (path, first))
+        out.append((where, text))
+    return out
 
 
 def _nspawn_runtime_dir():
@@ -141,10 +173,18 @@ class Machine:
             if time.monotonic() > deadline:
                 raise LabError('no init in the container')
             time.sleep(0.2)
-        state = self.run(['systemctl', 'is-system-running', '--wait'],
-                         check=False, timeout=timeout).stdout.strip()
-        if state not in ('running', 'degraded'):
-            raise LabError('the container did not boot: %s' % state)
+        # systemctl cannot reach a manager that is still setting itself
+        # up (it prints nothing then): ask again until it answers.
+        state, why = '', ''
+        while state not in ('running', 'degraded'):
+            if time.monotonic() > deadline:
+                raise LabError('the container did not boot: %r %s'
+                               % (state, why))
+            p = self.run(['systemctl', 'is-system-running', '--wait'],
+                         check=False, timeout=timeout)
+            state, why = p.stdout.strip(), p.stderr.strip()
+            if state not in ('running', 'degraded'):
+                time.sleep(0.5)
         return state
 
     def init_pid(self):

@@ -5,6 +5,7 @@ in a browser). Lost beyond doubt is never above what the wire lost (its
 entered minus delivered once quiet), and once quiet equals it. A known
 drop on the underlay and a live migration: test_metrics.py."""
 import json
+import re
 import subprocess
 import sys
 import time
@@ -89,7 +90,17 @@ def test_tcp_bursts_show_no_loss_that_did_not_happen(lab, api, pair):
     print('tcp bursts: lost %s, max unsettled seen %d, reads %d' % (
         {d: truth(end, d) - truth(base, d) for d in DIRS}, unsettled,
         len(watch.samples)))
-    assert not [x for x in drawn if w['connector_id'] in ' '.join(x)], drawn
+    # Red only for frames the wire really lost. The bursts lose none, but
+    # a wire can lose a frame at set-up (a flow replaced while the first
+    # ARP crossed): CI once drew that one, judged during the bursts.
+    lost_life = sum(truth(end, d) for d in DIRS)
+    shown = [int(m.group(1)) for x in drawn for text in x
+             for m in [re.match(r'^(\d+)( \(\+\d+ unsettled\))?$', text)]
+             if m]
+    assert all(n <= lost_life for n in shown), (shown, lost_life)
+    if lost_life == 0:
+        assert not [x for x in drawn if w['connector_id'] in ' '.join(x)], \
+            drawn
     out = vwctl(lab, 'stats', str(w['id']))
     assert 'lost %d' % end['a_to_b']['lost_packets'] in out, out
     top = json.loads(vwctl(lab, '--json', 'top', '--once'))

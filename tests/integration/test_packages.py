@@ -1,31 +1,33 @@
 """The packages as an operator meets them: built from this checkout with
-Debian's tools, lintian-clean, installed by apt into a fresh Debian 12
-root (mmdebstrap, from the archive), booted under real systemd
-(systemd-nspawn --boot) in the lab's management namespace, where its
-controller serves two lab hosts. Then what an operator does: check the
-units, read --version, connect a wire with the packaged vwctl, and
-restart the controller service under a 1 kHz stream."""
+Debian's tools, lintian-clean, put into a fresh Debian 12 root
+(mmdebstrap, from the archive) booted under real systemd (systemd-nspawn
+--boot) in the lab's management namespace, and installed and set up by
+running docs/install.rst's commands as written; its controller then
+serves two lab hosts. Then what an operator does: check the units, read
+--version, connect a wire with the packaged vwctl, restart the
+controller service under a 1 kHz stream, reload settings, probe health,
+and enrol hosts with a join token and with approval."""
 import json
 import os
 import re
 import ssl
 import subprocess
 import shutil
-import threading
-import time
 
 import pytest
 
 from conftest import wait_until
 from vwlab import Lab, packages
 from vwlab.shell import CONTROLLER_IP, LAB_ROOT
-from wire_traffic import udp_stream
+from wire_traffic import stream_across
 
 UNITS = ['virtualwire-intent-db.service', 'virtualwire-controller.service',
          'virtualwire-collector.service', 'virtualwire-extender.service']
 PKI = '/etc/virtualwire/pki'
 REST = 'https://127.0.0.1:8780'
 SOUTHBOUND = 8781
+INSTALL_DOC = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))), 'docs', 'install.rst')
 
 
 def _controller_yaml(of_port):
@@ -43,29 +45,41 @@ def _controller_yaml(of_port):
         'stats-interval: 1', '']) + '\n'
 
 
-def _install_pki(lab, root):
-    """The controller's key, certificate and the CAs, owned by the
-    packaged service's user (as an operator copies them in)."""
+def _lab_cas_into(lab, root):
+    """The lab's two CAs (certificates and keys), where docs/install.rst
+    makes them: the doc's `vw-pki init` keeps them, so the controller it
+    sets up is trusted by the lab's hosts and trusts them."""
     dst = os.path.join(root, PKI.lstrip('/'))
     os.makedirs(dst, exist_ok=True)
-    uid = gid = None
-    with open(os.path.join(root, 'etc/passwd')) as f:
-        for line in f:
-            p = line.split(':')
-            if p[0] == 'virtualwire':
-                uid, gid = int(p[2]), int(p[3])
-    assert uid is not None, 'the package made no virtualwire user'
-    for name in ('controller-key.pem', 'controller-cert.pem',
-                 'host-ca.pem', 'controller-ca.pem', 'host-ca-key.pem'):
+    for name in ('controller-ca.pem', 'controller-ca-key.pem',
+                 'host-ca.pem', 'host-ca-key.pem'):
         shutil.copy(os.path.join(lab.pki.dir, name), os.path.join(dst, name))
-        os.chown(os.path.join(dst, name), uid, gid)
-        os.chmod(os.path.join(dst, name), 0o640)
 
 
 class Installed:
     def __init__(self, lab, machine, changes, debs):
         self.lab, self.m = lab, machine
         self.changes, self.debs = changes, debs
+
+    def follow_the_install_doc(self):
+        """Every sh block of docs/install.rst, as written, with the
+        lab's addresses: on the booted root, or on lab host h1 (its
+        network, the root's files)."""
+        env = {'VW_CONTROLLER_IP': CONTROLLER_IP, 'VW_DEBS': '/srv/debs',
+               'VW_HOST': 'h1'}
+        head = ''.join('export %s=%s\n' % kv for kv in sorted(env.items()))
+        for where, block in packages.doc_blocks(INSTALL_DOC):
+            script = head + block
+            if where == 'controller':
+                p = self.m.run(['bash', '-euo', 'pipefail', '-c', script],
+                               check=False, timeout=300)
+            else:
+                p = subprocess.run(
+                    ['ip', 'netns', 'exec', self.lab.hosts[0].ns, 'chroot',
+                     self.m.root, 'bash', '-euo', 'pipefail', '-c', script],
+                    capture_output=True, text=True, timeout=300)
+            assert p.returncode == 0, 'docs/install.rst block failed:\n%s' \
+                '\n%s%s' % (block, p.stdout[-2000:], p.stderr[-2000:])
 
     def vwctl(self, *args, check=True):
         return self.m.run(['vwctl', '--url', REST, '--ca-cert',
@@ -87,16 +101,15 @@ def installed():
     work = os.path.join(LAB_ROOT, 'packages-%d' % os.getpid())
     changes, debs = packages.build(os.path.join(work, 'build'))
     root = packages.make_root(os.path.join(work, 'root'), debs,
-                              os.path.join(work, 'root.log'))
+                              os.path.join(work, 'root.log'), install=False)
     with Lab(2, collector=False) as lab:
-        _install_pki(lab, root)
+        _lab_cas_into(lab, root)
         m = packages.Machine(root, lab.mgmt_ns, 'vwpkg' + lab.prefix[2:],
                              log=os.path.join(work, 'boot.log'))
-        m.write('/etc/virtualwire/controller.yaml',
-                _controller_yaml(lab.of_port))
         try:
             m.boot()
             inst = Installed(lab, m, changes, debs)
+            inst.follow_the_install_doc()
             try:
                 wait_until(inst.hosts_synced, 90,
                            what='the packaged controller and 2 hosts')
@@ -169,21 +182,15 @@ def test_a_wire_from_the_packaged_vwctl_survives_a_service_restart(
     wait_until(lambda: va.ping('192.0.2.2', count=1)[1] == 1, 20,
                what='ping over the packaged controller\'s wire')
     before = m.main_pid('virtualwire-controller')
-    res = {}
-    seconds = 10.0
-    t = threading.Thread(target=lambda: res.update(zip(
-        ('sent', 'got'), udp_stream(va, vb, '192.0.2.2', seconds=seconds,
-                                    rate=1000))))
-    t.start()
-    time.sleep(2.0)
-    m.systemctl('restart', 'virtualwire-controller')
-    after = m.main_pid('virtualwire-controller')
-    t.join(seconds + 60)
+
+    def restart():
+        m.systemctl('restart', 'virtualwire-controller')
+        return m.main_pid('virtualwire-controller')
+    sent, got, after = stream_across(va, vb, '192.0.2.2', restart)
     assert after != before and after > 0
     # The sender was sending all along: a restart inside the window.
-    assert res['sent']['sent'] == int(seconds * 1000), res['sent']
-    assert res['got']['received'] == res['sent']['sent'], res
-    assert res['got']['duplicates'] == 0, res
+    assert sent['sent'] == 10000, sent
+    assert got['received'] == sent['sent'] and got['duplicates'] == 0, got
     # And it came back to the wire it had.
     wait_until(installed.hosts_synced, 60, what='hosts back after restart')
     assert 'pka-nic' in installed.vwctl('wires').stdout
@@ -299,3 +306,134 @@ def test_hosts_enrol_with_a_join_token_and_with_approval(installed):
         with open(os.path.join(m.root, 'var/lib/enrolled', h.name,
                                h.name + '-cert.pem')) as f:
             assert _presented(h, lab) == ssl.PEM_cert_to_DER_cert(f.read())
+
+
+class Member:
+    """One intent-database cluster member run by the packaged tool (as
+    its unit on another machine would), in the management namespace."""
+
+    def __init__(self, installed, k, first_port):
+        self.inst, self.k = installed, k
+        self.raft = first_port + 3 + k
+        self.client = first_port + k
+        self.dir = '/var/lib/vwdb'
+        self.sock = '%s/m%d.sock' % (self.dir, k)
+        self.proc = None
+
+    def tool(self, *verb, remote=(), schema=None):
+        cmd = ['ip', 'netns', 'exec', self.inst.lab.mgmt_ns, 'chroot',
+               self.inst.m.root, 'virtualwire-intent-db',
+               '--db', '%s/m%d.db' % (self.dir, self.k),
+               '--socket', self.sock,
+               '--cluster-local', 'ssl:127.0.0.1:%d' % self.raft,
+               '--remote', 'pssl:%d:127.0.0.1' % self.client,
+               '--private-key', PKI + '/db-key.pem',
+               '--certificate', PKI + '/db-cert.pem',
+               '--ca-cert', PKI + '/controller-ca.pem'] + \
+            ['--cluster-remote=' + r for r in remote] + \
+            (['--schema', schema] if schema else []) + list(verb)
+        return cmd
+
+    def start(self, remote=(), schema=None):
+        self.proc = subprocess.Popen(self.tool('run', remote=remote,
+                                               schema=schema),
+                                     stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+
+    def run(self, *verb):
+        return subprocess.run(self.tool(*verb), capture_output=True,
+                              text=True, timeout=120)
+
+    def version(self):
+        return subprocess.run(
+            ['chroot', self.inst.m.root, 'ovsdb-client',
+             'get-schema-version', 'unix:' + self.sock, 'VirtualWire'],
+            capture_output=True, text=True).stdout.strip()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+def _old_schema(root):
+    """The schema before enrolment (1.10.0): today's without its two
+    tables, in the root for the tool to create the cluster with."""
+    doc = json.load(open(os.path.join(
+        root, 'usr/lib/virtualwire/python/lib/python3.11/site-packages/'
+        'virtualwire/store/schema/virtualwire.ovsschema')))
+    for t in ('Enrolment', 'JoinToken'):
+        doc['tables'].pop(t)
+    doc['version'] = '1.10.0'
+    path = os.path.join(root, 'var/lib/vwdb/old.ovsschema')
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        json.dump(doc, f)
+    return '/var/lib/vwdb/old.ovsschema'
+
+
+def test_the_intent_cluster_upgrades_under_traffic_with_the_packaged_tool(
+        installed):
+    m, lab = installed.m, installed.lab
+    key, cert = lab.pki.issue('db', dns=['virtualwire-intent-db'],
+                              ips=['127.0.0.1'], role='controller')
+    for src, dst in ((key, 'db-key.pem'), (cert, 'db-cert.pem')):
+        shutil.copy(src, os.path.join(m.root, PKI.lstrip('/'), dst))
+    old = _old_schema(m.root)
+    members = [Member(installed, k, 6641) for k in range(3)]
+    try:
+        members[0].start(schema=old)
+        for mb in members[1:]:
+            mb.start(remote=['ssl:127.0.0.1:%d' % members[0].raft])
+        for mb in members:
+            wait_until(lambda: mb.version() == '1.10.0', 60,
+                       what='member %d serving 1.10.0' % mb.k)
+        # The packaged controller (1.11.0's code) on the 1.10.0 cluster.
+        conf = _controller_yaml(lab.of_port).replace(
+            'intent-db: unix:/run/virtualwire/intent.sock',
+            'intent-db: %s\nintent-db-ca: %s/controller-ca.pem' % (
+                ','.join('ssl:127.0.0.1:%d' % mb.client for mb in members),
+                PKI))
+        m.write('/etc/virtualwire/controller.yaml', conf)
+        m.systemctl('restart', 'virtualwire-controller')
+        wait_until(installed.hosts_synced, 90, what='hosts on the cluster')
+        # Skew, N+1 against N: what needs the new tables says so.
+        p = installed.vwctl('hosts', 'pending', check=False)
+        assert p.returncode == 1 and 'virtualwire-intent-db upgrade' in \
+            p.stderr, p.stderr
+        h1, h2 = lab.hosts
+        va = h1.add_vm('pua', [('pua-nic', '192.0.2.1/24')])
+        vb = h2.add_vm('pub', [('pub-nic', '192.0.2.2/24')])
+        installed.vwctl('connect', 'pua-nic', 'pub-nic')
+        wait_until(lambda: va.ping('192.0.2.2', count=1)[1] == 1, 30,
+                   what='ping on the cluster-held wire')
+        # Any member: the conversion goes through the leader.
+        sent, got, up = stream_across(va, vb, '192.0.2.2',
+                                      lambda: members[1].run('upgrade'))
+        assert up.returncode == 0, up.stderr
+        assert up.stdout.strip() == \
+            'VirtualWire converted from 1.10.0 to 1.11.0', up.stdout
+        assert sent['sent'] == 10000, sent
+        assert got['received'] == sent['sent'] and \
+            got['duplicates'] == 0, got
+        for mb in members:
+            wait_until(lambda: mb.version() == '1.11.0', 30,
+                       what='member %d at 1.11.0' % mb.k)
+        assert members[2].run('upgrade').stdout.strip() == \
+            'VirtualWire is already at 1.11.0'
+        # Controllers take the new tables at their next start.
+        m.systemctl('restart', 'virtualwire-controller')
+        wait_until(installed.hosts_synced, 90, what='hosts after upgrade')
+        assert installed.vwctl('hosts', 'pending').returncode == 0
+        assert 'pua-nic' in installed.vwctl('wires').stdout
+        # A backup holds the wire; restored, it is still there.
+        assert members[0].run('backup', '/var/lib/vwdb/b.json') \
+            .returncode == 0
+        with open(os.path.join(m.root, 'var/lib/vwdb/b.json')) as f:
+            assert 'pua-nic' in f.read()
+    finally:
+        for mb in members:
+            mb.stop()
+        m.write('/etc/virtualwire/controller.yaml',
+                _controller_yaml(lab.of_port))
+        m.systemctl('restart', 'virtualwire-controller', check=False)

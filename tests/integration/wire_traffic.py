@@ -81,3 +81,22 @@ def special_frames(src_mac):
         'arp': Ether(dst='ff:ff:ff:ff:ff:ff', src=src_mac) /
         ARP(psrc='203.0.113.9', pdst='203.0.113.10', hwsrc=src_mac),
     }
+
+
+def stream_across(src, dst, dst_ip, action, seconds=10.0, after=2.0,
+                  rate=1000):
+    """A udp_stream of `seconds` with action() run `after` seconds into
+    it (a restart, an upgrade): (sender's report, receiver's report,
+    action's result)."""
+    import threading
+    out = {}
+    t = threading.Thread(target=lambda: out.update(zip(
+        ('sent', 'got'), udp_stream(src, dst, dst_ip, seconds=seconds,
+                                    rate=rate))))
+    t.start()
+    time.sleep(after)
+    try:
+        result = action()
+    finally:
+        t.join(seconds + 60)
+    return out['sent'], out['got'], result

@@ -18,12 +18,23 @@ class EnrolmentStore:
         self.client = client
 
     def _rows(self, table):
+        self._need()
         return list(self.client.idl.tables[table].rows.values())
+
+    def _need(self):
+        """A controller newer than its database (during an upgrade) says
+        what to do rather than fail: the tables came with schema 1.11.0."""
+        if 'Enrolment' not in self.client.idl.tables or \
+                'JoinToken' not in self.client.idl.tables:
+            raise errors.Unavailable(
+                'the intent database predates enrolment (schema 1.11.0): '
+                'upgrade it with `virtualwire-intent-db upgrade`')
 
     # -- the operator --------------------------------------------------
     def issue_token(self, name, ttl, now):
         """A join token for host `name`, valid `ttl` seconds (replacing
         any it had): (token, expires_at). It exists nowhere else."""
+        self._need()
         enrolment.check_name(name)
         if not 0 < ttl <= enrolment.TOKEN_TTL_MAX:
             raise errors.Invalid('ttl must be 1 to %d seconds'
@@ -51,6 +62,7 @@ class EnrolmentStore:
 
     def approve(self, name, sign):
         """Sign the pending request of `name` (sign(csr) -> PEM)."""
+        self._need()
         def build(txn, idl):
             rows = [r for r in idl.tables['Enrolment'].rows.values()
                     if r.name == name and r.state == 'pending']
@@ -74,6 +86,7 @@ class EnrolmentStore:
         """A host's request: ('approved', certificate, None) with a valid
         join token, else ('pending', None, poll secret). Refused, Conflict
         or TooMany say why not."""
+        self._need()
         enrolment.check_name(name)
         csr = enrolment.load_csr(csr_pem)
         fp = enrolment.fingerprint(csr)
