@@ -13,7 +13,7 @@ from vwlab.shell import LabError, free_port, tail
 CONFIG = """global:
   scrape_interval: {interval}s
   evaluation_interval: {interval}s
-scrape_configs:
+{rules}scrape_configs:
   - job_name: virtualwire
     metrics_path: /metrics
     scheme: {scheme}
@@ -26,10 +26,13 @@ scrape_configs:
 
 
 class Prometheus:
-    def __init__(self, lab, workdir, interval=1, token_file=None):
+    def __init__(self, lab, workdir, interval=1, token_file=None,
+                 rule_files=()):
         """token_file: what it scrapes with (default: the operator's; a
-        reader credential is all it needs)."""
+        reader credential is all it needs); rule_files: alerting rules
+        it loads (ops/prometheus)."""
         self.lab, self.dir, self.interval = lab, str(workdir), interval
+        self.rule_files = list(rule_files)
         self.token_file = token_file or lab.token_file
         self.port = free_port()
         self.url = 'http://127.0.0.1:%d' % self.port
@@ -46,7 +49,12 @@ class Prometheus:
             f.write(CONFIG.format(interval=self.interval,
                                   token_file=self.token_file,
                                   scheme=self.lab.scheme, tls=tls,
-                                  target=self.lab.url.split('//', 1)[1]))
+                                  target=self.lab.url.split('//', 1)[1],
+                                  rules=''.join(
+                                      ['rule_files:\n'] + [
+                                          '  - %s\n' % r
+                                          for r in self.rule_files])
+                                  if self.rule_files else ''))
         self.log = os.path.join(self.dir, 'prometheus.log')
         self.proc = subprocess.Popen(
             ['prometheus', '--config.file=' + cfg,
@@ -87,3 +95,15 @@ class Prometheus:
         r = requests.get(self.url + '/api/v1/targets', timeout=10).json()
         return [(t['health'], t.get('lastError', ''))
                 for t in r['data']['activeTargets']]
+
+    def rules(self):
+        """{rule name: (health, lastError)} of every loaded rule."""
+        r = requests.get(self.url + '/api/v1/rules', timeout=10).json()
+        return {rule['name']: (rule['health'], rule.get('lastError', ''))
+                for g in r['data']['groups'] for rule in g['rules']}
+
+    def alerts(self):
+        """{alert name: state ('pending' or 'firing')} of active alerts."""
+        r = requests.get(self.url + '/api/v1/alerts', timeout=10).json()
+        return {a['labels']['alertname']: a['state']
+                for a in r['data']['alerts']}

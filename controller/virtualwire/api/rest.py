@@ -119,7 +119,8 @@ class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
         self.own_urls = own_urls or {}
         self.audit_log = audit_log or AuditLog('')
         self.instruments = controller.instruments
-        self.instruments.registry.register(LoopCollector(loop, controller))
+        self.instruments.registry.register(LoopCollector(loop, controller,
+                                                        intent))
         self.intent, self.runtime = intent, runtime
         self.token = token
         m = routes.Mapper()

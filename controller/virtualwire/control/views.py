@@ -223,7 +223,8 @@ class Views(ControllerState):
             states[m.state] = states.get(m.state, 0) + 1
         return {'wires': wires, 'hosts': hosts, 'migrations': states,
                 'links': self.extender_link_views(),
-                'collector': self.collector.status()}
+                'collector': self.collector.status(),
+                'active': bool(self.active)}
 
     def all_wire_stats(self):
         """Every wire's figures (as `wire_stats`), from memory: what

@@ -17,8 +17,8 @@ CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8'
 class LoopCollector:
     """A prometheus_client collector reading the controller on its loop."""
 
-    def __init__(self, loop, controller):
-        self.loop, self.ctl = loop, controller
+    def __init__(self, loop, controller, intent=None):
+        self.loop, self.ctl, self.intent = loop, controller, intent
 
     def describe(self):
         return []               # unchecked: families depend on the state
@@ -28,6 +28,19 @@ class LoopCollector:
         yield from wire_families(doc['wires'])
         yield from host_families(doc['hosts'])
         yield from other_families(doc)
+        yield from role_families(doc, self.intent)
+
+
+def role_families(doc, intent):
+    """What the alerting rules (ops/prometheus) ask of each instance: does
+    it lead, and does it reach the intent database."""
+    yield GaugeMetricFamily('virtualwire_controller_active',
+                            '1 if this instance leads (writes switches), 0 '
+                            'if it stands by', value=int(doc['active']))
+    if intent is not None:
+        yield GaugeMetricFamily('virtualwire_intent_db_connected',
+                                '1 if this instance reaches a member of the '
+                                'intent database', value=int(intent.connected()))
 
 
 def wire_families(wires):
