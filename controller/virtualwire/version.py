@@ -3,7 +3,9 @@ for the `virtualwire_build_info` metric, read from the installed
 distribution's metadata so a package, a wheel and a checkout installed
 with `pip install -e` all say the same thing as setup.py."""
 import argparse
+import os
 import platform
+import sys
 from importlib import metadata
 
 FALLBACK = '0+unknown'     # run from a tree that was never installed
@@ -27,8 +29,6 @@ def build_info():
     """The labels of virtualwire_build_info: ours and the parts that
     decide behaviour (the os-ken hub is read when the metric is made, so
     it says which hub this process actually runs)."""
-    import os
-    import sys
     hub = sys.modules.get('os_ken.lib.hub')
     return {'version': version(),
             'python': platform.python_version(),

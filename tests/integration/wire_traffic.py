@@ -4,6 +4,7 @@ frames a wire must carry unchanged."""
 import json
 import os
 import tempfile
+import threading
 import time
 
 from scapy.all import ARP, LLC, STP, Dot1Q, Ether, Raw
@@ -88,7 +89,6 @@ def stream_across(src, dst, dst_ip, action, seconds=10.0, after=2.0,
     """A udp_stream of `seconds` with action() run `after` seconds into
     it (a restart, an upgrade): (sender's report, receiver's report,
     action's result)."""
-    import threading
     out = {}
     t = threading.Thread(target=lambda: out.update(zip(
         ('sent', 'got'), udp_stream(src, dst, dst_ip, seconds=seconds,

@@ -19,7 +19,8 @@ class ControllerClient:
     controller CA, pinned: not the system's CAs) and name the address
     dialled: peers' keys and endpoints arrive only from the controller.
     `url`: one controller or every instance of an HA set, comma-separated;
-    a standby's 307 is followed only to one of them."""
+    a standby's 307 is followed only to one of them. `token` None: no
+    Authorization header (a host enrolling has none yet)."""
 
     def __init__(self, url, token, ca_cert=None):
         self.urls = [u.strip().rstrip('/') for u in url.split(',')
@@ -29,18 +30,20 @@ class ControllerClient:
             if ca_cert else None
 
     def report(self, name, doc):
-        return self._post('/v1/extenders/%s/report' % name, doc)
+        return self.post('/v1/extenders/%s/report' % name, doc)
 
-    def _post(self, path, doc):
+    def post(self, path, doc):
         order = [self.url] + [u for u in self.urls if u != self.url]
         last: Exception = urllib.error.URLError('no controller configured')
         hops = 0
         while order:
             url = order.pop(0)
+            headers = {'Content-Type': 'application/json'}
+            if self.token is not None:
+                headers['Authorization'] = 'Bearer ' + self.token
             req = urllib.request.Request(
                 url + path, method='POST', data=json.dumps(doc).encode(),
-                headers={'Authorization': 'Bearer ' + self.token,
-                         'Content-Type': 'application/json'})
+                headers=headers)
             try:
                 # urllib does not follow a 307 for a POST: it raises it.
                 with urllib.request.urlopen(req, timeout=5,

@@ -13,14 +13,15 @@ import json
 import os
 import sys
 import time
+import urllib.error
 
-import requests
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from virtualwire.core import enrolment, errors
+from virtualwire.extender.network_io import ControllerClient
 
 
 class EnrolError(Exception):
@@ -55,32 +56,18 @@ def key_and_csr(key_path, name):
     return csr.public_bytes(serialization.Encoding.PEM).decode()
 
 
-class Controller:
-    """The controllers' URLs, tried in turn (any instance answers)."""
-
-    def __init__(self, urls, verify, timeout=10):
-        self.urls = [u.rstrip('/') for u in urls.split(',') if u]
-        self.verify, self.timeout = verify, timeout
-
-    def post(self, path, body):
-        last = None
-        for url in self.urls:
-            try:
-                r = requests.post(url + path, json=body, verify=self.verify,
-                                  timeout=self.timeout)
-            except requests.RequestException as e:
-                last = e
-                continue
-            try:
-                doc = r.json()
-            except ValueError:
-                doc = {}
-            if r.status_code >= 400:
-                msg = (doc.get('error') or {}).get('message') or r.text
-                raise EnrolError('%s: %s (HTTP %d)' % (url, msg,
-                                                       r.status_code))
-            return r.status_code, doc
-        raise EnrolError('no controller answered: %s' % last)
+def _post(ctl, path, body):
+    """The controller's JSON answer; EnrolError with its message."""
+    try:
+        return ctl.post(path, body)
+    except urllib.error.HTTPError as e:
+        try:
+            msg = json.loads(e.read())['error']['message']
+        except (ValueError, KeyError, TypeError):
+            msg = e.reason
+        raise EnrolError('%s (HTTP %d)' % (msg, e.code))
+    except (urllib.error.URLError, OSError) as e:
+        raise EnrolError('no controller answered: %s' % e)
 
 
 def enroll(args, out=sys.stderr):
@@ -91,7 +78,8 @@ def enroll(args, out=sys.stderr):
     state_path = prefix + '-enrol.json'
     csr = key_and_csr(key_path, args.name)
     fp = enrolment.fingerprint(enrolment.load_csr(csr))
-    ctl = Controller(args.controller_url, args.ca_cert or True)
+    # The agents' client: every instance in turn, the controller CA pinned.
+    ctl = ControllerClient(args.controller_url, None, args.ca_cert)
     token = None
     if args.join_token_file:
         with open(args.join_token_file) as f:
@@ -104,8 +92,8 @@ def enroll(args, out=sys.stderr):
         body = {'name': args.name, 'csr': csr}
         if token:
             body['join_token'] = token
-        status, doc = ctl.post('/v1/enrolments', body)
-        if status == 201:
+        doc = _post(ctl, '/v1/enrolments', body)
+        if doc['state'] == 'approved':
             _write(cert_path, doc['certificate'], 0o644)
             print('vw-host-setup: %s enrolled with its join token; '
                   'certificate %s (key %s)' % (args.name, cert_path, fp),
@@ -118,9 +106,9 @@ def enroll(args, out=sys.stderr):
           'approve %s`' % (args.name, fp, args.name), file=out)
     deadline = time.monotonic() + args.wait
     while True:
-        status, doc = ctl.post('/v1/enrolments/%s/poll' % args.name,
-                               {'poll_secret': secret})
-        if status == 200 and doc.get('certificate'):
+        doc = _post(ctl, '/v1/enrolments/%s/poll' % args.name,
+                    {'poll_secret': secret})
+        if doc['state'] == 'approved' and doc.get('certificate'):
             _write(cert_path, doc['certificate'], 0o644)
             os.unlink(state_path)
             print('vw-host-setup: %s approved; certificate %s'
