@@ -80,16 +80,19 @@ def new_rule(samples, d):
     return [(t, st[d]['lost_packets']) for t, st in samples]
 
 
-def quiet(api, wid):
-    last = None
+def quiet(api, wid, span=4.0):
+    """Stats alike for `span` s: longer than a judgement takes after the
+    last frame (counter lag + flight + two reading intervals)."""
+    last, since = None, None
     while True:
-        time.sleep(1.5)
+        time.sleep(1.0)
         st = api.call('GET', '/v1/wires/%d/stats' % wid)
         counts = [(st[d]['entered_packets'], st[d]['delivered_packets'],
                    st[d]['lost_packets']) for d in DIRS]
-        if counts == last:
+        if counts != last:
+            last, since = counts, time.time()
+        elif time.time() - since >= span:
             return st
-        last = counts
 
 
 def iperf(client, server, dst, *args):

@@ -115,6 +115,9 @@ def test_a_refused_request_is_gone_and_pending_ones_are_capped(
     one, other = two
     sign, _ = ca
     _s, _c, secret = one.request('hx', csr_for('hx'), '', 1.0, sign('hx'))
+    # The other's replica hears of the request a moment later.
+    wait_until(lambda: any(p['name'] == 'hx' for p in other.pending()), 10,
+               what='the request seen through the other controller')
     other.refuse('hx')
 
     def gone():
@@ -128,6 +131,8 @@ def test_a_refused_request_is_gone_and_pending_ones_are_capped(
     monkeypatch.setattr(store_enrolment, 'MAX_PENDING', 2)
     one.request('ha', csr_for('ha'), '', 1.0, sign('ha'))
     one.request('hb', csr_for('hb'), '', 1.0, sign('hb'))
+    wait_until(lambda: len(other.pending()) == 2, 10,
+               what='both requests seen through the other controller')
     with pytest.raises(errors.TooMany):
         other.request('hc', csr_for('hc'), '', 1.0, sign('hc'))
 
