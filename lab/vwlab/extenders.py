@@ -41,7 +41,8 @@ def start_agent(x, link_rate=None):
              ['--ca-cert', x.lab.pki.controller_ca] if x.lab.pki
              else ['--insecure-plaintext-lab']) + [
          '--rendezvous', '%s:%d' % (CONTROLLER_PUBLIC_IP, RENDEZVOUS_PORT),
-         '--db', x.db, '--vswitchd-ctl', '%s/vswitchd.ctl' % x.dir,
+         '--db', x.db, '--bridge', 'br-int',
+         '--vswitchd-ctl', '%s/vswitchd.ctl' % x.dir,
          '--interval', '0.5'] +
         ['--link-rate', LAB_LINK_RATE if link_rate is None else link_rate],
         stdout=log, stderr=subprocess.STDOUT, env=x.env())

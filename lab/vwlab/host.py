@@ -141,7 +141,7 @@ class LabHost:
             '--manager', 'p%s:6640:%s' % (self.scheme, self.mgmt_ip),
             '--site', self.site,
             '--carrier', self.lab.carrier,
-            '--datapath-type', 'netdev',
+            '--datapath-type', 'netdev', '--bridge', 'br-int',
             '--underlay-bridge', 'br-phy', '--underlay-iface', 'ul0',
             '--underlay-cidr', '%s/24' % self.tunnel_ip,
             '--underlay-mtu', str(UNDERLAY_MTU)] +

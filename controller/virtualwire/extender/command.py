@@ -36,6 +36,9 @@ def build_parser():
                    help="IP:PORT of the controller's rendezvous (it also "
                         'answers on PORT+1)')
     p.add_argument('--db', help='OVSDB of this host (ovs-vsctl --db)')
+    p.add_argument('--bridge', default='br-vw',
+                   help="VirtualWire's integration bridge on this host "
+                        '(vw-host-setup --bridge; default: %(default)s)')
     p.add_argument('--vswitchd-ctl', default='ovs-vswitchd',
                    help='ovs-appctl target of this host\'s ovs-vswitchd')
     p.add_argument('--wireguard', default='boringtun-cli',
@@ -73,7 +76,8 @@ def main(argv=None):
     agent = Agent(args.name, args.state_dir,
                   ControllerClient(args.controller, token,
                                    args.ca_cert or None), (host, int(port)),
-                  Switch(args.db, vswitchd_ctl=args.vswitchd_ctl),
+                  Switch(args.db, bridge=args.bridge,
+                         vswitchd_ctl=args.vswitchd_ctl),
                   args.wireguard, args.link_rate)
 
     def bye(*_):

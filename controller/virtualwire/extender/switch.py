@@ -33,7 +33,7 @@ def bridge_flows(links: Dict[int, str]) -> str:
 
 
 class Switch:
-    def __init__(self, db=None, bridge='br-int', link_bridge='br-xl',
+    def __init__(self, db=None, bridge='br-vw', link_bridge='br-xl',
                  vswitchd_ctl='ovs-vswitchd'):
         self.db, self.bridge, self.link_bridge = db, bridge, link_bridge
         self.ctl = vswitchd_ctl
