@@ -208,6 +208,17 @@ def _settle_ms(text):
     return _bounded_int(text, 0, 1000, '--activation-settle-ms')
 
 
+def _watch_settings(hub, watch):
+    from virtualwire.control.shared_settings import POLL
+    while True:
+        try:
+            watch.poll()
+        except Exception:
+            logging.getLogger('virtualwire').exception(
+                'reading the shared settings failed')
+        hub.sleep(POLL)
+
+
 def _split(hostport, what):
     host, sep, port = hostport.rpartition(':')
     if not sep or not port.isdigit():
@@ -315,6 +326,8 @@ def main(argv=None):
     from virtualwire.api.server import make_server
     from virtualwire.control.controller import Controller
     from virtualwire.control.loop import Loop
+    from virtualwire.control.shared_settings import SettingsWatch
+    from virtualwire.core import shared_settings
     from virtualwire.southbound import of_listener
     from virtualwire.southbound.host_ovsdb import HostDbs
     from virtualwire.southbound.tls import configure_ovs_streams
@@ -360,6 +373,9 @@ def main(argv=None):
                             require_identity=tls_files is not None,
                             active=False, collector=remote_collector)
     host_dbs.on_hosts = controller.on_hosts
+    # What every instance must share comes from the intent database.
+    controller.settings = SettingsWatch(intent.settings, controller,
+                                        shared_settings.from_flags(args))
     intent.client.observe = controller.instruments.ovsdb.observe
     scheme = 'https' if tls_files else 'http'
     own = {'rest': args.advertise_url or '%s://%s:%d' % (
@@ -421,6 +437,7 @@ def main(argv=None):
                                     **mgr.create_contexts())
     services.append(hub.spawn(loop.run))
     loop.every(1.0, controller.tick)
+    services.append(hub.spawn(_watch_settings, hub, controller.settings))
     from virtualwire.control.holding import POLL
     loop.every(POLL, controller.poll_held,
                when=lambda: controller.polls_wanted)

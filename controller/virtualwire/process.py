@@ -58,13 +58,18 @@ def reload(args, parse, log):
     for k in RELOADABLE:
         setattr(args, k, getattr(new, k))
     _logging(args)
-    later = [k for k in changed if k not in RELOADABLE]
-    log.warning('settings reloaded: %s applied%s',
+    from virtualwire.core.shared_settings import SETTINGS
+    shared = [k for k in changed if k.replace('_', '-') in SETTINGS]
+    later = [k for k in changed if k not in RELOADABLE and k not in shared]
+    log.warning('settings reloaded: %s applied%s%s',
                 ', '.join(k for k in changed if k in RELOADABLE) or
                 'nothing changed',
                 '; needing a restart: %s' % ', '.join(
                     '--' + k.replace('_', '-') for k in later)
-                if later else '')
+                if later else '',
+                '; shared by every instance, so set at run time with '
+                '`vwctl config set`: %s' % ', '.join(
+                    k.replace('_', '-') for k in shared) if shared else '')
     return args
 
 

@@ -8,6 +8,7 @@ each switch connected to every instance: one leads (`store.leadership`),
 the others stand by. Instance k listens for OpenFlow on of_port + k and
 for hooks on HOOK_PORT + k; every instance reads the operator's one token.
 """
+import json
 import os
 import secrets
 import subprocess
@@ -119,6 +120,7 @@ class ControllerMixin:
             (['--rendezvous-listen', '%s:%d' % (CONTROLLER_PUBLIC_IP,
                                                 RENDEZVOUS_PORT)]
              if self.clouds and k == 0 else []) + list(extra)
+        self._forget_shared_settings()
         # At the hosts' OVS niceness, as OVN's daemons: the controller's
         # bundle is on a migration's activation path (sync_order).
         cmd = niced(self.ovs_nice, cmd)
@@ -225,6 +227,26 @@ class ControllerMixin:
         """What API clients verify the controller's certificate with
         (requests' `verify`): the controller CA."""
         return self.pki.controller_ca if self.pki else True
+
+    def _forget_shared_settings(self):
+        """Lab only: tests restart controllers with other flags
+        (--move-timeout 3, --hold on) and mean them, so each start clears
+        the intent database's shared settings (control.shared_settings)
+        and the first active instance seeds them from its flags again. In
+        production the row rules once seeded (`vwctl config set`)."""
+        if self.intent_cluster is not None:
+            key, cert = self.pki.files('controller')
+            remote = self.intent_cluster.remote
+            tls = ['-p', key, '-c', cert, '-C', self.pki.controller_ca]
+        else:
+            sock = os.path.join(self.state_dir(0), 'intent.sock')
+            if not os.path.exists(sock):
+                return                  # made at the first start
+            remote, tls = 'unix:' + sock, []
+        subprocess.run(['ovsdb-client'] + tls + [
+            'transact', remote, json.dumps(['VirtualWire', {
+                'op': 'delete', 'table': 'Global', 'where': []}])],
+            capture_output=True, timeout=15)
 
     def tls_args(self):
         """The controller's TLS options (or the plaintext lab flag)."""

@@ -24,6 +24,10 @@ from wire_traffic import stream_across
 UNITS = ['virtualwire-intent-db.service', 'virtualwire-controller.service',
          'virtualwire-collector.service', 'virtualwire-extender.service']
 PKI = '/etc/virtualwire/pki'
+with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), 'controller', 'virtualwire', 'store',
+        'schema', 'virtualwire.ovsschema')) as _f:
+    NOW = json.load(_f)['version']       # the schema this checkout ships
 REST = 'https://127.0.0.1:8780'
 SOUTHBOUND = 8781
 INSTALL_DOC = os.path.join(os.path.dirname(os.path.dirname(
@@ -357,12 +361,13 @@ class Member:
 
 
 def _old_schema(root):
-    """The schema before enrolment (1.10.0): today's without its two
-    tables, in the root for the tool to create the cluster with."""
+    """The schema before enrolment (1.10.0): today's without the tables
+    that came since, in the root for the tool to create the cluster
+    with."""
     doc = json.load(open(os.path.join(
         root, 'usr/lib/virtualwire/python/lib/python3.11/site-packages/'
         'virtualwire/store/schema/virtualwire.ovsschema')))
-    for t in ('Enrolment', 'JoinToken'):
+    for t in ('Enrolment', 'JoinToken', 'Global'):
         doc['tables'].pop(t)
     doc['version'] = '1.10.0'
     path = os.path.join(root, 'var/lib/vwdb/old.ovsschema')
@@ -388,7 +393,7 @@ def test_the_intent_cluster_upgrades_under_traffic_with_the_packaged_tool(
         for mb in members:
             wait_until(lambda: mb.version() == '1.10.0', 60,
                        what='member %d serving 1.10.0' % mb.k)
-        # The packaged controller (1.11.0's code) on the 1.10.0 cluster.
+        # The packaged controller (NOW's code) on the 1.10.0 cluster.
         conf = _controller_yaml(lab.of_port).replace(
             'intent-db: unix:/run/virtualwire/intent.sock',
             'intent-db: %s\nintent-db-ca: %s/controller-ca.pem' % (
@@ -412,15 +417,15 @@ def test_the_intent_cluster_upgrades_under_traffic_with_the_packaged_tool(
                                       lambda: members[1].run('upgrade'))
         assert up.returncode == 0, up.stderr
         assert up.stdout.strip() == \
-            'VirtualWire converted from 1.10.0 to 1.11.0', up.stdout
+            'VirtualWire converted from 1.10.0 to %s' % NOW, up.stdout
         assert sent['sent'] == 10000, sent
         assert got['received'] == sent['sent'] and \
             got['duplicates'] == 0, got
         for mb in members:
-            wait_until(lambda: mb.version() == '1.11.0', 30,
-                       what='member %d at 1.11.0' % mb.k)
+            wait_until(lambda: mb.version() == NOW, 30,
+                       what='member %d at %s' % (mb.k, NOW))
         assert members[2].run('upgrade').stdout.strip() == \
-            'VirtualWire is already at 1.11.0'
+            'VirtualWire is already at %s' % NOW
         # Controllers take the new tables at their next start.
         m.systemctl('restart', 'virtualwire-controller')
         wait_until(installed.hosts_synced, 90, what='hosts after upgrade')

@@ -10,19 +10,23 @@ from virtualwire.main import parse_args
 def test_a_reload_applies_the_log_level_and_names_what_needs_a_restart(
         tmp_path, caplog):
     path = tmp_path / 'controller.yaml'
-    path.write_text('log-level: INFO\nhold-frames: 64\n')
+    path.write_text('log-level: INFO\nhold-frames: 64\n'
+                    'host-ovsdb-port: 6640\n')
     args = parse_args(['--config', str(path)])
     log = logging.getLogger('virtualwire.test')
-    path.write_text('log-level: DEBUG\nhold-frames: 8\n')
+    path.write_text('log-level: DEBUG\nhold-frames: 8\n'
+                    'host-ovsdb-port: 6650\n')
     caplog.set_level(logging.INFO)
     try:
         got = process.reload(args, lambda: parse_args(
             ['--config', str(path)]), log)
         assert got.log_level == 'DEBUG'
         assert logging.getLogger().level == logging.DEBUG
-        assert got.hold_frames == 64            # only at the next start
+        assert got.hold_frames == 64            # the row's word rules
+        assert got.host_ovsdb_port == 6640      # only at the next start
         assert 'settings reloaded: log_level applied; needing a restart: ' \
-            '--hold-frames' in caplog.text
+            '--host-ovsdb-port; shared by every instance, so set at run ' \
+            'time with `vwctl config set`: hold-frames' in caplog.text
         # A broken file: nothing changes, and the log says why.
         path.write_text('log-level: INFO\nhold-frames: many\n')
         caplog.clear()

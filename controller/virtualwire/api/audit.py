@@ -26,7 +26,8 @@ MEMORY = 1000
 FIELDS = {'connect': ('a', 'b'), 'issue_credential': ('role', 'name'),
           'assign_tenant': ('tenant',), 'connect_extenders': ('a', 'b'),
           'announce_migration': ('vm', 'vm_uuid', 'vnics', 'destination'),
-          'migration_released': ('host',), 'batch': ('create', 'delete')}
+          'migration_released': ('host',), 'batch': ('create', 'delete'),
+          'set_setting': ('value',)}
 QUIET_WHEN_OK = frozenset({'extender_report'})
 
 

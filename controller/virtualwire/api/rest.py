@@ -17,6 +17,7 @@ from virtualwire.api.openapi import openapi_document
 from virtualwire.api.render import (error, json_response, peek_json,
                                     read_json_object)
 from virtualwire.api.rest_enrolment import EnrolmentHandlers
+from virtualwire.api.rest_settings import SettingsHandlers
 from virtualwire.api.rest_operator import OperatorHandlers
 from virtualwire.api.rest_topologies import TopologyHandlers, file_error
 from virtualwire.api.rest_wires import WireHandlers
@@ -79,6 +80,8 @@ ROUTES = (
     ('/v1/enrolments/{name}/approve', 'POST', 'approve_enrolment'),
     ('/v1/enrolments/{name}', 'DELETE', 'refuse_enrolment'),
     ('/v1/join-tokens', 'POST', 'issue_join_token'),
+    ('/v1/settings', 'GET', 'list_settings'),
+    ('/v1/settings/{name}', 'PUT', 'set_setting'),
     ('/v1/intent/orphans', 'GET', 'orphans'),
     ('/v1/intent/release-orphans', 'POST', 'release_orphans'),
 )
@@ -110,7 +113,7 @@ def _scope(req):
 
 
 class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
-              EnrolmentHandlers):
+              EnrolmentHandlers, SettingsHandlers):
     def __init__(self, loop, controller, intent, runtime, token,
                  audit_log=None, own_urls=None, signer=None):
         self.loop, self.ctl = loop, controller

@@ -45,8 +45,11 @@ def check(path, daemon):
 
 
 def add_parser(sub):
-    s = sub.add_parser('config', help="check a daemon's settings file")
+    from virtualwire.cli import settings
+    s = sub.add_parser('config', help="check a daemon's settings file; "
+                       'show and set the shared settings')
     verbs = s.add_subparsers(dest='config_verb', required=True)
+    settings.add_verbs(verbs)
     c = verbs.add_parser('check', help='say every error in FILE, by line')
     c.add_argument('file')
     c.add_argument('--for', dest='daemon', choices=DAEMONS,

@@ -9,6 +9,7 @@ Migrations are `control.migrating`; read-only views are `control.views`.
 """
 import logging
 import time
+from typing import Any, Optional
 
 from virtualwire.control.admission import AdmissionChecks
 from virtualwire.control.extenders import ExtenderHandlers
@@ -100,6 +101,9 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
             loop, self, runtime, interval=stats_interval,
             lag=counter_lag[0], flight=counter_lag[1])
         loop.idle = self.sync
+        # The shared settings' watcher (control.shared_settings), set by
+        # the entry point; None in tests that drive the controller alone.
+        self.settings: Optional[Any] = None
 
     # ---- start ---------------------------------------------------------------
     def start(self, live=None):

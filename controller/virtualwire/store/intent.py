@@ -28,6 +28,7 @@ from virtualwire.store import wire_writes
 from virtualwire.store.credentials import CredentialStore
 from virtualwire.store.enrolment import EnrolmentStore
 from virtualwire.store.ownership import OwnershipStore
+from virtualwire.store.shared_settings import SettingsStore
 from virtualwire.store.topologies import TopologyStore
 from virtualwire.store.wire_replica import WireReplica
 from virtualwire.store.errors import LinkExists, StoreError, VnicTaken
@@ -71,6 +72,7 @@ class IntentStore:
         self.credentials = CredentialStore(self.client)
         self.ownership = OwnershipStore(self.client)
         self.enrolment = EnrolmentStore(self.client)
+        self.settings = SettingsStore(self.client)
         self.topologies = TopologyStore(self)
         self._rng = random.SystemRandom()
 
