@@ -54,8 +54,10 @@ def build_parser():
         'OVSDBs are read over ssl: and must present their host\'s '
         'certificate. Files are re-read when they change (rotation needs '
         'no restart).')
-    tls.add_argument('--private-key', default='', metavar='PEM')
-    tls.add_argument('--certificate', default='', metavar='PEM')
+    tls.add_argument('--private-key', default='', metavar='PEM',
+                     help='this daemon\'s TLS private key')
+    tls.add_argument('--certificate', default='', metavar='PEM',
+                     help='its certificate (issued by vw-pki or enrolment)')
     tls.add_argument('--ca-cert', default='', metavar='PEM',
                      help='the CA whose certificates hosts present')
     tls.add_argument('--host-ca-key', default='', metavar='PEM',
@@ -156,8 +158,12 @@ def build_parser():
     p.add_argument('--audit-log', default='', metavar='FILE',
                    help='append a JSON line per change asked for, refused '
                         'ones included (default: STATE_DIR/audit.log)')
-    p.add_argument('--log-file', default='')
-    p.add_argument('--log-level', default='INFO')
+    p.add_argument('--log-file', default='',
+                   help='log to this file (reopened on SIGHUP, for '
+                        'logrotate); default: stderr (the journal)')
+    p.add_argument('--log-level', default='INFO',
+                   help='DEBUG, INFO, WARNING or ERROR; applied again on '
+                        'SIGHUP (default: %(default)s)')
     return p
 
 

@@ -145,6 +145,10 @@ def test_every_unit_verifies_and_every_command_says_its_version(installed):
                 'virtualwire-extender'):
         p = m.run([cmd, '--version'])
         assert p.stdout == '%s %s\n' % (cmd, version) and p.stderr == ''
+    # Log files (when configured) rotate, and the daemons reopen them.
+    rot = m.run(['cat', '/etc/logrotate.d/virtualwire-controller']).stdout
+    assert '/var/log/virtualwire/controller.log' in rot and \
+        'systemctl reload virtualwire-controller.service' in rot
 
 
 def test_services_run_as_their_user_in_the_foreground(installed):
@@ -206,10 +210,11 @@ def test_sighup_reloads_what_it_can_and_names_the_rest(installed):
     m.write('/etc/virtualwire/controller.yaml',
             _controller_yaml(installed.lab.of_port).replace(
                 'stats-interval: 1', 'stats-interval: 1\nlog-level: DEBUG\n'
-                'hold-frames: 64'))
+                'hold-frames: 64\naudit-log: /var/lib/virtualwire/a2.log'))
     m.systemctl('reload', 'virtualwire-controller')
     wait_until(lambda: 'settings reloaded: log_level applied; needing a '
-               'restart: --hold-frames' in m.journal(
+               'restart: --audit-log; shared by every instance, so set at '
+               'run time with `vwctl config set`: hold-frames' in m.journal(
                    'virtualwire-controller', 200), 20,
                what='the reload in the journal')
     assert m.main_pid('virtualwire-controller') == pid    # not restarted

@@ -30,14 +30,19 @@ def build_parser():
                     "switch's counters as an OpenFlow SLAVE and serves "
                     'them to the controllers.')
     version.add_argument(p)
-    p.add_argument('--state-dir', default='/var/lib/virtualwire-collector')
+    p.add_argument('--state-dir', default='/var/lib/virtualwire-collector',
+                   help='where its saved counters live')
     p.add_argument('--intent-db', default='unix:/var/lib/virtualwire/'
                    'intent.sock',
                    help='the controllers\' intent database (as their '
                         '--intent-db; default: the local one of a '
                         'controller on this machine, %(default)s)')
-    p.add_argument('--intent-db-ca', default='', metavar='PEM')
-    p.add_argument('--intent-db-name', default='virtualwire-intent-db')
+    p.add_argument('--intent-db-ca', default='', metavar='PEM',
+                   help="the CA of the intent database servers' "
+                        'certificates')
+    p.add_argument('--intent-db-name', default='virtualwire-intent-db',
+                   help='the name their certificates must carry '
+                        '(default: %(default)s)')
     p.add_argument('--of-listen', default='0.0.0.0:6654',
                    help='OpenFlow listen address HOST:PORT, where switches '
                         'connect (default: %(default)s)')
@@ -60,14 +65,21 @@ def build_parser():
         'TLS', 'a certificate from the controller CA (hosts trust only '
         'that CA: vw-pki issue DIR collector --role controller), and the '
         'host CA whose certificates switches present')
-    tls.add_argument('--private-key', default='', metavar='PEM')
-    tls.add_argument('--certificate', default='', metavar='PEM')
-    tls.add_argument('--ca-cert', default='', metavar='PEM')
+    tls.add_argument('--private-key', default='', metavar='PEM',
+                     help='this daemon\'s TLS private key')
+    tls.add_argument('--certificate', default='', metavar='PEM',
+                     help='its certificate (issued by vw-pki or enrolment)')
+    tls.add_argument('--ca-cert', default='', metavar='PEM',
+                     help='the only CA whose certificates peers may show')
     tls.add_argument('--insecure-plaintext-lab', action='store_true',
                      help='plain TCP OpenFlow and HTTP: a lab on one '
                           'machine only')
-    p.add_argument('--log-file', default='')
-    p.add_argument('--log-level', default='INFO')
+    p.add_argument('--log-file', default='',
+                   help='log to this file (reopened on SIGHUP, for '
+                        'logrotate); default: stderr (the journal)')
+    p.add_argument('--log-level', default='INFO',
+                   help='DEBUG, INFO, WARNING or ERROR; applied again on '
+                        'SIGHUP (default: %(default)s)')
     return p
 
 

@@ -44,7 +44,9 @@ def build_parser():
     p.add_argument('--wireguard', default='boringtun-cli',
                    help='the userspace WireGuard daemon: boringtun-cli '
                         '(measured faster here) or wireguard-go')
-    p.add_argument('--interval', type=float, default=1.0)
+    p.add_argument('--interval', type=float, default=1.0,
+                   help='seconds between reports to the controller '
+                        '(default: %(default)s)')
     p.add_argument('--link-rate', default='', metavar='RATE',
                    help="the rate each link carries (tc units, e.g. 95mbit: "
                         "a little below the slower of the path's rate and "
