@@ -158,12 +158,8 @@ def build_parser():
     p.add_argument('--audit-log', default='', metavar='FILE',
                    help='append a JSON line per change asked for, refused '
                         'ones included (default: STATE_DIR/audit.log)')
-    p.add_argument('--log-file', default='',
-                   help='log to this file (reopened on SIGHUP, for '
-                        'logrotate); default: stderr (the journal)')
-    p.add_argument('--log-level', default='INFO',
-                   help='DEBUG, INFO, WARNING or ERROR; applied again on '
-                        'SIGHUP (default: %(default)s)')
+    from virtualwire import process
+    process.add_log_arguments(p)
     return p
 
 

@@ -25,8 +25,39 @@ def start(args):
 
 FORMAT = '%(asctime)s %(levelname)s %(name)s: %(message)s'
 # What SIGHUP applies; every other setting needs a restart (docs/install).
-RELOADABLE = ('log_level', 'log_file')
+RELOADABLE = ('log_level', 'log_file', 'log_format')
 _handler = None
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line, for log shippers: time (UTC, ISO 8601),
+    level, logger, message, and the traceback when there is one."""
+
+    def format(self, record):
+        import datetime
+        import json
+        doc = {'time': datetime.datetime.fromtimestamp(
+                   record.created, datetime.timezone.utc).isoformat(
+                       timespec='milliseconds'),
+               'level': record.levelname, 'logger': record.name,
+               'message': record.getMessage(), 'pid': record.process}
+        if record.exc_info:
+            doc['traceback'] = self.formatException(record.exc_info)
+        return json.dumps(doc)
+
+
+def add_log_arguments(p):
+    """--log-file, --log-level and --log-format, as every daemon has."""
+    p.add_argument('--log-file', default='',
+                   help='log to this file (reopened on SIGHUP, for '
+                        'logrotate); default: stderr (the journal)')
+    p.add_argument('--log-level', default='INFO',
+                   help='DEBUG, INFO, WARNING or ERROR; applied again on '
+                        'SIGHUP (default: %(default)s)')
+    p.add_argument('--log-format', choices=('text', 'json'), default='text',
+                   help='text, or json: one object a line (time, level, '
+                        'logger, message, traceback) for log shippers; '
+                        'applied again on SIGHUP (default: %(default)s)')
 
 
 def _logging(args):
@@ -39,7 +70,8 @@ def _logging(args):
         _handler.close()
     _handler = logging.FileHandler(args.log_file) if args.log_file \
         else logging.StreamHandler()
-    _handler.setFormatter(logging.Formatter(FORMAT))
+    _handler.setFormatter(JsonFormatter() if getattr(
+        args, 'log_format', 'text') == 'json' else logging.Formatter(FORMAT))
     root.addHandler(_handler)
     root.setLevel(args.log_level.upper())
 

@@ -78,3 +78,38 @@ def test_the_probe_asks_loopback_at_the_rest_address(tmp_path):
     # Nothing listens: it says so, within its time.
     code, why = probe.probe('http://127.0.0.1:9', '/healthz', 0.3)
     assert code == 1 and 'refused' in why.lower()
+
+
+def test_json_logs_on_request_switched_by_a_reload(tmp_path):
+    import json
+    log_file = tmp_path / 'controller.log'
+    path = tmp_path / 'controller.yaml'
+    path.write_text('log-file: %s\n' % log_file)
+    args = parse_args(['--config', str(path)])
+    root = logging.getLogger()
+    saved = list(root.handlers)
+    log = logging.getLogger('virtualwire.x')
+    try:
+        process._logging(args)
+        log.warning('as text')
+        path.write_text('log-file: %s\nlog-format: json\n' % log_file)
+        process.reload(args, lambda: parse_args(['--config', str(path)]),
+                       log)
+        try:
+            raise ValueError('boom')
+        except ValueError:
+            log.exception('as json: %s', 'one object a line')
+        lines = log_file.read_text().splitlines()
+        assert lines[0].endswith('WARNING virtualwire.x: as text')
+        docs = [json.loads(x) for x in lines[1:]]
+        assert docs[0]['message'].startswith('settings reloaded: ')
+        last = docs[-1]
+        assert last['message'] == 'as json: one object a line'
+        assert last['level'] == 'ERROR' and last['logger'] == 'virtualwire.x'
+        assert 'ValueError: boom' in last['traceback']
+        assert last['time'].endswith('+00:00')
+    finally:
+        root.removeHandler(process._handler)
+        process._handler.close()
+        process._handler = None
+        assert root.handlers == saved

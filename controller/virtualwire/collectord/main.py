@@ -74,12 +74,8 @@ def build_parser():
     tls.add_argument('--insecure-plaintext-lab', action='store_true',
                      help='plain TCP OpenFlow and HTTP: a lab on one '
                           'machine only')
-    p.add_argument('--log-file', default='',
-                   help='log to this file (reopened on SIGHUP, for '
-                        'logrotate); default: stderr (the journal)')
-    p.add_argument('--log-level', default='INFO',
-                   help='DEBUG, INFO, WARNING or ERROR; applied again on '
-                        'SIGHUP (default: %(default)s)')
+    from virtualwire import process
+    process.add_log_arguments(p)
     return p
 
 
