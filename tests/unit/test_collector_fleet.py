@@ -262,3 +262,50 @@ def test_cpu_spent_elsewhere_never_stops_the_readings():
     assert f.stretch == MAX_STRETCH and 1.0 / CPU_SHARE < MAX_STRETCH
     # 400 s: read at least every MAX_STRETCH intervals (60 s).
     assert len(sent) >= 400 // (2.0 * MAX_STRETCH)
+
+
+def test_nothing_is_judged_lost_while_a_connected_switch_is_unnamed():
+    """CI: a new wire's end on a switch connected but not named yet (its
+    host row unread) was not read for 6 s while the other end's entries
+    were, and 6 frames it delivered were judged lost."""
+    b_in = ids.wire_cookie(CID) | ids.ROLE_ENTERS_B
+    a_out = ids.wire_cookie(CID) | ids.ROLE_DELIVERS_A
+    w = World()
+    f = w.fleet
+    f.switch_up(1, 'c1')                 # h1: connected, unnamed
+    f.switch_up(2, 'c2')
+    f.learn_names({2: 'h2'})
+    for n in range(1, 8):                # h2 counts entries, h1 unread
+        w.t += 1.0
+        f.tick()
+        if f.switches[2].xid is not None:
+            w.answer(2, 'c2', [stat(3, b_in, n)])
+        f.sample()
+    assert f.figures(CID)['b_to_a']['entered_packets'] == 7
+    assert f.figures(CID)['b_to_a']['lost_packets'] == 0
+    f.learn_names({1: 'h1', 2: 'h2'})
+    for _ in range(6):                   # h1 read: it delivered them all
+        w.t += 1.0
+        f.tick()
+        for dpid, conn, body in ((1, 'c1', [stat(9, a_out, 7)]),
+                                 (2, 'c2', [stat(3, b_in, 7)])):
+            if f.switches[dpid].xid is not None:
+                w.answer(dpid, conn, body)
+        f.sample()
+    ba = f.figures(CID)['b_to_a']
+    assert (ba['entered_packets'], ba['delivered_packets'],
+            ba['lost_packets']) == (7, 7, 0)
+
+
+def test_a_switch_never_named_holds_judgement_back_only_for_a_while():
+    from virtualwire.metrics import loss
+    w = World()
+    f = w.fleet
+    f.switch_up(5, 'rogue')              # no host row will ever name it
+    f.switch_up(2, 'c2')
+    f.learn_names({2: 'h2'})
+    assert f._floor(w.t) == float('-inf')
+    w.t += loss.AWAY + 1
+    f.tick()
+    w.answer(2, 'c2', [])
+    assert f._floor(w.t) > w.t - loss.AWAY

@@ -19,6 +19,7 @@ mostly idle wires, memory and work follow the busy ones.
 """
 import collections
 import logging
+import math
 import random
 import time
 from typing import Dict, Optional
@@ -50,8 +51,9 @@ UNREAD_GRACE = 30.0     # s after start to wait for hosts not reconnecting
 class Switch:
     """One connected switch and its poller's schedule."""
 
-    def __init__(self, dpid, conn, next_at):
+    def __init__(self, dpid, conn, next_at, up_at=0.0):
         self.dpid, self.conn = dpid, conn
+        self.up_at = up_at                    # when it connected
         self.name: Optional[str] = None      # its host, once known
         self.next_at = next_at
         self.xid = None                       # reading in flight
@@ -125,7 +127,8 @@ class Fleet:
         # A jittered first reading: a fleet that connects at once (after a
         # restart of this process) is read spread over one interval.
         self.switches[dpid] = s = Switch(dpid, conn,
-                                         now + self.rng() * self.interval)
+                                         now + self.rng() * self.interval,
+                                         up_at=now)
         s.name = self.names.get(dpid)
         if s.name is not None:
             self.up_at[s.name] = now
@@ -142,8 +145,15 @@ class Fleet:
         return [d for d, s in self.switches.items() if s.name is None]
 
     def learn_names(self, names):
-        """{dpid: host name} from the controller's host rows."""
+        """{dpid: host name} from the controller's host rows. A host
+        named and never read holds every judgement back until it is read,
+        or for AWAY: CI saw a host's switch connect to a new collector
+        process 7 s after a wire was made, and the frames it had
+        delivered meanwhile judged lost."""
         self.names.update(names)
+        now = self.clock()
+        for name in names.values():
+            self.up_at.setdefault(name, now)
         for d, s in self.switches.items():
             if s.name is None and d in names:
                 s.name = names[d]
@@ -255,9 +265,21 @@ class Fleet:
     def _floor(self, now):
         """`loss.floor`: a switch may hold flows of a wire it has not
         counted for yet, read or not."""
+        unnamed_since = None
         for s in self.switches.values():
             if s.name is not None:
                 self.up_at[s.name] = now
+            else:
+                unnamed_since = s.up_at if unnamed_since is None \
+                    else min(unnamed_since, s.up_at)
+        # A switch connected and not named yet (its host row not read) is
+        # not read either, yet may deliver any wire's frames: CI saw a new
+        # wire's other end unnamed for 6 s and 6 frames judged lost that
+        # arrived. Nothing is judged until it is named and read, or for
+        # AWAY (one no host row ever names, a switch the controller never
+        # admitted, must not stop every judgement for ever).
+        if unnamed_since is not None and now - unnamed_since < loss.AWAY:
+            return -math.inf
         return loss.floor(now, self.up_at, self.asked_at)
 
     def _pace(self, now):

@@ -141,10 +141,13 @@ def main(argv=None):
 
     def name_switches():
         # A switch is read once the controller admitted it (its host row).
+        # Every host known at start, connected yet or not (`learn_names`).
+        first = True
         while True:
             hub.sleep(1.0)
             try:
-                if loop.call(fleet.unnamed):
+                if first or loop.call(fleet.unnamed):
+                    first = False
                     loop.post(fleet.learn_names, intent.host_names())
             except Exception as e:      # noqa: BLE001 (retried each second)
                 log.warning('reading host names: %s', e)

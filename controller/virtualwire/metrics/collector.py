@@ -103,6 +103,13 @@ class Collector:
         self.started, self._reads = now, []
         for h in self.ctl.tables.hosts.values():
             s = self.ctl.sessions.get(h.dpid)
+            # A host known and not read yet (not connected since this
+            # process started, or its table not read): up and unread, so
+            # it holds judgement back for up to AWAY (it may deliver any
+            # wire's frames with the flows it kept).
+            self.up_at.setdefault(h.name, now)
+            if s is not None and s.installed is None:
+                self.up_at[h.name] = now
             if s is None or s.installed is None:
                 continue
             self.pending[h.name] = (s, now)

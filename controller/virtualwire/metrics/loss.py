@@ -32,7 +32,10 @@ sooner than that loss outgrows about LAG + FLIGHT + one reading interval
 of its traffic (docs/benchmarks.rst measures it). A host that cannot be
 read holds back the judgement of the wires it counted for until it is
 read again, and of every wire for AWAY (it may deliver frames of wires it
-never counted for); one unread for longer is taken as gone, so a host
+never counted for). So does a host known and never read yet (its switch
+not connected to the reader since it started, or not named yet): CI saw
+one a new collector process read 7 s late, and 6 frames it had delivered
+judged lost. One unread for longer is taken as gone, so a host
 cut off from the collector for over a minute while its guests still
 receive frames of a wire new to it could show them lost. Pure: samples
 in, figures out.
