@@ -23,6 +23,7 @@ import sys
 
 from virtualwire import config_file, version
 from virtualwire.store.intent import SCHEMA_PATH
+from virtualwire.store import schema_version
 
 DB_NAME = 'VirtualWire'
 
@@ -138,8 +139,16 @@ def run(args):
     os.makedirs(os.path.dirname(args.db) or '.', exist_ok=True)
     os.makedirs(os.path.dirname(args.socket) or '.', exist_ok=True)
     exists = os.path.exists(args.db)
-    needs = exists and not args.cluster_local and _run(
-        ['ovsdb-tool', 'needs-conversion', args.db, args.schema]) == 'yes'
+    needs = False
+    if exists and not args.cluster_local:
+        have = _run(['ovsdb-tool', 'db-version', args.db])
+        ours = _run(['ovsdb-tool', 'schema-version', args.schema])
+        way = schema_version.compare(have, ours)
+        if way == 'newer':
+            print('virtualwire-intent-db: the database is at schema %s, '
+                  "newer than this package's %s: served as it is, never "
+                  'converted down' % (have, ours), file=sys.stderr)
+        needs = way == 'older'
     for cmd in prepare_commands(args, exists, needs):
         print('virtualwire-intent-db: %s' % ' '.join(cmd), file=sys.stderr)
         _run(cmd)
@@ -161,13 +170,19 @@ def main(argv=None):
         elif args.verb == 'wait':
             _run(_client(args, 'wait', remote, DB_NAME, 'connected'))
         elif args.verb == 'upgrade':
-            if _run(_client(args, 'needs-conversion', remote,
-                            args.schema)) != 'yes':
-                print('%s is already at %s' % (DB_NAME, _run(
-                    ['ovsdb-tool', 'schema-version', args.schema])))
-                return 0
             before = _run(_client(args, 'get-schema-version', remote,
                                   DB_NAME))
+            ours = _run(['ovsdb-tool', 'schema-version', args.schema])
+            way = schema_version.compare(before, ours)
+            if way == 'same':
+                print('%s is already at %s' % (DB_NAME, ours))
+                return 0
+            if way == 'newer':
+                raise ServiceError(
+                    'the database is at schema %s, newer than this '
+                    "package's %s: a conversion never goes down (it would "
+                    'drop what the newer version stored); nothing changed'
+                    % (before, ours))
             _run(_client(args, 'convert', remote, args.schema))
             print('%s converted from %s to %s' % (DB_NAME, before, _run(
                 _client(args, 'get-schema-version', remote, DB_NAME))))

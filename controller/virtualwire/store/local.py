@@ -8,6 +8,7 @@ import os
 import subprocess
 import time
 
+from virtualwire.store import schema_version
 from virtualwire.store.intent import SCHEMA_PATH
 
 
@@ -32,11 +33,14 @@ def ensure(state_dir):
     sock = os.path.join(state_dir, 'intent.sock')
     pidfile = os.path.join(state_dir, 'intent-ovsdb.pid')
     remote = 'unix:' + sock
+    ours = _run(['ovsdb-tool', 'schema-version', SCHEMA_PATH])
     if _alive(pidfile) and os.path.exists(sock):
         # The server outlives controller restarts (hitless): a controller
-        # that brings a newer schema converts it in place, online.
-        if _run(['ovsdb-client', 'needs-conversion', remote,
-                 SCHEMA_PATH]) == 'yes':
+        # that brings a newer schema converts it in place, online; an
+        # older one (rolled back) leaves a newer database as it is.
+        have = _run(['ovsdb-client', 'get-schema-version', remote,
+                     'VirtualWire'])
+        if _up(have, ours):
             _run(['ovsdb-client', 'convert', remote, SCHEMA_PATH])
         return remote
     if not os.path.exists(db):
@@ -45,7 +49,7 @@ def ensure(state_dir):
         logging.getLogger(__name__).warning(
             'no intent database at %s: creating an empty one', db)
         _run(['ovsdb-tool', 'create', db, SCHEMA_PATH])
-    elif _run(['ovsdb-tool', 'needs-conversion', db, SCHEMA_PATH]) == 'yes':
+    elif _up(_run(['ovsdb-tool', 'db-version', db]), ours):
         _run(['ovsdb-tool', 'convert', db, SCHEMA_PATH])
     _run(['ovsdb-server', db, '--remote=punix:' + sock,
           '--pidfile=' + pidfile,
@@ -57,6 +61,17 @@ def ensure(state_dir):
             return remote
         time.sleep(0.05)
     raise LocalOvsdbError('ovsdb-server did not create %s' % sock)
+
+
+def _up(have, ours):
+    """Whether to convert a database at `have` to our schema."""
+    way = schema_version.compare(have, ours)
+    if way == 'newer':
+        logging.getLogger(__name__).warning(
+            'the intent database is at schema %s, newer than this '
+            "controller's %s: used as it is, never converted down", have,
+            ours)
+    return way == 'older'
 
 
 def stop(state_dir):
