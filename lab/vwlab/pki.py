@@ -35,10 +35,13 @@ class LabPki:
         sh([VW_PKI, 'init', self.dir])
         return self
 
-    def issue(self, name, dns=(), ips=(), out=None, role='host'):
+    def issue(self, name, dns=(), ips=(), out=None, role='host', days=None):
         """(key, cert) paths of a new certificate naming `name` (and
-        `dns`), reachable at `ips`, signed by the `role`'s CA."""
+        `dns`), reachable at `ips`, signed by the `role`'s CA, valid for
+        `days` (default: vw-pki's)."""
         cmd = [VW_PKI, 'issue', self.dir, name, '--role', role]
+        if days is not None:
+            cmd += ['--days', str(days)]
         for d in dns:
             cmd += ['--dns', d]
         for a in ips:

@@ -291,14 +291,14 @@ def test_the_alerting_rules_load_and_judge_the_live_lab(lab, tmp_path):
     end may be down: not judged here."""
     p = subprocess.run(['promtool', 'check', 'rules', RULES],
                        capture_output=True, text=True)
-    assert p.returncode == 0 and 'SUCCESS: 6 rules found' in p.stdout, \
+    assert p.returncode == 0 and 'SUCCESS: 7 rules found' in p.stdout, \
         p.stdout + p.stderr
     reader = lab.credential('reader', 'prometheus-rules')
     with Prometheus(lab, tmp_path / 'prom', token_file=reader,
                     rule_files=[RULES]) as prom:
         wait_until(lambda: prom.query('virtualwire_controller_active'), 20,
                    what='a scrape with the role series')
-        wait_until(lambda: len(prom.rules()) == 6 and all(
+        wait_until(lambda: len(prom.rules()) == 7 and all(
             h == 'ok' for h, _e in prom.rules().values()), 20,
             what='every rule evaluated')
         wait_until(lambda: 'VirtualWireNoStandby' in prom.alerts(), 20,

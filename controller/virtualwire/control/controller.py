@@ -197,9 +197,10 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         return None
 
     # ---- switches ------------------------------------------------------------
-    def on_switch_up(self, dp, identity=None):
+    def on_switch_up(self, dp, identity=None, cert_expires=None):
         """A switch finished its OpenFlow handshake (`identity`: the
-        names of its verified certificate; None without TLS)."""
+        names of its verified certificate, `cert_expires` when it expires;
+        None without TLS)."""
         self.loop.assert_owner()
         if not self.admit_switch(dp, identity):
             dp.close()
@@ -207,6 +208,7 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         LOG.info('switch %016x connected from %s (certificate: %s)', dp.id,
                  dp.address, ', '.join(sorted(identity or ())) or 'none')
         s = SwitchSession(dp, identity=identity)
+        s.cert_expires = cert_expires
         old = self.sessions.get(dp.id)
         if old is not None and old.dp is not dp:
             old.dp.close()              # the same switch, reconnected

@@ -1,6 +1,8 @@
 """Read-only views of the controller's state for the API (a part of
 `Controller`, on the control loop). Each returns plain JSON-ready values;
 nothing here changes state."""
+import time
+
 from virtualwire.control.state import ControllerState
 from virtualwire.core import errors, ids, tenancy
 from virtualwire.pipeline import carriers
@@ -8,6 +10,9 @@ from virtualwire.pipeline.wire import wire_path, wire_state
 
 # A 1500-byte guest frame, its Ethernet header and one 802.1Q tag.
 GUEST_FRAME = 1500 + 14 + 4
+# s: a host certificate this close to its expiry is a warning (`vwctl
+# hosts`; the alert in ops/prometheus says so too).
+CERT_WARN = 30 * 86400
 
 
 class Views(ControllerState):
@@ -80,6 +85,14 @@ class Views(ControllerState):
                             % (h.underlay_mtu, GUEST_FRAME + overhead))
         if not any(e.usable for e in h.encaps):
             warnings.append('no tunnel port on the integration bridge')
+        expires = s.cert_expires if s is not None else None
+        if expires is not None and expires - time.time() < CERT_WARN:
+            left = (expires - time.time()) / 86400
+            warnings.append(
+                'certificate %s %s: renew it (vw-host-setup enroll)' % (
+                    'expires in %d days,' % left if left >= 0 else
+                    'expired', time.strftime('%Y-%m-%d',
+                                             time.gmtime(expires))))
         return {'name': h.name, 'dpid': '%016x' % h.dpid,
                 'tunnel_ip': h.tunnel_ip, 'site': h.site, 'role': h.role,
                 'ports': [p.name for p in h.ports],
@@ -103,6 +116,7 @@ class Views(ControllerState):
                 'switch_address': addr[0] if isinstance(addr, tuple) else None,
                 'certificate': sorted(s.identity) if s and s.identity
                 else None,
+                'certificate_expires_at': s.cert_expires if s else None,
                 # Since when, and when its whole table was last read (a
                 # reconnect: dumped, diffed, only what differs sent).
                 'connected_at': s.connected_at if s else None,

@@ -102,14 +102,20 @@ def host_families(hosts):
         'accepts from that source), unwired (from ports no wire has), '
         'held (waiting for a migration to activate)',
         labels=['host', 'reason'])
+    expiry = GaugeMetricFamily(
+        'virtualwire_host_certificate_expiry_seconds',
+        "When the certificate the host's switch presented expires (Unix "
+        'time; connected hosts over TLS)', labels=['host'])
     for h in hosts:
+        if h.get('certificate_expires_at') is not None:
+            expiry.add_metric([h['name']], h['certificate_expires_at'])
         up.add_metric([h['name'], h['site'], h['role']], int(h['connected']))
         synced.add_metric([h['name']], int(h['synced']))
         flows.add_metric([h['name']], h['flows'])
         for reason in ('rejected', 'unwired', 'held'):
             drops.add_metric([h['name'], reason],
                              h['drops'][reason + '_packets'])
-    yield from (up, synced, flows, drops)
+    yield from (up, synced, flows, drops, expiry)
 
 
 def other_families(doc):

@@ -9,7 +9,7 @@ from os_ken.controller.handler import (CONFIG_DISPATCHER, DEAD_DISPATCHER,
                                        MAIN_DISPATCHER, set_ev_cls)
 from os_ken.ofproto import ofproto_v1_4
 
-from virtualwire.southbound.tls import peer_names
+from virtualwire.southbound.tls import peer_expiry, peer_names
 
 
 class VirtualWireApp(app_manager.OSKenApp):
@@ -29,7 +29,8 @@ class VirtualWireApp(app_manager.OSKenApp):
             # Who the switch is, by its certificate (None without TLS):
             # the controller admits it or not (control.admission).
             self.loop.post(self.controller.on_switch_up, ev.datapath,
-                           peer_names(ev.datapath.socket))
+                           peer_names(ev.datapath.socket),
+                           peer_expiry(ev.datapath.socket))
         elif ev.state == DEAD_DISPATCHER and ev.datapath.id is not None:
             self.loop.post(self.controller.on_switch_down, ev.datapath)
 

@@ -13,6 +13,7 @@ class SwitchSession:
         self.dp = dp
         # Names of the switch's verified certificate (None without TLS).
         self.identity = identity
+        self.cert_expires: Optional[float] = None     # its Unix time
         self._now = now
         self.installed: Optional[Dict] = None   # {key: Flow} once dumped
         self.needs_full = True       # diff the whole table on next sync

@@ -122,6 +122,20 @@ def peer_names(sock) -> Optional[FrozenSet[str]]:
     return names_of(cert) if cert else None
 
 
+def peer_expiry(sock) -> Optional[float]:
+    """When a verified peer's certificate expires (Unix time), or None
+    (not TLS, no verified certificate)."""
+    getpeercert = getattr(sock, 'getpeercert', None)
+    if getpeercert is None:
+        return None
+    try:
+        cert = getpeercert()
+        return float(ssl.cert_time_to_seconds(cert['notAfter'])) \
+            if cert and cert.get('notAfter') else None
+    except (ValueError, OSError, KeyError):
+        return None
+
+
 def names_of(cert) -> FrozenSet[str]:
     """Names in a certificate as `ssl.SSLSocket.getpeercert()` gives it."""
     names = set()
