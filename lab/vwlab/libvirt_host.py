@@ -149,14 +149,15 @@ class LibvirtHost:
         self.install_hook()
 
     def install_hook(self, on_unreachable='allow', timeout=3,
-                     token_file=None, hold=None):
+                     token_file=None, hold=None, hook=HOOK):
         """Our libvirt hook, configured for this lab's controller. libvirtd
         looks for hooks when it starts; the config is read on each call.
         token_file: the hook's token (default: the operator's; a
         hypervisor credential scopes it to this host's migrations).
         hold: True/False asks guests arriving here to have their held
-        frames delivered or not (None: the controller's --hold)."""
-        shutil.copy(HOOK, os.path.join(self.hook_dir(), 'qemu'))
+        frames delivered or not (None: the controller's --hold). hook: the
+        file (default: the checkout's; a package's, as it installed it)."""
+        shutil.copy(hook, os.path.join(self.hook_dir(), 'qemu'))
         with open(os.path.join(self.hook_dir(), 'virtualwire.conf'),
                   'w') as f:
             lab = self.host.lab

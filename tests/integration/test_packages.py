@@ -106,7 +106,7 @@ def installed():
     changes, debs = packages.build(os.path.join(work, 'build'))
     root = packages.make_root(os.path.join(work, 'root'), debs,
                               os.path.join(work, 'root.log'), install=False)
-    with Lab(2, collector=False) as lab:
+    with Lab(2, collector=False, libvirt=True) as lab:
         _lab_cas_into(lab, root)
         m = packages.Machine(root, lab.mgmt_ns, 'vwpkg' + lab.prefix[2:],
                              log=os.path.join(work, 'boot.log'))
@@ -447,3 +447,44 @@ def test_the_intent_cluster_upgrades_under_traffic_with_the_packaged_tool(
         m.write('/etc/virtualwire/controller.yaml',
                 _controller_yaml(lab.of_port))
         m.systemctl('restart', 'virtualwire-controller', check=False)
+
+
+def test_a_guest_migrates_with_the_installed_libvirt_hook(installed):
+    """The hook as the host package installed it, run by each lab host's
+    libvirtd with a hypervisor credential issued by the packaged vwctl:
+    `virsh migrate --live` moves a guest and its wire follows."""
+    lab, m = installed.lab, installed.m
+    h1, h2 = lab.hosts
+    hook = os.path.join(m.root, 'usr/lib/virtualwire/libvirt-hooks/qemu')
+    assert os.readlink(os.path.join(
+        m.root, 'etc/libvirt/hooks/qemu.d/virtualwire')) == \
+        '/usr/lib/virtualwire/libvirt-hooks/qemu'
+    for h in (h1, h2):
+        out = '/var/lib/virtualwire/hook-%s.token' % h.name
+        installed.vwctl('credentials', 'issue', 'hypervisor', h.name,
+                        '--out', out)
+        h.libvirt.install_hook(token_file=os.path.join(m.root,
+                                                       out.lstrip('/')),
+                               hook=hook)
+    vnic = '6f1c2a52-4a8e-4d8e-9f39-2b0c4d6e8a10'
+    g = h1.define_guest('pkgmig', [(vnic, '10.88.0.1/24')])
+    far = h2.add_vm('pkgfar', [('pkgfar-nic', '10.88.0.2/24')])
+    installed.vwctl('connect', vnic, 'pkgfar-nic')
+
+    def state():
+        wires = json.loads(installed.vwctl('--json', 'wires').stdout)
+        return [w['state'] for w in wires['wires'] if w['a'] == vnic or
+                w['b'] == vnic]
+    wait_until(lambda: state() == ['tunnelled'], 30, what='the wire up')
+    wait_until(lambda: far.ping('10.88.0.1', count=1)[1] == 1, 30,
+               what='the guest answering over the wire')
+    lab.migrate(g, h1, h2)
+    wait_until(lambda: state() == ['collapsed'], 30,
+               what='the wire collapsed on h2 after the move')
+    wait_until(lambda: far.ping('10.88.0.1', count=1)[1] == 1, 20,
+               what='the guest answering on h2')
+    moves = json.loads(installed.vwctl('--json', 'migrations').stdout)
+    # Announced by the installed hook (not found in OVSDB afterwards).
+    assert [(mv['vm'], mv['sources'], mv['destination'], mv['found_by'])
+            for mv in moves['migrations']] == [
+                ('pkgmig', {vnic: 'h1'}, 'h2', 'hook')], moves
