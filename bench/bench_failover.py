@@ -32,7 +32,7 @@ import time
 import requests
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import summary, write_result                     # noqa: E402
+from common import note_hub, summary, write_result                     # noqa: E402
 
 from vwlab import Lab                                          # noqa: E402
 
@@ -165,6 +165,8 @@ def ha_run(n_kills, n_raft):
         rest = Rest(lab)
         wait(lambda: rest.leader() is not None and all(
             rest.synced(k) for k in (0, 1)), 90, 'two synced instances')
+        for k in (0, 1):
+            note_hub(lab.url_of(k), rest.h, lab.verify)
         va, vb = vms(lab)
         lead = rest.leader()
         rest.req(lead, 'POST', '/v1/wires?wait=programmed',
@@ -217,6 +219,7 @@ def baseline_run(n_kills):
         lab.start_controller()
         rest = Rest(lab)
         wait(lambda: rest.synced(0), 90, 'the controller synced')
+        note_hub(lab.url_of(0), rest.h, lab.verify)
         va, vb = vms(lab)
         rest.req(0, 'POST', '/v1/wires?wait=programmed',
                  {'a': 'fa-nic', 'b': 'fb-nic'})
@@ -239,6 +242,9 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument('--kills', type=int, default=10)
     p.add_argument('--raft-kills', type=int, default=5)
+    p.add_argument('--result', default='failover',
+                   help='result name under bench/results (default: '
+                        '%(default)s)')
     args = p.parse_args()
     kills, rafts = ha_run(args.kills, args.raft_kills)
     base = baseline_run(args.kills)
@@ -262,7 +268,7 @@ def main():
            'runs': {'ha': kills, 'raft': rafts, 'baseline': base}}
     print(json.dumps({k: v for k, v in doc.items() if k != 'runs'},
                      indent=2))
-    write_result('failover', doc)
+    write_result(args.result, doc)
 
 
 if __name__ == '__main__':

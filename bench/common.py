@@ -1,6 +1,7 @@
 """Shared helpers for benchmarks: percentiles, results files, a REST client."""
 import json
 import os
+import re
 import platform
 import statistics
 import subprocess
@@ -56,8 +57,32 @@ def commit():
     return (rev + ('+dirty' if dirty else '')) or None
 
 
+# The os-ken hubs the controllers measured said they ran (their own
+# virtualwire_build_info), proof of which hub a figure is of.
+HUBS_SEEN: set = set()
+
+
+def _note_hub(api):
+    note_hub(api.url, api.s.headers, api.verify)
+
+
+def note_hub(url, headers, verify):
+    """Record the hub the controller at `url` says it runs."""
+    try:
+        r = requests.get(url + '/metrics', headers=headers, timeout=10,
+                         verify=verify)
+        m = re.search(r'^virtualwire_build_info\{[^}]*hub="([^"]+)"',
+                      r.text, re.M)
+        if m:
+            HUBS_SEEN.add(m.group(1))
+    except requests.RequestException:
+        pass
+
+
 def write_result(name, doc):
     os.makedirs(RESULTS, exist_ok=True)
+    if HUBS_SEEN:
+        doc = dict(doc, controller_hubs=sorted(HUBS_SEEN))
     doc = dict(doc, benchmark=name, commit=commit(),
                command=' '.join([sys.executable] + sys.argv),
                when=time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
@@ -77,6 +102,7 @@ class Api:
         with open(lab.token_file) as f:
             self.s.headers['Authorization'] = 'Bearer ' + f.read().strip()
         self.url = lab.url
+        _note_hub(self)
 
     def call(self, method, path, body=None, timeout=60):
         r = self.s.request(method, self.url + path, json=body,
