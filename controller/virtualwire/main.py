@@ -15,7 +15,7 @@ import socket
 import sys
 
 from virtualwire.metrics import loss
-from virtualwire import config_file, version
+from virtualwire import config_file, process, version
 
 
 def parse_args(argv=None):
@@ -37,12 +37,7 @@ def build_parser():
                         '--insecure-plaintext-lab (whoever reaches it can '
                         'write wires and credentials); default: start a '
                         'local ovsdb-server in --state-dir')
-    p.add_argument('--intent-db-ca', default='', metavar='PEM',
-                   help="the CA of the intent database servers' "
-                        'certificates (e.g. controller-ca.pem)')
-    p.add_argument('--intent-db-name', default='virtualwire-intent-db',
-                   help='the name their certificates must carry '
-                        '(default: %(default)s)')
+    process.add_intent_db_tls(p)
     p.add_argument('--of-listen', default='0.0.0.0:6653',
                    help='OpenFlow listen address HOST:PORT')
     tls = p.add_argument_group(
@@ -54,12 +49,7 @@ def build_parser():
         'OVSDBs are read over ssl: and must present their host\'s '
         'certificate. Files are re-read when they change (rotation needs '
         'no restart).')
-    tls.add_argument('--private-key', default='', metavar='PEM',
-                     help='this daemon\'s TLS private key')
-    tls.add_argument('--certificate', default='', metavar='PEM',
-                     help='its certificate (issued by vw-pki or enrolment)')
-    tls.add_argument('--ca-cert', default='', metavar='PEM',
-                     help='the CA whose certificates hosts present')
+    process.add_tls_files(tls, 'the CA whose certificates hosts present')
     tls.add_argument('--host-ca-key', default='', metavar='PEM',
                      help="the host CA's key: hosts then enrol through "
                           'this controller (vw-host-setup enroll) with a '
@@ -158,7 +148,6 @@ def build_parser():
     p.add_argument('--audit-log', default='', metavar='FILE',
                    help='append a JSON line per change asked for, refused '
                         'ones included (default: STATE_DIR/audit.log)')
-    from virtualwire import process
     process.add_log_arguments(p)
     return p
 
@@ -313,7 +302,6 @@ def check_intent_remote(args, prog='virtualwire-controller'):
 def main(argv=None):
     args = parse_args(argv)
     check_intent_remote(args)
-    from virtualwire import process
     hub = process.start(args)
     process.on_sighup(hub, args, lambda: parse_args(argv),
                       logging.getLogger('virtualwire'))

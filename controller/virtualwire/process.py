@@ -46,6 +46,27 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc)
 
 
+def add_tls_files(group, ca_help):
+    """--private-key, --certificate and --ca-cert (what `ca_help` says the
+    CA is for), as every daemon with TLS has."""
+    group.add_argument('--private-key', default='', metavar='PEM',
+                       help="this daemon's TLS private key")
+    group.add_argument('--certificate', default='', metavar='PEM',
+                       help='its certificate (issued by vw-pki or '
+                            'enrolment)')
+    group.add_argument('--ca-cert', default='', metavar='PEM', help=ca_help)
+
+
+def add_intent_db_tls(p):
+    """How a client of a TLS intent database checks its servers."""
+    p.add_argument('--intent-db-ca', default='', metavar='PEM',
+                   help="the CA of the intent database servers' "
+                        'certificates (e.g. controller-ca.pem)')
+    p.add_argument('--intent-db-name', default='virtualwire-intent-db',
+                   help='the name their certificates must carry '
+                        '(default: %(default)s)')
+
+
 def add_log_arguments(p):
     """--log-file, --log-level and --log-format, as every daemon has."""
     p.add_argument('--log-file', default='',

@@ -3,6 +3,8 @@ at run time changes, the rest is named as needing a restart, and a file
 with errors changes nothing."""
 import logging
 
+import pytest
+
 from virtualwire import process
 from virtualwire.main import parse_args
 
@@ -40,27 +42,33 @@ def test_a_reload_applies_the_log_level_and_names_what_needs_a_restart(
         process._handler = None
 
 
-def test_a_log_file_is_reopened_after_logrotate_moved_it(tmp_path):
+@pytest.fixture
+def file_logging(tmp_path):
+    """(settings file, log file, args) of a daemon logging to a file; the
+    root logger's handlers as they were afterwards."""
     log_file = tmp_path / 'controller.log'
     path = tmp_path / 'controller.yaml'
     path.write_text('log-file: %s\n' % log_file)
-    args = parse_args(['--config', str(path)])
     root = logging.getLogger()
     saved = list(root.handlers)
-    try:
-        process._logging(args)
-        logging.getLogger('virtualwire.x').warning('before')
-        log_file.rename(tmp_path / 'controller.log.1')      # logrotate
-        process.reload(args, lambda: parse_args(['--config', str(path)]),
-                       logging.getLogger('virtualwire.x'))
-        logging.getLogger('virtualwire.x').warning('after')
-        assert 'before' in (tmp_path / 'controller.log.1').read_text()
-        assert 'after' in log_file.read_text()
-    finally:
-        root.removeHandler(process._handler)
-        process._handler.close()
-        process._handler = None
-        assert root.handlers == saved
+    yield path, log_file, parse_args(['--config', str(path)])
+    root.removeHandler(process._handler)
+    process._handler.close()
+    process._handler = None
+    assert root.handlers == saved
+
+
+def test_a_log_file_is_reopened_after_logrotate_moved_it(tmp_path,
+                                                          file_logging):
+    path, log_file, args = file_logging
+    process._logging(args)
+    logging.getLogger('virtualwire.x').warning('before')
+    log_file.rename(tmp_path / 'controller.log.1')      # logrotate
+    process.reload(args, lambda: parse_args(['--config', str(path)]),
+                   logging.getLogger('virtualwire.x'))
+    logging.getLogger('virtualwire.x').warning('after')
+    assert 'before' in (tmp_path / 'controller.log.1').read_text()
+    assert 'after' in log_file.read_text()
 
 
 def test_the_probe_asks_loopback_at_the_rest_address(tmp_path):
@@ -80,36 +88,24 @@ def test_the_probe_asks_loopback_at_the_rest_address(tmp_path):
     assert code == 1 and 'refused' in why.lower()
 
 
-def test_json_logs_on_request_switched_by_a_reload(tmp_path):
+def test_json_logs_on_request_switched_by_a_reload(file_logging):
     import json
-    log_file = tmp_path / 'controller.log'
-    path = tmp_path / 'controller.yaml'
-    path.write_text('log-file: %s\n' % log_file)
-    args = parse_args(['--config', str(path)])
-    root = logging.getLogger()
-    saved = list(root.handlers)
+    path, log_file, args = file_logging
     log = logging.getLogger('virtualwire.x')
+    process._logging(args)
+    log.warning('as text')
+    path.write_text('log-file: %s\nlog-format: json\n' % log_file)
+    process.reload(args, lambda: parse_args(['--config', str(path)]), log)
     try:
-        process._logging(args)
-        log.warning('as text')
-        path.write_text('log-file: %s\nlog-format: json\n' % log_file)
-        process.reload(args, lambda: parse_args(['--config', str(path)]),
-                       log)
-        try:
-            raise ValueError('boom')
-        except ValueError:
-            log.exception('as json: %s', 'one object a line')
-        lines = log_file.read_text().splitlines()
-        assert lines[0].endswith('WARNING virtualwire.x: as text')
-        docs = [json.loads(x) for x in lines[1:]]
-        assert docs[0]['message'].startswith('settings reloaded: ')
-        last = docs[-1]
-        assert last['message'] == 'as json: one object a line'
-        assert last['level'] == 'ERROR' and last['logger'] == 'virtualwire.x'
-        assert 'ValueError: boom' in last['traceback']
-        assert last['time'].endswith('+00:00')
-    finally:
-        root.removeHandler(process._handler)
-        process._handler.close()
-        process._handler = None
-        assert root.handlers == saved
+        raise ValueError('boom')
+    except ValueError:
+        log.exception('as json: %s', 'one object a line')
+    lines = log_file.read_text().splitlines()
+    assert lines[0].endswith('WARNING virtualwire.x: as text')
+    docs = [json.loads(x) for x in lines[1:]]
+    assert docs[0]['message'].startswith('settings reloaded: ')
+    last = docs[-1]
+    assert last['message'] == 'as json: one object a line'
+    assert last['level'] == 'ERROR' and last['logger'] == 'virtualwire.x'
+    assert 'ValueError: boom' in last['traceback']
+    assert last['time'].endswith('+00:00')

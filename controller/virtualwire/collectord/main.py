@@ -12,7 +12,7 @@ import logging
 import os
 
 from virtualwire.metrics import loss
-from virtualwire import config_file, version
+from virtualwire import config_file, process, version
 
 
 def parse_args(argv=None):
@@ -37,12 +37,7 @@ def build_parser():
                    help='the controllers\' intent database (as their '
                         '--intent-db; default: the local one of a '
                         'controller on this machine, %(default)s)')
-    p.add_argument('--intent-db-ca', default='', metavar='PEM',
-                   help="the CA of the intent database servers' "
-                        'certificates')
-    p.add_argument('--intent-db-name', default='virtualwire-intent-db',
-                   help='the name their certificates must carry '
-                        '(default: %(default)s)')
+    process.add_intent_db_tls(p)
     p.add_argument('--of-listen', default='0.0.0.0:6654',
                    help='OpenFlow listen address HOST:PORT, where switches '
                         'connect (default: %(default)s)')
@@ -65,16 +60,10 @@ def build_parser():
         'TLS', 'a certificate from the controller CA (hosts trust only '
         'that CA: vw-pki issue DIR collector --role controller), and the '
         'host CA whose certificates switches present')
-    tls.add_argument('--private-key', default='', metavar='PEM',
-                     help='this daemon\'s TLS private key')
-    tls.add_argument('--certificate', default='', metavar='PEM',
-                     help='its certificate (issued by vw-pki or enrolment)')
-    tls.add_argument('--ca-cert', default='', metavar='PEM',
-                     help='the only CA whose certificates peers may show')
+    process.add_tls_files(tls, 'the only CA whose certificates peers may show')
     tls.add_argument('--insecure-plaintext-lab', action='store_true',
                      help='plain TCP OpenFlow and HTTP: a lab on one '
                           'machine only')
-    from virtualwire import process
     process.add_log_arguments(p)
     return p
 
@@ -84,7 +73,6 @@ def main(argv=None):
     prog = 'virtualwire-collector'
     from virtualwire import main as ctl_main
     ctl_main.check_intent_remote(args, prog)
-    from virtualwire import process
     hub = process.start(args)
     process.on_sighup(hub, args, lambda: parse_args(argv),
                       logging.getLogger('virtualwire'))

@@ -21,7 +21,7 @@ import os
 import subprocess
 import sys
 
-from virtualwire import config_file, version
+from virtualwire import config_file, process, version
 from virtualwire.store.intent import SCHEMA_PATH
 from virtualwire.store import schema_version
 
@@ -53,12 +53,7 @@ def build_parser():
                                '(vw-pki issue --role controller, named as '
                                "controllers' --intent-db-name) and the CA "
                                'its peers and clients present')
-    tls.add_argument('--private-key', default='', metavar='PEM',
-                     help='this daemon\'s TLS private key')
-    tls.add_argument('--certificate', default='', metavar='PEM',
-                     help='its certificate (issued by vw-pki or enrolment)')
-    tls.add_argument('--ca-cert', default='', metavar='PEM',
-                     help='the only CA whose certificates peers may show')
+    process.add_tls_files(tls, 'the only CA whose certificates peers may show')
     p.add_argument('--schema', default=SCHEMA_PATH,
                    help='the schema to create or convert to (default: the '
                         "installed package's)")
