@@ -26,8 +26,17 @@ HUBS = ('eventlet', 'native')
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run(script, args, hub, name):
-    """Run bench `script` with `hub`; its result document."""
+def run(script, args, hub, name, reuse=False):
+    """Run bench `script` with `hub`; its result document (with `reuse`,
+    one already written on that hub is taken as it is: its own commit is
+    inside it)."""
+    path = os.path.join(RESULTS, name + '.json')
+    if reuse and os.path.exists(path):
+        with open(path) as f:
+            doc = json.load(f)
+        if doc.get('controller_hubs') == [hub]:
+            print('== %s: %s reused' % (hub, name), flush=True)
+            return doc
     env = dict(os.environ, OSKEN_HUB_TYPE=hub)
     cmd = [sys.executable, os.path.join(HERE, script)] + args
     print('== %s: %s' % (hub, ' '.join(cmd[1:])), flush=True)
@@ -66,6 +75,9 @@ def main():
     ap.add_argument('--hosts', type=int, default=50)
     ap.add_argument('--kills', type=int, default=3)
     ap.add_argument('--migrations', type=int, default=5)
+    ap.add_argument('--reuse', action='store_true',
+                    help='take results already written on the right hub '
+                         '(an interrupted run goes on)')
     a = ap.parse_args()
     per_hub = {h: [] for h in HUBS}
     for r in range(1, a.rounds + 1):
@@ -73,13 +85,15 @@ def main():
             tag = 'hubs-%s-r%d' % (hub, r)
             scale = run('bench_scale.py', [
                 '--hosts', str(a.hosts), '--wires', str(a.wires),
-                '--out', tag + '-scale'], hub, tag + '-scale')
+                '--out', tag + '-scale'], hub, tag + '-scale', a.reuse)
             failover = run('bench_failover.py', [
                 '--kills', str(a.kills), '--raft-kills', '0',
-                '--result', tag + '-failover'], hub, tag + '-failover')
+                '--result', tag + '-failover'], hub, tag + '-failover',
+                           a.reuse)
             migration = run('bench_migration.py', [
                 '--migrations', str(a.migrations),
-                '--result', tag + '-migration'], hub, tag + '-migration')
+                '--result', tag + '-migration'], hub, tag + '-migration',
+                            a.reuse)
             per_hub[hub].append(figures(scale, failover, migration))
     out = {}
     for hub, rows in per_hub.items():

@@ -118,6 +118,7 @@ class Api:
             try:
                 hosts = self.call('GET', '/v1/hosts')['hosts']
                 if len(hosts) >= n and all(h['synced'] for h in hosts):
+                    _note_hub(self)     # serving now, if not at __init__
                     return
             except (requests.RequestException, RuntimeError):
                 pass
