@@ -14,7 +14,7 @@ FLAGS = shared_settings.from_flags(parse_args(['--hold', 'on',
 
 def test_bad_values_and_names_are_refused_saying_what_they_take():
     for name, text, says in (
-            ('move-timeout', '0', 'move-timeout must be 1 to 86400 seconds'),
+            ('move-timeout', '0', 'move-timeout must be 0.001 to inf seconds'),
             ('stats-interval', 'fast', 'stats-interval must be a number'),
             ('hold', 'yes', 'hold must be on or off'),
             ('hold-frames', '1.5', 'hold-frames must be a whole number'),
@@ -122,3 +122,13 @@ def test_apply_reaches_every_part():
                 'hold-bytes': 4096})
     assert ctl.activation_settle == 0.04 and ctl.hold_rate == 7
     assert ctl.tables.hold is True and ctl.hold_bytes == 4096
+
+
+def test_every_value_a_flag_takes_the_row_takes_too():
+    """A controller seeds the row from its flags: none may be refused."""
+    flags = shared_settings.from_flags(parse_args([
+        '--move-timeout', '0.5', '--hold-frames', '65536', '--hold-rate',
+        '0', '--activation-settle-ms', '1000', '--stats-interval', '5']))
+    eff = shared_settings.effective(flags, flags)
+    assert all(src == 'intent database' for _v, src in eff.values())
+    assert eff['move-timeout'][0] == 0.5

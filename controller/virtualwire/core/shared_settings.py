@@ -42,8 +42,11 @@ def _on_off(text, name):
 
 
 SETTINGS = {s.name: s for s in (
+    # Whatever the flag takes (any positive number), or a controller
+    # started with it could not seed its own value.
     Setting('move-timeout',
-            lambda t: _number(t, 'move-timeout', 1, 86400, unit=' seconds'),
+            lambda t: _number(t, 'move-timeout', 0.001, float('inf'),
+                              unit=' seconds'),
             "cancel a vNIC move not activated by the guest's first frame "
             'within this many seconds'),
     Setting('hold', lambda t: _on_off(t, 'hold'),
