@@ -7,6 +7,7 @@ A join token is single use by the database's word: its row is verified
 and deleted in the transaction that records the approval, so two hosts
 presenting it at once to two controllers cannot both be signed."""
 from virtualwire.core import enrolment, errors
+from virtualwire.store import revocations
 from virtualwire.store import txn as store_txn
 
 MAX_PENDING = 64          # requests awaiting an operator, all hosts
@@ -42,8 +43,11 @@ class EnrolmentStore:
         token = enrolment.new_secret()
 
         def build(txn, idl):
+            revocations.prune(idl, now)
             for r in list(idl.tables['JoinToken'].rows.values()):
-                if r.name == name or r.expires_at <= now:
+                if r.name == name and r.expires_at > now:
+                    _spend(txn, idl, r, now, 'replaced')
+                elif r.expires_at <= now:
                     r.delete()
             row = txn.insert(idl.tables['JoinToken'])
             row.name, row.digest = name, enrolment.digest(token)
@@ -102,12 +106,14 @@ class EnrolmentStore:
                 tokens = [t for t in idl.tables['JoinToken'].rows.values()
                           if t.digest == d and t.name == name and
                           t.expires_at > now]
-                if not tokens:
+                if not tokens or revocations.is_revoked(idl, d):
                     raise errors.Refused(
                         'the join token is not valid for %s (unknown, used, '
                         'expired or issued for another host)' % name)
                 tokens[0].verify('digest')
-                tokens[0].delete()          # single use, in this commit
+                # Single use, in this commit; listed, so a restored
+                # backup that still has the row cannot make it new.
+                _spend(txn, idl, tokens[0], now, 'used')
                 state, cert = 'approved', sign(csr)
             else:
                 for r in mine:
@@ -152,3 +158,9 @@ class EnrolmentStore:
                     return st, (r.certificate or None)
         raise errors.NotFound('no enrolment of %s for this poll secret '
                               '(refused, replaced or never made)' % name)
+
+
+def _spend(txn, idl, row, now, reason):
+    revocations.record(txn, idl, 'join-token', row.name, row.digest, now,
+                       reason, expires_at=row.expires_at)
+    row.delete()

@@ -11,7 +11,9 @@ unit file or an operator takes:
   upgrade  convert the running database to the installed schema, online
            (a cluster converts through its leader, for every member, as
            ovn-ctl's upgrade_cluster);
-  backup / restore  a snapshot of the data (ovsdb-client backup/restore).
+  backup / restore  a snapshot of the data (ovsdb-client backup and
+           restore; restore keeps what was revoked since the backup
+           revoked: `store.intent_db_restore`).
 
 Settings as the daemons' (`config_file`): /etc/virtualwire/intent-db.yaml,
 every key a flag.
@@ -23,7 +25,8 @@ import sys
 
 from virtualwire import config_file, process, version
 from virtualwire.store.intent import SCHEMA_PATH
-from virtualwire.store import schema_version
+from virtualwire.store import intent_db_restore, schema_version
+from virtualwire.store.errors import StoreError
 
 DB_NAME = 'VirtualWire'
 
@@ -65,8 +68,14 @@ def build_parser():
     sub.add_parser('upgrade', help='convert it online to --schema')
     b = sub.add_parser('backup', help='write a snapshot of the data')
     b.add_argument('file')
-    r = sub.add_parser('restore', help='replace the data with a snapshot')
+    r = sub.add_parser('restore', help='replace the data with a snapshot, '
+                       'keeping the revocations made since')
     r.add_argument('file')
+    r.add_argument('--revocations-from', action='append', default=[],
+                   metavar='BACKUP',
+                   help='also keep the revocations listed in this newer '
+                        'backup (repeatable): for a restore into a new '
+                        'cluster, which has no list of its own')
     return p
 
 
@@ -185,10 +194,9 @@ def main(argv=None):
             with open(args.file, 'w') as f:
                 f.write(_run(_client(args, 'backup', remote, DB_NAME)) + '\n')
         elif args.verb == 'restore':
-            with open(args.file) as f:
-                _run(_client(args, '--force', 'restore', remote, DB_NAME),
-                     stdin=f)
-    except (ServiceError, OSError) as e:
+            print(intent_db_restore.Restore(_run, _client(args), remote)
+                  .restore(args.file, args.revocations_from))
+    except (ServiceError, OSError, ValueError, StoreError) as e:
         print('virtualwire-intent-db: %s' % e, file=sys.stderr)
         return 1
     return 0
