@@ -324,6 +324,8 @@ def main(argv=None):
     from virtualwire.store import local as local_ovsdb
     from virtualwire.store.intent import IntentStore
     from virtualwire.store.leadership import Leadership
+    from virtualwire.store.members import MemberProbe
+    from virtualwire.metrics.exporter import MembersCollector
     from virtualwire.store.runtime import RuntimeStore
 
     of_host, of_port = _split(args.of_listen, '--of-listen')
@@ -367,6 +369,9 @@ def main(argv=None):
     controller.settings = SettingsWatch(intent.settings, controller,
                                         shared_settings.from_flags(args))
     intent.client.observe = controller.instruments.ovsdb.observe
+    # Every member, not just the one the IDL talks to (alerts).
+    members = MemberProbe(remote).start()
+    controller.instruments.registry.register(MembersCollector(members))
     scheme = 'https' if tls_files else 'http'
     own = {'rest': args.advertise_url or '%s://%s:%d' % (
         scheme, rest_host, rest_port)}

@@ -49,6 +49,18 @@ class Instances:
     def alive(self):
         return [k for k, p in self.lab.instances.items() if p.poll() is None]
 
+    def members(self, k):
+        """{member: (up, leader)} from instance k's /metrics."""
+        text = self.req(k, 'GET', '/metrics').text
+        out: dict = {}
+        for kind in ('up', 'leader'):
+            for m, v in re.findall(r'^virtualwire_intent_db_member_%s'
+                                   r'\{member="([^"]+)"\} (\S+)$' % kind,
+                                   text, re.M):
+                out.setdefault(m, [None, None])[kind == 'leader'] = \
+                    float(v) == 1.0
+        return {m: tuple(v) for m, v in out.items()}
+
     def synced(self, k):
         try:
             hosts = self.req(k, 'GET', '/v1/hosts').json()['hosts']
@@ -300,9 +312,18 @@ def test_a_raft_member_killed_and_brought_back_changes_nothing(ha):
     stream.start()
     time.sleep(1.0)
     victim = cluster.leader()
+    addr = 'ssl:%s:%d' % (cluster.host, cluster.client[victim])
+    assert ha.members(lead)[addr] == (True, True)
     cluster.kill(victim)
     new = cluster.wait_leader(20)
     assert new != victim
+    # Both instances say which member is down and which leads now.
+    new_addr = 'ssl:%s:%d' % (cluster.host, cluster.client[new])
+    for k in (0, 1):
+        wait_until(lambda: ha.members(k).get(addr) == (False, False) and
+                   ha.members(k).get(new_addr) == (True, True), 20,
+                   what='instance %d seeing %s down' % (k, victim))
+        assert sum(up for up, _ in ha.members(k).values()) == 2
     # A write goes through (retried by vwctl across the election).
     p = vwctl(ha.lab, '--json', 'connect', 'tc-nic', 'td-nic')
     assert p.returncode == 0, p.stderr
@@ -312,6 +333,8 @@ def test_a_raft_member_killed_and_brought_back_changes_nothing(ha):
     cluster.start_member(victim)
     wait_until(lambda: cluster.role(victim) == 'follower', 30,
                what='%s back as a follower' % victim)
+    wait_until(lambda: ha.members(lead).get(addr) == (True, False), 20,
+               what='%s up again, as a follower' % victim)
     k = ha.leader()
     print('RAFT member %s killed: controller leader %d -> %d, terms %s' % (
         victim, lead, k, [ha.status(i)['role']['term'] for i in (0, 1)]))

@@ -291,14 +291,18 @@ def test_the_alerting_rules_load_and_judge_the_live_lab(lab, tmp_path):
     end may be down: not judged here."""
     p = subprocess.run(['promtool', 'check', 'rules', RULES],
                        capture_output=True, text=True)
-    assert p.returncode == 0 and 'SUCCESS: 7 rules found' in p.stdout, \
+    assert p.returncode == 0 and 'SUCCESS: 8 rules found' in p.stdout, \
         p.stdout + p.stderr
+    # Prometheus's own rule tests: the member alert fires after its minute.
+    p = subprocess.run(['promtool', 'test', 'rules', RULES.replace(
+        '.yml', '.test.yml')], capture_output=True, text=True)
+    assert p.returncode == 0 and 'SUCCESS' in p.stdout, p.stdout + p.stderr
     reader = lab.credential('reader', 'prometheus-rules')
     with Prometheus(lab, tmp_path / 'prom', token_file=reader,
                     rule_files=[RULES]) as prom:
         wait_until(lambda: prom.query('virtualwire_controller_active'), 20,
                    what='a scrape with the role series')
-        wait_until(lambda: len(prom.rules()) == 7 and all(
+        wait_until(lambda: len(prom.rules()) == 8 and all(
             h == 'ok' for h, _e in prom.rules().values()), 20,
             what='every rule evaluated')
         wait_until(lambda: 'VirtualWireNoStandby' in prom.alerts(), 20,
@@ -307,7 +311,8 @@ def test_the_alerting_rules_load_and_judge_the_live_lab(lab, tmp_path):
         # once the series are in, those clear at the next evaluation and
         # stay clear, evaluation after evaluation.
         broken = {'VirtualWireNoLeader', 'VirtualWireSwitchDisconnected',
-                  'VirtualWireIntentDbUnreachable'}
+                  'VirtualWireIntentDbUnreachable',
+                  'VirtualWireIntentDbMemberDown'}
         clear = []
 
         def stays_clear():
@@ -316,3 +321,8 @@ def test_the_alerting_rules_load_and_judge_the_live_lab(lab, tmp_path):
         wait_until(stays_clear, 20, 1.0, what='no alert of a broken lab')
         assert prom.alerts()['VirtualWireNoStandby'] == 'pending'
         assert prom.query('virtualwire_intent_db_connected')[0][1] == 1.0
+        # The lab's one member, standalone: up and its own leader.
+        assert [v for _m, v in prom.query(
+            'virtualwire_intent_db_member_up')] == [1.0]
+        assert [v for _m, v in prom.query(
+            'virtualwire_intent_db_member_leader')] == [1.0]

@@ -43,6 +43,35 @@ def role_families(doc, intent):
                                 'intent database', value=int(intent.connected()))
 
 
+class MembersCollector:
+    """Each intent-database member's word on itself (`store.members`)."""
+
+    def __init__(self, probe):
+        self.probe = probe
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        yield from member_families(self.probe.state)
+
+
+def member_families(state):
+    up = GaugeMetricFamily(
+        'virtualwire_intent_db_member_up', '1 if this member of the intent '
+        'database answers and is connected to its cluster',
+        labels=['member'])
+    leader = GaugeMetricFamily(
+        'virtualwire_intent_db_member_leader', '1 if this member is the '
+        "cluster's leader (a standalone server is its own)",
+        labels=['member'])
+    for m, s in sorted(state.items()):
+        up.add_metric([m], int(s['up']))
+        leader.add_metric([m], int(s['leader']))
+    yield up
+    yield leader
+
+
 def wire_families(wires):
     info = InfoMetricFamily('virtualwire_wire', 'What a wire joins',
                             labels=['wire'])
