@@ -15,6 +15,7 @@ import subprocess
 import shutil
 
 import pytest
+from cryptography import x509
 
 from conftest import wait_until
 from vwlab import Lab, packages
@@ -91,6 +92,12 @@ class Installed:
                            '/var/lib/virtualwire/api-token'] + list(args),
                           check=check)
 
+    def as_token(self, token_file):
+        """`vwctl wires` with another credential than the operator's."""
+        return self.m.run(['vwctl', '--url', REST, '--ca-cert',
+                           PKI + '/controller-ca.pem', '--token-file',
+                           token_file, 'wires'], check=False)
+
     def hosts_synced(self):
         p = self.vwctl('--json', 'hosts', check=False)
         if p.returncode != 0:
@@ -149,6 +156,14 @@ def test_every_unit_verifies_and_every_command_says_its_version(installed):
     rot = m.run(['cat', '/etc/logrotate.d/virtualwire-controller']).stdout
     assert '/var/log/virtualwire/controller.log' in rot and \
         'systemctl reload virtualwire-controller.service' in rot
+    # The alerting rules ship with the controller, as the source has them.
+    ops = os.path.join(os.path.dirname(INSTALL_DOC), '..', 'ops')
+    for src, dst in (('prometheus/virtualwire-rules.yml', 'prometheus'),
+                     ('grafana/virtualwire-dashboard.json', 'grafana')):
+        with open(os.path.join(ops, src)) as a, open(os.path.join(
+                m.root, 'usr/share/virtualwire', dst,
+                os.path.basename(src))) as b:
+            assert a.read() == b.read()
 
 
 def test_services_run_as_their_user_in_the_foreground(installed):
@@ -317,6 +332,61 @@ def test_hosts_enrol_with_a_join_token_and_with_approval(installed):
             assert _presented(h, lab) == ssl.PEM_cert_to_DER_cert(f.read())
 
 
+def test_a_host_renews_its_certificate_without_a_restart(installed):
+    """docs/install.rst's renewal on h1, enrolled above: `vw-host-setup
+    enroll` again with a new token keeps the key and swaps the
+    certificate; `bridge/reconnect` presents it under a 1 kHz stream (0
+    lost); the controller, not restarted, reads the new expiry."""
+    m, lab = installed.m, installed.lab
+    h1, h2 = lab.hosts
+    d1 = os.path.join(m.root, 'var/lib/enrolled/h1')
+    with open(os.path.join(d1, 'h1-key.pem')) as f:
+        key = f.read()
+    with open(os.path.join(d1, 'h1-cert.pem')) as f:
+        old = x509.load_pem_x509_certificate(f.read().encode())
+    va = h1.add_vm('rna', [('rna-nic', '192.0.2.11/24')])
+    vb = h2.add_vm('rnb', [('rnb-nic', '192.0.2.12/24')])
+    cid = json.loads(installed.vwctl('--json', 'connect', 'rna-nic',
+                                     'rnb-nic').stdout)['connector_id']
+    wait_until(lambda: va.ping('192.0.2.12', count=1)[1] == 1, 30,
+               what='ping across h1 before renewal')
+    pid = m.systemctl('show', '-p', 'MainPID', '--value',
+                      'virtualwire-controller').stdout.strip()
+    token = installed.vwctl('hosts', 'join-token', 'h1', '--ttl',
+                            '600').stdout.strip().splitlines()[-1]
+    m.write('/tmp/h1-renew.token', token + '\n', 0o600)
+    p = _enroll(installed, h1, '--join-token-file', '/tmp/h1-renew.token')
+    assert p.returncode == 0, p.stderr
+    with open(os.path.join(d1, 'h1-key.pem')) as f:
+        assert f.read() == key                    # the key never moved
+    with open(os.path.join(d1, 'h1-cert.pem')) as f:
+        pem = f.read()
+    new = x509.load_pem_x509_certificate(pem.encode())
+    assert new.serial_number != old.serial_number
+    assert new.public_key() == old.public_key()
+    assert new.not_valid_after_utc > old.not_valid_after_utc
+    sent, got, _ = stream_across(
+        va, vb, '192.0.2.12',
+        lambda: h1.appctl('bridge/reconnect', 'br-int'))
+    assert sent['sent'] == 10000 and got['received'] == sent['sent'] and \
+        got['duplicates'] == 0, (sent, got)
+
+    def seen():
+        hosts = {h['name']: h for h in json.loads(installed.vwctl(
+            '--json', 'hosts').stdout)['hosts']}
+        return hosts['h1']['connected'] and abs(
+            hosts['h1']['certificate_expires_at'] -
+            new.not_valid_after_utc.timestamp()) < 1
+    wait_until(seen, 30, what="the controller reading h1's new expiry")
+    wait_until(lambda: _presented(h1, lab) == ssl.PEM_cert_to_DER_cert(pem),
+               30, what="h1's OVSDB presenting the renewed certificate")
+    assert m.systemctl('show', '-p', 'MainPID', '--value',
+                       'virtualwire-controller').stdout.strip() == pid
+    installed.vwctl('disconnect', str(cid))
+    h1.remove_vm(va)
+    h2.remove_vm(vb)
+
+
 class Member:
     """One intent-database cluster member run by the packaged tool (as
     its unit on another machine would), in the management namespace."""
@@ -372,7 +442,7 @@ def _old_schema(root):
     doc = json.load(open(os.path.join(
         root, 'usr/lib/virtualwire/python/lib/python3.11/site-packages/'
         'virtualwire/store/schema/virtualwire.ovsschema')))
-    for t in ('Enrolment', 'JoinToken', 'Global'):
+    for t in ('Enrolment', 'JoinToken', 'Global', 'Revocation'):
         doc['tables'].pop(t)
     doc['version'] = '1.10.0'
     path = os.path.join(root, 'var/lib/vwdb/old.ovsschema')
@@ -414,7 +484,8 @@ def test_the_intent_cluster_upgrades_under_traffic_with_the_packaged_tool(
         h1, h2 = lab.hosts
         va = h1.add_vm('pua', [('pua-nic', '192.0.2.1/24')])
         vb = h2.add_vm('pub', [('pub-nic', '192.0.2.2/24')])
-        installed.vwctl('connect', 'pua-nic', 'pub-nic')
+        cid = json.loads(installed.vwctl('--json', 'connect', 'pua-nic',
+                                         'pub-nic').stdout)['connector_id']
         wait_until(lambda: va.ping('192.0.2.2', count=1)[1] == 1, 30,
                    what='ping on the cluster-held wire')
         # Any member: the conversion goes through the leader.
@@ -436,11 +507,28 @@ def test_the_intent_cluster_upgrades_under_traffic_with_the_packaged_tool(
         wait_until(installed.hosts_synced, 90, what='hosts after upgrade')
         assert installed.vwctl('hosts', 'pending').returncode == 0
         assert 'pua-nic' in installed.vwctl('wires').stdout
-        # A backup holds the wire; restored, it is still there.
-        assert members[0].run('backup', '/var/lib/vwdb/b.json') \
+        # Backup and restore of the cluster: the wire disconnected after
+        # the backup comes back and carries traffic; a credential revoked
+        # after it stays refused.
+        installed.vwctl('credentials', 'issue', 'reader', 'mon', '--out',
+                        '/var/lib/vwdb/mon.token')
+        assert installed.as_token('/var/lib/vwdb/mon.token').returncode == 0
+        assert members[0].run('backup', '/var/lib/vwdb/b.db') \
             .returncode == 0
-        with open(os.path.join(m.root, 'var/lib/vwdb/b.json')) as f:
+        with open(os.path.join(m.root, 'var/lib/vwdb/b.db')) as f:
             assert 'pua-nic' in f.read()
+        installed.vwctl('credentials', 'revoke', 'reader', 'mon')
+        installed.vwctl('disconnect', str(cid))
+        wait_until(lambda: va.ping('192.0.2.2', count=1)[1] == 0, 30,
+                   what='the wire gone')
+        back = members[2].run('restore', '/var/lib/vwdb/b.db')
+        assert back.returncode == 0, back.stderr
+        assert 'took back 1 credentials' in back.stdout, back.stdout
+        wait_until(lambda: va.ping('192.0.2.2', count=1)[1] == 1, 30,
+                   what='the restored wire carrying traffic')
+        refused = installed.as_token('/var/lib/vwdb/mon.token')
+        assert refused.returncode != 0 and '401' in refused.stderr, \
+            refused.stderr
     finally:
         for mb in members:
             mb.stop()

@@ -36,6 +36,17 @@ def _write(path, data, mode):
     os.replace(tmp, path)       # no reader sees half a file
 
 
+def _install(cert_path, key_path, pem):
+    """The new certificate, then the key touched (same bytes, new mtime):
+    Open vSwitch 3.1 re-reads its SSL pair only when *both* files changed
+    since it last read them (measured: with the certificate alone
+    replaced, `bridge/reconnect` presented the old one). Certificate
+    first, so whichever moment it looks, it never takes the key's new
+    time without the certificate's."""
+    _write(cert_path, pem, 0o644)
+    os.utime(key_path)
+
+
 def key_and_csr(key_path, name):
     """The host's key (made now, mode 0600, if there is none) and a CSR
     for `name` on it."""
@@ -94,7 +105,7 @@ def enroll(args, out=sys.stderr):
             body['join_token'] = token
         doc = _post(ctl, '/v1/enrolments', body)
         if doc['state'] == 'approved':
-            _write(cert_path, doc['certificate'], 0o644)
+            _install(cert_path, key_path, doc['certificate'])
             print('vw-host-setup: %s enrolled with its join token; '
                   'certificate %s (key %s)' % (args.name, cert_path, fp),
                   file=out)
@@ -109,7 +120,7 @@ def enroll(args, out=sys.stderr):
         doc = _post(ctl, '/v1/enrolments/%s/poll' % args.name,
                     {'poll_secret': secret})
         if doc['state'] == 'approved' and doc.get('certificate'):
-            _write(cert_path, doc['certificate'], 0o644)
+            _install(cert_path, key_path, doc['certificate'])
             os.unlink(state_path)
             print('vw-host-setup: %s approved; certificate %s'
                   % (args.name, cert_path), file=out)
