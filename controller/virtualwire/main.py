@@ -199,15 +199,15 @@ def _settle_ms(text):
     return _bounded_int(text, 0, 1000, '--activation-settle-ms')
 
 
-def _watch_settings(hub, watch):
-    from virtualwire.control.shared_settings import POLL
+def _poll_forever(hub, watch, what, every=1.0):
+    """watch.poll() every `every` seconds, off the loop, for good."""
     while True:
         try:
             watch.poll()
         except Exception:
-            logging.getLogger('virtualwire').exception(
-                'reading the shared settings failed')
-        hub.sleep(POLL)
+            logging.getLogger('virtualwire').exception('reading %s failed',
+                                                       what)
+        hub.sleep(every)
 
 
 def _split(hostport, what):
@@ -325,6 +325,7 @@ def main(argv=None):
     from virtualwire.store.intent import IntentStore
     from virtualwire.store.leadership import Leadership
     from virtualwire.store.members import MemberProbe
+    from virtualwire.control.cloud_word import PlacementWatch
     from virtualwire.metrics.exporter import MembersCollector
     from virtualwire.store.runtime import RuntimeStore
 
@@ -432,7 +433,12 @@ def main(argv=None):
                                     **mgr.create_contexts())
     services.append(hub.spawn(loop.run))
     loop.every(1.0, controller.tick)
-    services.append(hub.spawn(_watch_settings, hub, controller.settings))
+    services.append(hub.spawn(_poll_forever, hub, controller.settings,
+                              'the shared settings'))
+    # The cloud's word on placement, as other instances and tools write it.
+    services.append(hub.spawn(_poll_forever, hub, PlacementWatch(
+        intent.placements, lambda ch: loop.post(controller.on_words, ch)),
+        'the vNIC placements'))
     from virtualwire.control.holding import POLL
     loop.every(POLL, controller.poll_held,
                when=lambda: controller.polls_wanted)

@@ -373,7 +373,16 @@ def _document():
                     'port': {'type': 'string'}, 'ofport': {'type': 'integer'},
                     'mac': {'type': 'string'}, 'vm_id': {'type': 'string'},
                     'wire': {'type': ['string', 'null']},
-                    'tenant': {'type': ['string', 'null']}}},
+                    'tenant': {'type': ['string', 'null']},
+                    'placed_on': {
+                        'type': ['string', 'null'],
+                        'description': "the cloud's word on where it runs "
+                                       '(PUT .../placement); null if unsaid'},
+                    'refused_on': {
+                        'type': 'array', 'items': {'type': 'string'},
+                        'description': 'hosts that plugged it and were '
+                                       'refused (the cloud placed it '
+                                       'elsewhere)'}}},
             },
         },
     }

@@ -40,6 +40,31 @@ def tenant_paths(vnic_schema):
                 'summary': "Take a vNIC from its tenant (operator only)",
                 'responses': {'204': {'description': 'Released'},
                               '404': _ERR, '422': _ERR, '503': _ERR}}},
+        '/v1/vnics/{vnic_id}/placement': {
+            'parameters': [{'name': 'vnic_id', 'in': 'path',
+                            'required': True, 'schema': vnic_schema}],
+            'put': {
+                'summary': "The cloud's word on where a vNIC runs (operator "
+                           'or orchestrator): another host plugging it is '
+                           'refused. Naming a new host authorizes a live '
+                           'migration from the old one.',
+                'requestBody': {'required': True, 'content': {
+                    'application/json': {'schema': {
+                        'type': 'object', 'required': ['host'],
+                        'additionalProperties': False,
+                        'properties': {'host': {
+                            'type': 'string', 'minLength': 1,
+                            'maxLength': 64}}}}}},
+                'responses': {'200': _ok({'type': 'object', 'properties': {
+                    'vnic': {'type': 'string'}, 'host': {'type': 'string'},
+                    'previous': {'type': ['string', 'null']}}}),
+                    '411': _ERR, '413': _ERR, '422': _ERR, '503': _ERR}},
+            'delete': {
+                'summary': 'The cloud no longer says where a vNIC runs: '
+                           'whoever plugs it claims it (operator or '
+                           'orchestrator)',
+                'responses': {'204': {'description': 'Forgotten'},
+                              '404': _ERR, '422': _ERR, '503': _ERR}}},
         '/v1/audit': {'get': {
             'summary': 'The last changes asked for, refused ones included: '
                        'when, who, from where, what, the result (operator '
@@ -51,6 +76,11 @@ def tenant_paths(vnic_schema):
             'responses': {'200': _ok({'type': 'object', 'properties': {
                 'entries': {'type': 'array', 'items': {'type': 'object'}},
                 'path': {'type': 'string'},
-                'write_failures': {'type': 'integer'}}}),
+                'write_failures': {'type': 'integer'},
+                'unauthenticated_total': {
+                    'type': 'integer',
+                    'description': 'changes asked for with no valid '
+                                   'credential: summarized, not logged '
+                                   'one by one'}}}),
                 '422': _ERR}}},
     }

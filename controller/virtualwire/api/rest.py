@@ -46,6 +46,8 @@ ROUTES = (
     ('/v1/vnics/{vnic_id}', 'GET', 'show_vnic'),
     ('/v1/vnics/{vnic_id}/tenant', 'PUT', 'assign_tenant'),
     ('/v1/vnics/{vnic_id}/tenant', 'DELETE', 'release_tenant'),
+    ('/v1/vnics/{vnic_id}/placement', 'PUT', 'place_vnic'),
+    ('/v1/vnics/{vnic_id}/placement', 'DELETE', 'unplace_vnic'),
     ('/v1/tenants', 'GET', 'list_tenants'),
     ('/v1/audit', 'GET', 'audit'),
     ('/v1/wires', 'GET', 'list_wires'),

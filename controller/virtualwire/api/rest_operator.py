@@ -1,7 +1,9 @@
 """REST handlers of the operator's own business (a part of `RestApi`):
-scoped credentials, tenants' vNICs, the audit log and the intent
-database's safe start. Only the operator's token reaches them
-(`core.credentials.refusal`), but for a reader's GET /v1/tenants."""
+scoped credentials, tenants' vNICs, the cloud's word on where vNICs run,
+the audit log and the intent database's safe start. Only the operator's
+token reaches them (`core.credentials.refusal`), but for a reader's GET
+/v1/tenants and an orchestrator's placements."""
+import time
 from typing import Any
 
 import webob
@@ -48,6 +50,25 @@ class OperatorHandlers:
     def release_tenant(self, req, vnic_id):
         if not self.intent.ownership.release(vnic_id):
             raise errors.NotFound('vNIC %s has no tenant' % vnic_id)
+        return webob.Response(status=204)
+
+    def place_vnic(self, req, vnic_id):
+        ids.check_vnic_id(vnic_id)
+        doc = read_json_object(req, 1024)
+        if set(doc) != {'host'}:
+            raise errors.Invalid('the body is {"host": "NAME"}')
+        who = req.environ.get('virtualwire.principal')
+        by = 'operator' if not isinstance(who, tuple) else ' '.join(who)
+        word = self.intent.placements.place(vnic_id, doc['host'], by,
+                                            time.time())
+        return json_response(200, {'vnic': vnic_id, 'host': word.host,
+                                   'previous': word.previous})
+
+    def unplace_vnic(self, req, vnic_id):
+        ids.check_vnic_id(vnic_id)
+        if not self.intent.placements.forget(vnic_id):
+            raise errors.NotFound('the cloud has not placed vNIC %s'
+                                  % vnic_id)
         return webob.Response(status=204)
 
     def audit(self, req):

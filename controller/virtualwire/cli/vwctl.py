@@ -52,9 +52,31 @@ def cmd_hosts(c, a):
 
 
 def cmd_vnics(c, a):
+    if a.action == 'place':
+        if not (a.vnic and a.host):
+            raise CliError('usage: vwctl vnics place VNIC HOST')
+        doc = c.call('PUT', '/v1/vnics/%s/placement' % a.vnic,
+                     {'host': a.host})
+        return doc, 'vNIC %s runs on %s%s; another host plugging it is ' \
+            'refused' % (a.vnic, doc['host'], ' (a move from %s allowed)'
+                         % doc['previous'] if doc['previous'] else '')
+    if a.action == 'unplace':
+        if not a.vnic or a.host:
+            raise CliError('usage: vwctl vnics unplace VNIC')
+        c.call('DELETE', '/v1/vnics/%s/placement' % a.vnic)
+        return {'unplaced': a.vnic}, 'vNIC %s: any host plugging it claims ' \
+            'it again' % a.vnic
+    if a.action == 'refused':
+        doc = c.call('GET', '/v1/status')
+        rows = doc['refused_claims']
+        return {'refused_claims': rows}, _table(
+            rows, ['vnic', 'host', 'port', 'placed_on'])
     doc = c.call('GET', '/v1/vnics')
-    return doc, _table(doc['vnics'], ['id', 'host', 'port', 'mac', 'wire',
-                                      'tenant'])
+    return doc, _table([dict(v, refused_on=','.join(v.get('refused_on')
+                                                      or ()) or None)
+                        for v in doc['vnics']],
+                       ['id', 'host', 'placed_on', 'refused_on', 'port',
+                        'mac', 'wire', 'tenant'])
 
 
 def moving_text(wire):
@@ -219,7 +241,14 @@ def build_parser():
     sub.add_parser('status', help='controller status').set_defaults(
         fn=cmd_status)
     cli_enrol.add_parser(sub, cmd_hosts)
-    sub.add_parser('vnics', help='list vNICs').set_defaults(fn=cmd_vnics)
+    s = sub.add_parser('vnics', help="vNICs: list; place VNIC HOST, unplace "
+                       "VNIC (the cloud's word on where each runs); refused "
+                       '(hosts that plugged one placed elsewhere)')
+    s.add_argument('action', nargs='?', default='list',
+                   choices=['list', 'place', 'unplace', 'refused'])
+    s.add_argument('vnic', nargs='?')
+    s.add_argument('host', nargs='?')
+    s.set_defaults(fn=cmd_vnics)
     sub.add_parser('wires', help='list wires').set_defaults(fn=cmd_wires)
     s = sub.add_parser('migrations', help='live migrations: in progress, '
                        'then the last 200')

@@ -11,6 +11,7 @@ import logging
 import time
 from typing import Any, Optional
 
+from virtualwire.control.cloud_word import CloudWord
 from virtualwire.control.admission import AdmissionChecks
 from virtualwire.control.extenders import ExtenderHandlers
 from virtualwire.control.gateways import GatewayChecks
@@ -58,6 +59,8 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         self.sync_held_until = None     # clock(): see MigrationHandlers
         self.clock = clock
         self.tables = IncrementalTables()
+        # The cloud's word on where each vNIC runs (control.cloud_word).
+        self.cloud_word = CloudWord(self.tables)
         self.migrations = MigrationBook()
         self.sessions = {}              # dpid -> SwitchSession
         self.host_owner = {}            # host name -> OVSDB remote
@@ -126,6 +129,9 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
                     if m.hold is not None:
                         self.tables.hold_by_vnic[v] = m.hold
                     self.tables.placement.start_move(v, src, m.destination)
+        placements = getattr(self.intent, 'placements', None)
+        if placements is not None:        # before claims are read
+            self.on_words(placements.words())
         for h in self.remembered.values():
             self._placement_events(self.tables.set_host(h))
         wires = self.intent.wires()
@@ -164,6 +170,11 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         if w is None:
             raise tenancy.no_wire(cid)
         return w
+
+    def on_words(self, changes):
+        """The cloud's word on placement changed ({vnic: Word or None})."""
+        self.loop.assert_owner()
+        self._placement_events(self.cloud_word.apply(changes))
 
     # ---- hosts (their OVSDB) -------------------------------------------------
     def on_hosts(self, remote, hosts, identity=None):

@@ -10,7 +10,8 @@ from virtualwire.control.migrations import (ABORTED, SISTERS, TAP, TIMED_OUT,
                                            parse_vm_uuid)
 from virtualwire.control.state import ControllerState
 from virtualwire.core import errors, frames
-from virtualwire.core.placement import COMPLETED, MoveEnded, MoveSeen
+from virtualwire.core.placement import (COMPLETED, ClaimRefused, MoveEnded,
+                                        MoveSeen)
 from virtualwire.pipeline.wire import activation_flows
 
 LOG = logging.getLogger(__name__)
@@ -23,9 +24,11 @@ class MigrationHandlers(ControllerState):
 
     def _placement_events(self, events):
         """Record what placement observed: moves seen in OVSDB with no
-        announcement, and moves that ended."""
+        announcement, moves that ended, and claims refused."""
         for ev in events:
-            if isinstance(ev, MoveSeen):
+            if isinstance(ev, ClaimRefused):
+                self.cloud_word.seen(ev)
+            elif isinstance(ev, MoveSeen):
                 dest = self.tables.hosts.get(ev.move.destination)
                 port = dest.vnic_map().get(ev.vnic) if dest else None
                 m = self.migrations.inferred(

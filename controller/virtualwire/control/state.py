@@ -19,6 +19,7 @@ class ControllerState:
     activation_settle: float          # seconds the sync waits after one
     sync_held_until: Optional[float]  # clock() until which it waits
     tables: IncrementalTables         # intent + hosts + placement -> flows
+    cloud_word: Any                   # control.cloud_word.CloudWord
     migrations: MigrationBook
     sessions: Dict[int, SwitchSession]   # dpid -> connected switch
     require_identity: bool            # TLS: certificates name hosts

@@ -147,9 +147,14 @@ class Views(ControllerState):
         if v is None:
             return None
         cid = self.tables.by_vnic.get(vid)
+        word = self.tables.placement.words.get(vid)
         return {'id': vid, 'host': loc.host, 'port': v.port_name,
                 'ofport': v.ofport, 'mac': v.mac, 'vm_id': v.vm_id,
-                'wire': ids.fmt_connector(cid) if cid else None}
+                'wire': ids.fmt_connector(cid) if cid else None,
+                # The cloud's word (control.cloud_word), None if unsaid.
+                'placed_on': word.host if word else None,
+                'refused_on': sorted(self.tables.placement.refused.get(
+                    vid, {}))}
 
     def vnic_view(self, vnic_id):
         self.loop.assert_owner()
@@ -189,6 +194,8 @@ class Views(ControllerState):
                 # Connections and reports turned away (control.admission).
                 'admission': {'certificates_required': self.require_identity,
                               'recent_refusals': list(self.refusals)},
+                # Hosts that plugged a vNIC the cloud placed elsewhere.
+                'refused_claims': self.cloud_word.refused(),
                 # Active or standby (control.roles, store.leadership).
                 'role': self.role_view()}
 
@@ -238,6 +245,7 @@ class Views(ControllerState):
         return {'wires': wires, 'hosts': hosts, 'migrations': states,
                 'links': self.extender_link_views(),
                 'collector': self.collector.status(),
+                'claims_refused': dict(self.cloud_word.refused_total),
                 'active': bool(self.active)}
 
     def all_wire_stats(self):

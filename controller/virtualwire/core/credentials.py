@@ -5,6 +5,8 @@ its role needs (pure: the REST edge asks `refusal`).
   hypervisor NAME  POST /v1/migrations with destination NAME, and
                    POST /v1/migrations/UUID/released and PUT
                    /v1/guests/UUID with host NAME (the libvirt hook on NAME)
+  orchestrator NAME  PUT/DELETE /v1/vnics/VNIC/placement and GET of vNICs
+                   (the cloud's word on where each vNIC runs)
   reader NAME      every GET (Prometheus, dashboards, vwctl to look)
   tenant NAME      tenant NAME's vNICs, wires and topologies: list,
                    connect, disconnect, apply, destroy, stats, metrics
@@ -31,7 +33,8 @@ import secrets
 
 from virtualwire.core import errors
 
-ROLES = ('extender', 'hypervisor', 'reader', 'tenant', 'tenant-reader')
+ROLES = ('extender', 'hypervisor', 'orchestrator', 'reader', 'tenant',
+         'tenant-reader')
 TENANT_ROLES = ('tenant', 'tenant-reader')
 # What a tenant's credential may call at all (`core.tenancy` then hides
 # what is not its own); everything else is the cloud's.
@@ -97,6 +100,12 @@ def refusal(role, name, method, action, match, body):
             return None
         return ('this token is extender %s\'s: it may only report for %s '
                 'and rotate its key' % (name, name))
+    if role == 'orchestrator':
+        if action in ('place_vnic', 'unplace_vnic') or (
+                method == 'GET' and action in ('list_vnics', 'show_vnic')):
+            return None
+        return ('this token is orchestrator %s\'s: it may only place '
+                'vNICs and read them' % name)
     if role == 'hypervisor':
         body = body if isinstance(body, dict) else {}
         if action == 'announce_migration' and \

@@ -50,13 +50,51 @@ def place(claims: Optional[Dict[str, int]], move: Optional[Move]
     return Location(name, claims[name]), None
 
 
+@dataclass(frozen=True)
+class Word:
+    """The cloud's word on where a vNIC may run (OVN's requested-chassis):
+    `host`, and while a move it authorized is under way, `previous` (the
+    source, until the move completes)."""
+    host: str
+    previous: Optional[str] = None
+
+    def allows(self, host: str) -> bool:
+        return host in (self.host, self.previous)
+
+
+def next_word(current: Optional[Word], host: str) -> Word:
+    """The word after the cloud names `host`: moved from another host,
+    that host stays allowed until the guest has left it."""
+    if current is None:
+        return Word(host)
+    if current.host != host:
+        return Word(host, current.host)
+    return current
+
+
+@dataclass(frozen=True)
+class ClaimRefused:
+    """A host plugged a vNIC the cloud placed elsewhere: not believed."""
+    vnic: str
+    host: str
+    word: Word
+
+
 class Placement:
     """Claims and moves of every vNIC. Each mutator returns
-    (vNICs whose placement may have changed, events)."""
+    (vNICs whose placement may have changed, events).
+
+    A vNIC the cloud has placed (`set_word`) is claimed only by the hosts
+    its word allows; another host plugging it is *refused*: remembered
+    (`refused`, for status and metrics) but never a claim, so no traffic
+    goes there and no move is inferred. A vNIC with no word is claimed by
+    whoever plugs it, as before."""
 
     def __init__(self):
         self.claims: Dict[str, Dict[str, int]] = {}   # arrival order
         self.moves: Dict[str, Move] = {}
+        self.words: Dict[str, Word] = {}
+        self.refused: Dict[str, Dict[str, int]] = {}  # vnic -> {host: port}
 
     def where(self, vnic: str):
         return place(self.claims.get(vnic), self.moves.get(vnic))
@@ -71,9 +109,18 @@ class Placement:
         for vnic in set(old) | set(new):
             if old.get(vnic) == new.get(vnic):
                 continue
+            port = new.get(vnic)
+            word = self.words.get(vnic)
+            if port is not None and port > 0 and word is not None and \
+                    not word.allows(host):
+                first = host not in self.refused.get(vnic, {})
+                self.refused.setdefault(vnic, {})[host] = port
+                if first:
+                    events.append(ClaimRefused(vnic, host, word))
+                continue
+            self._unrefuse(vnic, host)
             changed.add(vnic)
             claims = self.claims.setdefault(vnic, {})
-            port = new.get(vnic)
             if port is not None and port > 0:
                 arriving = host not in claims
                 claims[host] = port
@@ -83,6 +130,43 @@ class Placement:
                 events += self._left(vnic, host)
             if not claims:
                 del self.claims[vnic]
+        return changed, events
+
+    def _unrefuse(self, vnic, host):
+        ports = self.refused.get(vnic)
+        if ports is not None:
+            ports.pop(host, None)
+            if not ports:
+                del self.refused[vnic]
+
+    def set_word(self, vnic: str, word: Optional[Word]):
+        """The cloud placed `vnic` (None: it no longer says). Claims it
+        now forbids become refusals, and refusals it now allows become
+        claims (a destination plugged before the cloud authorized the
+        move). Returns (changed, events)."""
+        if word is not None and word.previous is not None and \
+                word.previous not in self.claims.get(vnic, {}):
+            word = Word(word.host)       # nothing to move from there
+        if word is None:
+            self.words.pop(vnic, None)
+        else:
+            self.words[vnic] = word
+        claimed = dict(self.claims.get(vnic, {}))
+        refused = dict(self.refused.get(vnic, {}))
+        changed: Set[str] = set()
+        events: List[object] = []
+        for host, port in claimed.items():
+            if word is not None and not word.allows(host):
+                c, e = self.plug(host, {vnic: port}, {})
+                self.refused.setdefault(vnic, {})[host] = port
+                changed |= c
+                events += e + [ClaimRefused(vnic, host, word)]
+        for host, port in refused.items():
+            if word is None or word.allows(host):
+                self._unrefuse(vnic, host)
+                c, e = self.plug(host, {}, {vnic: port})
+                changed |= c
+                events += e
         return changed, events
 
     def _arrived(self, vnic, host):
@@ -101,6 +185,10 @@ class Placement:
 
     def _left(self, vnic, host):
         move = self.moves.get(vnic)
+        word = self.words.get(vnic)
+        if word is not None and word.previous == host:
+            # The source the cloud let go of has: it may not come back.
+            self.words[vnic] = Word(word.host)
         if move is not None and host == move.source:
             return [self._finish(vnic, COMPLETED)]
         if move is not None and host == move.destination:

@@ -148,6 +148,13 @@ def host_families(hosts):
 
 
 def other_families(doc):
+    refused = CounterMetricFamily(
+        'virtualwire_vnic_claims_refused',
+        'Times a host plugged a vNIC the cloud placed on another host '
+        '(refused: its traffic stayed there)', labels=['host'])
+    for host, n in sorted(doc.get('claims_refused', {}).items()):
+        refused.add_metric([host], n)
+    yield refused
     mig = GaugeMetricFamily('virtualwire_migrations_in_state',
                             'Migrations the controller knows, by state',
                             labels=['state'])

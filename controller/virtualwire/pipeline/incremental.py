@@ -109,6 +109,13 @@ class IncrementalTables:
             self._regroup(host.name)
         return events
 
+    def set_word(self, vnic, word):
+        """Placement.set_word, then the flows follow. Returns events."""
+        changed, events = self.placement.set_word(vnic, word)
+        for v in changed:
+            self.moved(v)
+        return events
+
     def moved(self, vnic):
         """Recompute after a placement change."""
         if vnic in self.by_vnic:

@@ -25,6 +25,7 @@ from virtualwire.core.model import ExtenderLink
 from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
 from virtualwire.store import txn as store_txn
 from virtualwire.store import wire_writes
+from virtualwire.store.placements import PlacementStore
 from virtualwire.store.credentials import CredentialStore
 from virtualwire.store.enrolment import EnrolmentStore
 from virtualwire.store.ownership import OwnershipStore
@@ -73,6 +74,7 @@ class IntentStore:
         self.ownership = OwnershipStore(self.client)
         self.enrolment = EnrolmentStore(self.client)
         self.settings = SettingsStore(self.client)
+        self.placements = PlacementStore(self.client)
         self.topologies = TopologyStore(self)
         self._rng = random.SystemRandom()
 

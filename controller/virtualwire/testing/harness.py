@@ -10,6 +10,8 @@ import json
 import threading
 from typing import Callable, Dict, List
 
+from virtualwire.core.placement import Word, next_word
+from virtualwire.store.placements import check as check_placement
 from virtualwire.control.controller import Controller
 from virtualwire.control.loop import Loop
 from virtualwire.future import Future
@@ -34,6 +36,7 @@ class MemoryIntent:
         self.link_rows: Dict[tuple, ExtenderLink] = {}
         self.credentials = MemoryCredentials()
         self.ownership = MemoryOwnership()
+        self.placements = MemoryPlacements()
         self.topologies = MemoryTopologies(self)
         self.on_change: Callable = lambda events, n: None
         self.up = True              # connected(): a test may cut it
@@ -154,6 +157,34 @@ class MemoryOwnership:
         return dict(self.rows)
 
 
+class MemoryPlacements:
+    """store.placements.PlacementStore's interface, in memory; each
+    change is handed to on_change({vnic: Word or None}) as the watch
+    (control.cloud_word.PlacementWatch) hands the database's."""
+
+    def __init__(self):
+        self.rows: Dict[str, Word] = {}
+        self.on_change: Callable = lambda changes: None
+
+    def available(self):
+        return True
+
+    def words(self):
+        return dict(self.rows)
+
+    def place(self, vnic, host, by, now):
+        check_placement(vnic, host)
+        word = self.rows[vnic] = next_word(self.rows.get(vnic), host)
+        self.on_change({vnic: word})
+        return word
+
+    def forget(self, vnic):
+        found = self.rows.pop(vnic, None) is not None
+        if found:
+            self.on_change({vnic: None})
+        return found
+
+
 class MemoryRuntime:
     def __init__(self):
         self.host_rows: Dict[str, Host] = {}
@@ -206,6 +237,8 @@ class Harness:
                               hold_frames=hold_frames,
                               hold_bytes=hold_bytes, hold_rate=hold_rate)
         self.require_identity = require_identity
+        self.intent.placements.on_change = lambda ch: self.loop.post(
+            self.ctl.on_words, ch)
         self.intent.on_change = lambda ev, n: self.loop.post(
             self.ctl.on_intent, ev, n)
         self.ports: Dict[str, List] = {}

@@ -1,0 +1,75 @@
+"""The cloud's word on placement, as the controller keeps it (a part the
+controller composes, on the control loop).
+
+`PlacementWatch` reads the intent database's VnicPlacement rows off the
+loop every second and posts what changed; `CloudWord.apply` hands each
+change to placement (`core.placement.Placement.set_word`), whose flows
+follow. Every refused claim (a host plugging a vNIC the cloud placed
+elsewhere) is logged, counted per host for the metric
+`virtualwire_vnic_claims_refused_total`, and listed in /v1/status while
+the port stays plugged.
+
+What this protects against: a compromised hypervisor that plugs a port
+with another host's vNIC id (it used to take the wire over on its first
+frame). What it does not: a vNIC the cloud has not placed is still
+claimed by whoever plugs it, and the host the cloud names can do what
+that host's switch can."""
+import collections
+import logging
+
+from virtualwire.core.placement import ClaimRefused
+
+LOG = logging.getLogger(__name__)
+POLL = 1.0
+
+
+class CloudWord:
+    def __init__(self, tables):
+        self.tables = tables                 # pipeline.incremental tables
+        self.refused_total: collections.Counter = collections.Counter()
+
+    def apply(self, changes):
+        """{vnic: Word or None}: returns placement events for the caller
+        to record (moves the word allowed, claims it took away)."""
+        events: list = []
+        for vnic, word in sorted(changes.items()):
+            if self.tables.placement.words.get(vnic) == word:
+                continue             # already applied (at start)
+            LOG.info('the cloud places vNIC %s %s', vnic,
+                     'on %s%s' % (word.host, ' (moving from %s)'
+                                  % word.previous if word.previous else '')
+                     if word else 'nowhere (any host may claim it)')
+            events += self.tables.set_word(vnic, word)
+        return events
+
+    def seen(self, ev: ClaimRefused):
+        self.refused_total[ev.host] += 1
+        LOG.warning('host %s plugged vNIC %s, which the cloud placed on %s: '
+                    'refused, its traffic stays there', ev.host, ev.vnic,
+                    ev.word.host)
+
+    def refused(self):
+        """[{vnic, host, port, placed_on}] of claims refused now."""
+        p = self.tables.placement
+        return [{'vnic': v, 'host': h, 'port': port,
+                 'placed_on': p.words[v].host if v in p.words else None}
+                for v, ports in sorted(p.refused.items())
+                for h, port in sorted(ports.items())]
+
+
+class PlacementWatch:
+    """Off the loop: post(changes) when the rows differ from the last
+    read. `post` runs CloudWord.apply on the loop."""
+
+    def __init__(self, store, post):
+        self.store, self.post = store, post
+        self.last: dict = {}
+
+    def poll(self):
+        words = self.store.words()
+        if words == self.last:
+            return
+        changes = {v: words.get(v) for v in set(words) | set(self.last)
+                   if words.get(v) != self.last.get(v)}
+        self.last = words
+        self.post(changes)
