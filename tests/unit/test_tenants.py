@@ -188,10 +188,12 @@ def test_the_audit_log_says_who_did_what_when_and_the_result(api, tmp_path):
         lines = [json.loads(x) for x in f]
     last = lines[-2:]
     assert [(e['who'], e['status'], e['action']) for e in last] == [
-        ('tenant:acme', 201, 'connect'), ('anonymous', 401, 'connect')]
+        ('tenant:acme', 201, 'connect'), ('anonymous', 401, 'unauthenticated')]
     assert last[0]['request'] == {'a': 'acme-web', 'b': 'acme-db'}
     assert last[0]['from'] == '192.0.2.7' and last[0]['at'].endswith('+00:00')
-    assert 'request' not in last[1]            # an anonymous body is not kept
+    # No credential: a summary (count, busiest sources), never its body.
+    assert last[1]['count'] == 1 and last[1]['from'] == {'192.0.2.7': 1}
+    assert 'request' not in last[1]
     issued = [e for e in lines if e['action'] == 'issue_credential']
     assert issued and all('token' not in json.dumps(e) for e in issued)
     # The operator reads it back; a reader may not.
@@ -204,3 +206,18 @@ def test_the_audit_log_says_who_did_what_when_and_the_result(api, tmp_path):
         lines = [json.loads(x) for x in f]
     assert lines[-1]['request'] == {'role': 'reader', 'name': 'noc'}
     assert AuditLog(path).view(3)['entries'] == lines[-3:]
+
+
+def test_requests_without_a_credential_cannot_fill_the_audit_log(api,
+                                                                 tmp_path):
+    path = str(tmp_path / 'audit.log')
+    size = os.path.getsize(path) if os.path.exists(path) else 0
+    for i in range(2000):
+        api('POST', '/v1/wires', {'a': 'x%d' % i, 'b': 'y'}, 'not-a-token')
+    with open(path) as f:
+        f.seek(size)
+        new = [json.loads(x) for x in f]
+    # One summary line (the first refusal), not 2,000 lines.
+    assert [(e['who'], e['count']) for e in new] == [('anonymous', 1)]
+    view = doc(api('GET', '/v1/audit'))[1]
+    assert view['unauthenticated_total'] >= 2000

@@ -12,13 +12,20 @@ it to a log host for that.
 
 Extender reports that succeed are not changes anyone makes (an agent
 says every few seconds what it sees) and are left out; a refused one is
-kept."""
+kept.
+
+Requests with no valid credential are not lines of their own: anyone
+who reaches the port could fill the disk with them and push the real
+entries out of `GET /v1/audit`. They are counted by source address and
+written as one summary line at most every ANONYMOUS_EVERY seconds
+(the busiest ANONYMOUS_SOURCES addresses named)."""
 import collections
 import datetime
 import json
 import logging
 import os
 import threading
+import time
 
 LOG = logging.getLogger(__name__)
 MEMORY = 1000
@@ -27,8 +34,10 @@ FIELDS = {'connect': ('a', 'b'), 'issue_credential': ('role', 'name'),
           'assign_tenant': ('tenant',), 'connect_extenders': ('a', 'b'),
           'announce_migration': ('vm', 'vm_uuid', 'vnics', 'destination'),
           'migration_released': ('host',), 'batch': ('create', 'delete'),
-          'set_setting': ('value',)}
+          'set_setting': ('value',), 'place_vnic': ('host',)}
 QUIET_WHEN_OK = frozenset({'extender_report'})
+ANONYMOUS_EVERY = 60.0
+ANONYMOUS_SOURCES = 10
 
 
 def who(principal):
@@ -40,11 +49,15 @@ def who(principal):
 
 
 class AuditLog:
-    def __init__(self, path):
+    def __init__(self, path, clock=time.monotonic):
         self.path = path
         self.lock = threading.Lock()
         self.recent = collections.deque(self._tail(), maxlen=MEMORY)
         self.failures = 0
+        self.clock = clock
+        self.anonymous_total = 0
+        self._anonymous: collections.Counter = collections.Counter()
+        self._anonymous_written = None      # clock() of the last summary
 
     def _tail(self):
         if not self.path or not os.path.exists(self.path):
@@ -65,9 +78,10 @@ class AuditLog:
                message=None):
         if method == 'GET' or (action in QUIET_WHEN_OK and status < 300):
             return
-        entry = {'at': datetime.datetime.now(datetime.timezone.utc)
-                 .isoformat(timespec='milliseconds'),
-                 'who': who(principal), 'from': remote,
+        if principal is None:
+            self._count_anonymous(remote)
+            return
+        entry = {'at': _now(), 'who': who(principal), 'from': remote,
                  'method': method, 'path': path, 'action': action,
                  'status': status}
         if isinstance(body, dict) and action == 'batch':
@@ -80,6 +94,28 @@ class AuditLog:
                 entry['request'] = kept
         if message:
             entry['error'] = message
+        self._write(entry)
+
+    def _count_anonymous(self, remote):
+        with self.lock:
+            self.anonymous_total += 1
+            if remote in self._anonymous or \
+                    len(self._anonymous) < 4 * ANONYMOUS_SOURCES:
+                self._anonymous[remote] += 1
+            else:
+                self._anonymous['(others)'] += 1
+            now = self.clock()
+            if self._anonymous_written is not None and \
+                    now - self._anonymous_written < ANONYMOUS_EVERY:
+                return
+            self._anonymous_written = now
+            seen, self._anonymous = self._anonymous, collections.Counter()
+        self._write({'at': _now(), 'who': 'anonymous',
+                     'action': 'unauthenticated', 'status': 401,
+                     'count': sum(seen.values()),
+                     'from': dict(seen.most_common(ANONYMOUS_SOURCES))})
+
+    def _write(self, entry):
         line = json.dumps(entry, sort_keys=True) + '\n'
         with self.lock:
             self.recent.append(entry)
@@ -99,4 +135,10 @@ class AuditLog:
         with self.lock:
             entries = list(self.recent)[-limit:]
         return {'entries': entries, 'path': self.path,
-                'write_failures': self.failures}
+                'write_failures': self.failures,
+                'unauthenticated_total': self.anonymous_total}
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(
+        timespec='milliseconds')
