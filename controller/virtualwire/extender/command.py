@@ -6,7 +6,7 @@ import signal
 import sys
 
 from virtualwire.extender.agent import Agent
-from virtualwire.extender.network_io import ControllerClient
+from virtualwire.extender.network_io import ControllerClient, check_urls
 from virtualwire.extender.switch import Switch
 from virtualwire import config_file, version
 
@@ -61,13 +61,15 @@ def build_parser():
 def main(argv=None):
     p = build_parser()
     args = config_file.parse(p, argv, '/etc/virtualwire/extender.yaml')
-    if args.controller.startswith('http://') and \
-            not args.insecure_plaintext_lab:
-        p.error('--controller %s is plain HTTP: anyone on the path could '
-                'read the token and swap peers\' keys; use https:// with '
-                '--ca-cert, or --insecure-plaintext-lab in a lab'
-                % args.controller)
-    if args.controller.startswith('https://') and not args.ca_cert:
+    urls = [u.strip() for u in args.controller.split(',') if u.strip()]
+    try:                       # every URL of an HA set, not just the first
+        check_urls(urls, args.insecure_plaintext_lab)
+    except ValueError as e:
+        p.error('--controller: %s: anyone on the path could read the token '
+                'and swap peers\' keys; use https:// with --ca-cert, or '
+                '--insecure-plaintext-lab in a lab' % e)
+    if any(u.lower().startswith('https://') for u in urls) and \
+            not args.ca_cert:
         p.error('an https:// controller needs --ca-cert (the controller '
                 'CA, pinned)')
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,

@@ -7,10 +7,34 @@ import socket
 import ssl
 import subprocess
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Optional
 
 from virtualwire.southbound.rendezvous import ask as rendezvous_ask
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """urllib follows a POST's 301/302/303 to any URL, http:// included,
+    carrying the Authorization header: never. The 3xx is raised instead
+    (HTTPError), and ControllerClient follows a 307/308 only to one of
+    its own controllers."""
+
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+def check_urls(urls, plain_ok):
+    """Every URL (not just the first) is https:// (scheme in any case),
+    or http:// where `plain_ok`; ValueError saying which is not."""
+    for u in urls:
+        scheme = urllib.parse.urlsplit(u).scheme.lower()
+        if scheme == 'https' or (scheme == 'http' and plain_ok):
+            continue
+        raise ValueError(
+            '%s is %s: the token would cross the network in the clear '
+            '(use https://)' % (u, 'plain HTTP' if scheme == 'http' else
+                                'not an https:// URL'))
 
 
 class ControllerClient:
@@ -28,6 +52,8 @@ class ControllerClient:
         self.url, self.token = self.urls[0], token
         self.context = ssl.create_default_context(cafile=ca_cert) \
             if ca_cert else None
+        self.opener = urllib.request.build_opener(
+            _NoRedirect, urllib.request.HTTPSHandler(context=self.context))
 
     def report(self, name, doc):
         return self.post('/v1/extenders/%s/report' % name, doc)
@@ -45,9 +71,8 @@ class ControllerClient:
                 url + path, method='POST', data=json.dumps(doc).encode(),
                 headers=headers)
             try:
-                # urllib does not follow a 307 for a POST: it raises it.
-                with urllib.request.urlopen(req, timeout=5,
-                                            context=self.context) as r:
+                # Every 3xx is raised (_NoRedirect), never followed.
+                with self.opener.open(req, timeout=5) as r:
                     self.url = url
                     return json.loads(r.read())
             except urllib.error.HTTPError as e:
