@@ -61,6 +61,9 @@ class OperatorHandlers:
         by = 'operator' if not isinstance(who, tuple) else ' '.join(who)
         word = self.intent.placements.place(vnic_id, doc['host'], by,
                                             time.time())
+        # In force on this instance before the answer (the others follow
+        # the database within a second: control.cloud_word).
+        self._call(self.ctl.on_words, {vnic_id: word})
         return json_response(200, {'vnic': vnic_id, 'host': word.host,
                                    'previous': word.previous})
 
@@ -69,6 +72,7 @@ class OperatorHandlers:
         if not self.intent.placements.forget(vnic_id):
             raise errors.NotFound('the cloud has not placed vNIC %s'
                                   % vnic_id)
+        self._call(self.ctl.on_words, {vnic_id: None})
         return webob.Response(status=204)
 
     def audit(self, req):
