@@ -44,6 +44,12 @@ def _app():
 
 HARNESS, APP = _app()
 schema = schemathesis.openapi.from_wsgi('/v1/openapi.json', APP)
+# A body over an operation's limit is refused with 413 before its fields
+# are read: a rejection the document declares, though not in schemathesis's
+# default list (CI once saw a long Unicode host name counted as accepted).
+_REJECT = schema.config.checks.negative_data_rejection
+schema.config.checks.negative_data_rejection = type(_REJECT)(
+    expected_statuses=[*_REJECT.expected_statuses, '413'])
 # Scoped credentials (core.credentials): what each may do is narrower, and
 # nothing any of them sends may make the server fail.
 SCOPED = {role: HARNESS.intent.credentials.issue(role, name)[0]
