@@ -317,6 +317,7 @@ def main(argv=None):
     from virtualwire.control.controller import Controller
     from virtualwire.control.loop import Loop
     from virtualwire.control.shared_settings import SettingsWatch
+    from virtualwire.listen_guard import Refusals
     from virtualwire.core import shared_settings
     from virtualwire.southbound import of_listener
     from virtualwire.southbound.host_ovsdb import HostDbs
@@ -373,6 +374,8 @@ def main(argv=None):
     # Every member, not just the one the IDL talks to (alerts).
     members = MemberProbe(remote).start()
     controller.instruments.registry.register(MembersCollector(members))
+    refusals = Refusals()       # every listener's, for /metrics
+    controller.instruments.registry.register(refusals)
     scheme = 'https' if tls_files else 'http'
     own = {'rest': args.advertise_url or '%s://%s:%d' % (
         scheme, rest_host, rest_port)}
@@ -392,7 +395,8 @@ def main(argv=None):
 
     # REST socket first: it stays in our namespace even if the southbound
     # sockets go into the management one.
-    server = make_server(rest_host, rest_port, api, tls=tls_files)
+    server = make_server(rest_host, rest_port, api, tls=tls_files,
+                         refusals=refusals)
     if args.southbound_netns:
         from virtualwire.southbound import netns
         netns.enter(args.southbound_netns)
@@ -405,7 +409,8 @@ def main(argv=None):
         sb_host, sb_port = _split(args.southbound_rest_listen,
                                   '--southbound-rest-listen')
         servers.append(make_server(sb_host, sb_port, standby.southbound(api),
-                                   tls=tls_files))
+                                   tls=tls_files, name='southbound_rest',
+                                   refusals=refusals))
 
     # Wire changes are events from the first one on; the controller's
     # start (a full read) is queued first, so it runs before any of them.
@@ -428,7 +433,8 @@ def main(argv=None):
     mgr.applications_cls['os_ken.controller.ofp_handler'] = \
         of_listener.handler_class(
             of_host, of_port, tls_files,
-            lambda peer, why: loop.post(controller.tls_refused, peer, why))
+            lambda peer, why: loop.post(controller.tls_refused, peer, why),
+            refusals=refusals)
     services = mgr.instantiate_apps(controller=controller, loop=loop,
                                     **mgr.create_contexts())
     services.append(hub.spawn(loop.run))

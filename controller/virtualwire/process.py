@@ -20,6 +20,9 @@ def start(args):
     logging.getLogger('os_ken.lib.hub').setLevel(logging.WARNING)
     from os_ken.lib import hub
     hub.patch(thread=False)
+    # The listeners' caps are shares of this (listen_guard.budget).
+    from virtualwire.listen_guard import raise_file_limit
+    raise_file_limit()
     return hub
 
 

@@ -43,8 +43,10 @@ def process_figures():
 
 
 class CollectorApi:
-    def __init__(self, loop, fleet, token, has_lock=lambda: True):
+    def __init__(self, loop, fleet, token, has_lock=lambda: True,
+                 refusals=None):
         self.loop, self.fleet, self.token = loop, fleet, token
+        self.refusals = refusals    # the listeners' (listen_guard)
         self.has_lock = has_lock
         self.sampled = hub.Event()
         fleet.on_sample = self._sampled
@@ -99,6 +101,8 @@ class CollectorApi:
         reg = CollectorRegistry(auto_describe=False)
         build_info(reg)
         reg.register(Fixed(list(_families(doc, process_figures()))))
+        if self.refusals is not None:
+            reg.register(self.refusals)
         return webob.Response(body=generate_latest(reg),
                               content_type='text/plain', charset='utf-8')
 

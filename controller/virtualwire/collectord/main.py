@@ -86,6 +86,7 @@ def main(argv=None):
     from virtualwire.collectord.http import CollectorApi
     from virtualwire.collectord.intent import CollectorIntent
     from virtualwire.control.loop import Loop
+    from virtualwire.listen_guard import Refusals
     from virtualwire.southbound import of_listener
     from virtualwire.southbound.tls import configure_ovs_streams
 
@@ -97,10 +98,12 @@ def main(argv=None):
     loop = Loop('collector')
     fleet = Fleet(ofapp.send, interval=args.stats_interval,
                   lag=args.counter_lag, flight=args.max_flight)
-    api = CollectorApi(loop, fleet, token)
+    refusals = Refusals()       # every listener's, for /metrics
+    api = CollectorApi(loop, fleet, token, refusals=refusals)
     # The API socket and the intent database's first: they stay in our
     # namespace (reconnections too: store.tls_remote).
-    server = make_server(rest_host, rest_port, api, tls=tls_files)
+    server = make_server(rest_host, rest_port, api, tls=tls_files,
+                         refusals=refusals)
     if tls_files is not None:
         configure_ovs_streams(tls_files)
     remote = args.intent_db
@@ -149,7 +152,8 @@ def main(argv=None):
     mgr.load_apps(['os_ken.controller.ofp_handler',
                    'virtualwire.collectord.ofapp'])
     mgr.applications_cls['os_ken.controller.ofp_handler'] = \
-        of_listener.handler_class(of_host, of_port, tls_files)
+        of_listener.handler_class(of_host, of_port, tls_files,
+                                  refusals=refusals)
     services = mgr.instantiate_apps(fleet=fleet, loop=loop,
                                     **mgr.create_contexts())
     services.append(hub.spawn(loop.run))
