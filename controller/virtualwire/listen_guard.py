@@ -102,6 +102,7 @@ class Limits:
         self.refused = 0
         self.evicted = 0
         self._unproven: collections.OrderedDict = collections.OrderedDict()
+        self._evicted: set = set()
         self._lock = threading.Lock()
         self.on_evict = None    # called for each connection cut for room
 
@@ -119,6 +120,7 @@ class Limits:
                     self.refused += 1
                     return None
                 victim = self._unproven.popitem(last=False)[1]
+                self._evicted.add(id(victim))
                 self.evicted += 1
             self.active[ip] += 1
             self.held += 1
@@ -136,13 +138,19 @@ class Limits:
             self._unproven.pop(id(conn), None)
 
     def give(self, ip, conn=None):
+        """The place back; True if `conn` was cut to make room (its end
+        is no failure of its own: counted as evicted, not again)."""
         with self._lock:
+            evicted = False
             if conn is not None:
                 self._unproven.pop(id(conn), None)
+                evicted = id(conn) in self._evicted
+                self._evicted.discard(id(conn))
             self.held -= 1
             self.active[ip] -= 1
             if self.active[ip] <= 0:
                 del self.active[ip]
+            return evicted
 
 
 def raise_file_limit(ceiling=1 << 20):

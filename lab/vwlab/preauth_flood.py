@@ -2,8 +2,8 @@
 them against a listener (issue 39, "bounded before authentication"):
 
 - `hold`: open N connections round robin from the given source addresses
-  and keep them, saying nothing; then how many the server closed at once
-  (over its caps), later, or never.
+  and keep them, saying nothing, `--hold` seconds once all are open; then
+  how many the server closed at once (over its caps), later, or never.
 - `drip`: N connections that each send one byte every `every` seconds:
   a TLS ClientHello (`--kind hello`, an OpenFlow or REST handshake never
   finished) or, after a finished handshake, an HTTP request head (`--kind
@@ -61,7 +61,7 @@ def hold(host, port, n, srcs, seconds, ready_file=None):
     connect_s = time.time() - t0
     if ready_file:
         open(ready_file, 'w').close()
-    closed_at = _watch_closes(socks, t0 + seconds)
+    closed_at = _watch_closes(socks, time.time() + seconds)
     times = sorted(t - t0 for t in closed_at.values())
     out = {'t0': t0, 'opened': len(socks), 'connect_errors': errors,
            'connect_seconds': round(connect_s, 3),
@@ -154,7 +154,7 @@ def drip(host, port, n, srcs, kind, every, seconds, ready_file=None):
                     continue
                 c['closed'] = time.time()
         _note_closes(live)
-        time.sleep(max(0.0, every - 0.05 * 0))
+        time.sleep(every)
     _note_closes([c for c in conns if c['closed'] is None])
     closed = [c for c in conns if c['closed'] is not None]
     lives = [c['closed'] - started for c in closed]

@@ -113,6 +113,60 @@ def test_a_rogue_host_cannot_connect_claim_a_name_or_take_a_datapath(
     assert va2.ping('192.0.2.6', count=3)[1] == 3
 
 
+def _takeovers_refused(api, host):
+    m = re.search(r'^virtualwire_switch_takeovers_refused_total'
+                  r'\{host="%s"\} (\S+)$' % host,
+                  api.req('GET', '/metrics').text, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+def test_a_stolen_key_cannot_flap_its_hosts_session(lab, api, pair, rogue):
+    """A machine with h1's own key and certificate (stolen) claims h1 from
+    another address and retries every second, as OVS does. h1's session
+    is never handed over (its connection time does not change), every
+    attempt alarms (status, metric), the impostor gets no flow, and a
+    1 kHz stream over h1's wire loses nothing."""
+    va, vb, w = pair('h1', 'h3', '192.0.2.9/24', '192.0.2.10/24')
+    victim = lab.host('h1')
+    vnic = next(iter(va.nics))
+    before = _host(api, 'h1')
+    refused0 = _takeovers_refused(api, 'h1')
+    seconds = 30
+    ready = os.path.join(lab.dir, 'stolen-rx-ready')
+    rx = vb.tool_bg('udp-recv', '--port', 6202, '--seconds', seconds + 4,
+                    '--ready-file', ready)
+    wait_until(lambda: os.path.exists(ready), 10, what='udp receiver')
+    tx = va.tool_bg('udp-send', '--dst', '192.0.2.10', '--port', 6202,
+                    '--rate', 1000, '--seconds', seconds, realtime=True)
+    key, cert = lab.pki.files('h1')
+    rogue_mod.claim(rogue, victim, vnic, va.nics[vnic]['mac'],
+                    rogue_mod.controller_target(lab, 'ssl'),
+                    (key, cert, lab.pki.controller_ca))
+    try:
+        for n in (1, 2, 3):
+            # Each attempt, without waiting out OVS's growing back-off.
+            wait_until(lambda: _takeovers_refused(api, 'h1') >=
+                       refused0 + n, 15, what='refused takeover %d' % n)
+            rogue.appctl('bridge/reconnect', 'br-int')
+        assert tx.poll() is None, 'the stream ended before the attack did'
+        why = _refused(api, rogue, 'key in two places')
+        assert why and why[-1]['kind'] == 'switch takeover', _refusals(api)
+        assert _our_flows(rogue) == []
+        h1 = _host(api, 'h1')
+        assert (h1['connected_at'], h1['switch_address']) == (
+            before['connected_at'], victim.mgmt_ip), (before, h1)
+    finally:
+        rogue.vsctl('del-controller', 'br-int')
+    sent = json.loads(tx.communicate(timeout=seconds + 30)[0]
+                      .strip().splitlines()[-1])['sent']
+    got = json.loads(rx.communicate(timeout=seconds + 30)[0]
+                     .strip().splitlines()[-1])
+    assert sent == seconds * 1000
+    assert (got['received'], got['missing'], got['duplicates']) == \
+        (sent, 0, 0), got
+    assert _host(api, 'h1')['connected_at'] == before['connected_at']
+
+
 def _ovsdb_client(ns, remote, creds=None, timeout=8):
     cmd = ['ovsdb-client', '--timeout=%d' % timeout]
     if creds:

@@ -35,7 +35,8 @@ def udp_stream(src, dst, dst_ip, seconds=1.0, rate=1000, port=6001, size=64,
     wait_until(lambda: os.path.exists(ready), 10, what='udp receiver')
     os.unlink(ready)
     sent = src.tool('udp-send', '--dst', dst_ip, '--port', port, '--rate',
-                    rate, '--seconds', seconds, '--size', size)
+                    rate, '--seconds', seconds, '--size', size,
+                    timeout=max(60, seconds + 30))
     if marks is not None:
         marks['sent_at'] = time.time()
     out, _ = rx.communicate(timeout=seconds + 30)

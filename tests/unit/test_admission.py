@@ -2,6 +2,8 @@
 reports the controller believes when certificates are required. Driven
 against the fake fabric; the same attacks on real OVS over TLS are in
 tests/integration/test_southbound_trust.py."""
+import time
+
 from virtualwire.core.model import Encap, Host, VnicPort
 from virtualwire.testing.harness import TUN, Harness
 
@@ -71,11 +73,63 @@ def test_a_second_connection_cannot_take_over_a_connected_datapath():
 def test_the_same_switch_reconnecting_replaces_its_session():
     h, w = _lab()
     old = h.fabric.switches['h1']
+    old.silent = True           # restarted: its old connection is dead
     again = h.fabric.add('h1-again', 1, {TUN: h.ip('h1')})
     h.loop.post(h.ctl.on_switch_up, again, frozenset({'h1'}))
     h.settle()
-    assert old.closed and h.ctl.sessions[1].dp is again
+    # The old connection still looks open: asked first, the newcomer waits.
+    assert h.ctl.sessions[1].dp is old and not again.closed
+    h.loop.post(h.ctl.on_switch_down, old)      # then its end arrives
+    h.settle()
+    assert h.ctl.sessions[1].dp is again
     assert again.flows() == old.flows()            # dumped, then synced
+    assert h.call(h.ctl.status)['counters']['switch_takeovers_refused'] == 0
+
+
+def test_a_reconnect_takes_over_a_session_that_does_not_answer():
+    h, w = _lab()
+    h.ctl.switch_takeovers.probe = 0.05
+    old = h.fabric.switches['h1']
+    old.silent = True           # half-open: no end arrives, no answer
+    again = h.fabric.add('h1-again', 1, {TUN: h.ip('h1')})
+    h.loop.post(h.ctl.on_switch_up, again, frozenset({'h1'}))
+    h.settle()
+    assert h.ctl.sessions[1].dp is old
+    time.sleep(0.2)
+    h.settle()
+    assert old.closed and h.ctl.sessions[1].dp is again
+    assert again.flows() == old.flows()
+    assert h.send('h1', 1) == [('h2', 1)]
+
+
+def test_a_stolen_key_cannot_take_over_a_switch_that_answers():
+    h, w = _lab()
+    h.ctl.switch_takeovers.probe = 0.05
+    real = h.fabric.switches['h1']
+    flows = real.flows()
+    for attempt in range(3):     # the impostor retries, as OVS would
+        thief = h.fabric.add('thief%d' % attempt, 1, {TUN: '198.19.0.9'},
+                             address=('198.18.0.99', 40000 + attempt))
+        h.loop.post(h.ctl.on_switch_up, thief, frozenset({'h1'}))
+        h.settle()
+        time.sleep(0.1)
+        h.settle()
+        assert thief.closed and not real.closed
+        assert h.ctl.sessions[1].dp is real
+        assert not any(type(m).__name__ == 'OFPFlowMod' for m in thief.sent)
+    assert real.flows() == flows
+    status = h.call(h.ctl.status)
+    assert status['counters']['switch_takeovers_refused'] == 3
+    why = status['admission']['recent_refusals'][-1]
+    assert why['kind'] == 'switch takeover' and \
+        why['peer'] == '198.18.0.99:40002' and 'answers' in why['why'] and \
+        'key in two places' in why['why'], why
+    assert h.call(h.ctl.metrics_view)['takeovers_refused'] == {'h1': 3}
+    # The real switch still gets every change.
+    h.host('h1', ('a', 1), ('x', 2))
+    h.host('h2', ('b', 1), ('y', 2))
+    h.connect('x', 'y')
+    assert h.send('h1', 2) == [('h2', 2)]
 
 
 def test_an_ovsdb_report_of_a_host_its_certificate_does_not_name_is_ignored():
@@ -123,8 +177,12 @@ def test_a_switch_that_connected_first_is_evicted_once_its_host_is_known():
 def test_without_certificates_required_nothing_is_refused():
     h = Harness()
     h.host('h1', ('a', 1))
+    h.ctl.switch_takeovers.probe = 0.05
+    h.fabric.switches['h1'].silent = True
     again = h.fabric.add('h1-again', 1, {TUN: h.ip('h1')})
     h.loop.post(h.ctl.on_switch_up, again, None)
+    h.settle()
+    time.sleep(0.2)             # a reconnect still asks the old one first
     h.settle()
     assert h.ctl.sessions[1].dp is again
     assert h.call(h.ctl.status)['admission'] == {

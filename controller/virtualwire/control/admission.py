@@ -13,12 +13,12 @@ verified certificate (`southbound.tls.peer_names`, an *identity*):
 - a switch connection is admitted for host NAME (it gets NAME's flows; its
   packet-ins, barriers and counters count as NAME's) only if its
   certificate names NAME; a second connection for a datapath id that is
-  connected is accepted only from the same identity (the switch
-  reconnecting), otherwise it is refused and the connected switch keeps
-  its session.
+  connected is refused unless it has the same identity, and then it takes
+  over only if the connected switch fails a liveness probe
+  (`control.takeover`): a stolen key cannot flap the real host's session.
 
 What this does not stop: a holder of NAME's own key (a compromised
-hypervisor) acts as NAME. Without TLS (the controller's lab flag)
+hypervisor) acts as NAME while NAME is not connected. Without TLS (the controller's lab flag)
 identities are None and every report is believed, as before.
 Refusals are counted and the last ones kept for `/v1/status`.
 """
@@ -27,6 +27,10 @@ import logging
 import time
 
 from virtualwire.control.state import ControllerState
+from virtualwire.control.takeover import Takeovers
+from virtualwire.southbound.session import hang_up
+
+PROBE = 'probe'     # admit_switch: ask the connected switch first
 
 LOG = logging.getLogger(__name__)
 KEEP_REFUSALS = 50
@@ -43,7 +47,9 @@ class AdmissionChecks(ControllerState):
         self.require_identity = require_identity
         self.refusals = collections.deque(maxlen=KEEP_REFUSALS)
         self.stats.update(switches_refused=0, host_reports_refused=0,
-                          tls_handshakes_failed=0)
+                          tls_handshakes_failed=0,
+                          switch_takeovers_refused=0)
+        self.switch_takeovers = Takeovers()
 
     def _refuse(self, counter, kind, peer, why):
         self.stats[counter] += 1
@@ -77,7 +83,8 @@ class AdmissionChecks(ControllerState):
         return out
 
     def admit_switch(self, dp, identity):
-        """May this new OpenFlow connection be a session? (See above.)"""
+        """May this new OpenFlow connection be a session? True, False, or
+        PROBE: only if the connected one fails its probe (see above)."""
         peer = '%s:%s' % tuple(dp.address[:2]) if isinstance(
             dp.address, tuple) else str(dp.address)
         if self.require_identity and not identity:
@@ -99,7 +106,58 @@ class AdmissionChecks(ControllerState):
                          'connection as %s may not take it over'
                          % (dp.id, _names(old.identity), _names(identity)))
             return False
+        if old is not None and old.dp is not dp:
+            return PROBE
         return True
+
+    def probe_takeover(self, dp, identity, cert_expires):
+        """Hold a second connection for a connected switch while the
+        connected one is asked whether it lives."""
+        old = self.sessions[dp.id]
+        xid = self.switch_takeovers.hold(old.dp, dp, identity, cert_expires)
+        self.loop.after(self.switch_takeovers.probe,
+                        lambda: self.takeover_due(dp.id, xid))
+
+    def on_echo_reply(self, msg):
+        """The connected switch answered our probe: it keeps its session,
+        the newcomer is refused (an alarm)."""
+        self.loop.assert_owner()
+        p = self.switch_takeovers.answered(msg.datapath, msg.xid)
+        if p is None:
+            return
+        old = self.sessions.get(p.dp.id)
+        host = self.host_of_dpid(p.dp.id)
+        why = self.switch_takeovers.refusal(p, host, old.identity if old else None)
+        self._refuse('switch_takeovers_refused', 'switch takeover',
+                     '%s:%s' % tuple(p.dp.address[:2])
+                     if isinstance(p.dp.address, tuple) else
+                     str(p.dp.address), why)
+        hang_up(p.dp)
+
+    def takeover_due(self, dpid, xid):
+        """The probe's time is up: a connected switch that did not answer
+        is gone; the newcomer takes over."""
+        self.loop.assert_owner()
+        p = self.switch_takeovers.unanswered(dpid, xid)
+        if p is None:
+            return
+        LOG.warning('switch %016x did not answer within %gs: its new '
+                    'connection from %s takes over', dpid,
+                    self.switch_takeovers.probe, p.dp.address)
+        self._take_over(p)
+
+    def takeover_after_down(self, dp):
+        """A connection ended: the probed one's newcomer takes over."""
+        p = self.switch_takeovers.gone(dp)
+        if p is not None:
+            self._take_over(p)
+
+    def _take_over(self, p):
+        old = self.sessions.get(p.dp.id)
+        if old is not None and old.dp is p.old_dp:
+            del self.sessions[p.dp.id]
+            hang_up(old.dp)
+        self.on_switch_up(p.dp, p.identity, p.cert_expires)
 
     def evict_unadmitted(self, host):
         """After believing `host`: a switch connected with its datapath
@@ -112,4 +170,4 @@ class AdmissionChecks(ControllerState):
                      'names %s' % (host.dpid, host.name,
                                    _names(s.identity)))
         del self.sessions[host.dpid]
-        s.dp.close()
+        hang_up(s.dp)

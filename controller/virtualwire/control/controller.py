@@ -12,7 +12,7 @@ import time
 from typing import Any, Optional
 
 from virtualwire.control.cloud_word import CloudWord
-from virtualwire.control.admission import AdmissionChecks
+from virtualwire.control.admission import PROBE, AdmissionChecks
 from virtualwire.control.extenders import ExtenderHandlers
 from virtualwire.control.gateways import GatewayChecks
 from virtualwire.control.holding import HoldHandlers
@@ -31,7 +31,7 @@ from virtualwire.metrics.instruments import Instruments
 from virtualwire.pipeline.flow import diff_flows, diff_keys
 from virtualwire.pipeline.incremental import IncrementalTables
 from virtualwire.southbound import openflow
-from virtualwire.southbound.session import SwitchSession
+from virtualwire.southbound.session import SwitchSession, hang_up
 
 LOG = logging.getLogger(__name__)
 DUMP_TIMEOUT = 10.0
@@ -213,8 +213,12 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         names of its verified certificate, `cert_expires` when it expires;
         None without TLS)."""
         self.loop.assert_owner()
-        if not self.admit_switch(dp, identity):
-            dp.close()
+        verdict = self.admit_switch(dp, identity)
+        if verdict == PROBE:
+            self.probe_takeover(dp, identity, cert_expires)
+            return
+        if not verdict:
+            hang_up(dp)
             return
         LOG.info('switch %016x connected from %s (certificate: %s)', dp.id,
                  dp.address, ', '.join(sorted(identity or ())) or 'none')
@@ -222,7 +226,7 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         s.cert_expires = cert_expires
         old = self.sessions.get(dp.id)
         if old is not None and old.dp is not dp:
-            old.dp.close()              # the same switch, reconnected
+            hang_up(old.dp)              # the same switch, reconnected
         self.sessions[dp.id] = s
         self.send_role(s)               # before anything else it reads
         if self.host_dbs is not None and isinstance(dp.address, tuple) \
@@ -238,6 +242,7 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         if s is not None and s.dp is dp:
             LOG.info('switch %016x disconnected', dp.id)
             del self.sessions[dp.id]
+        self.takeover_after_down(dp)
 
     def _session(self, dp):
         s = self.sessions.get(dp.id)
@@ -320,7 +325,7 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
                 LOG.error('switch %016x did not answer the flow dump',
                           s.dp.id)
                 del self.sessions[s.dp.id]
-                s.dp.close()
+                hang_up(s.dp)
 
     # ---- sync ----------------------------------------------------------------
     def sync_order(self):

@@ -24,6 +24,7 @@ class ControllerState:
     sessions: Dict[int, SwitchSession]   # dpid -> connected switch
     require_identity: bool            # TLS: certificates name hosts
     refusals: Any                     # deque of recent refusals
+    switch_takeovers: Any             # control.takeover.Takeovers
     known_wires: Set[int]             # connector ids seen in intent
     host_owner: Dict[str, str]        # host name -> OVSDB remote
     started_from: Tuple[Dict[str, Host], List[str]]  # what start() read
@@ -42,6 +43,9 @@ class ControllerState:
     instruments: Any                  # metrics.instruments.Instruments
 
     def wire(self, cid: int) -> Wire:
+        raise NotImplementedError
+
+    def on_switch_up(self, dp, identity=None, cert_expires=None) -> None:
         raise NotImplementedError
 
     def host_of_dpid(self, dpid: int):

@@ -246,6 +246,7 @@ class Views(ControllerState):
                 'links': self.extender_link_views(),
                 'collector': self.collector.status(),
                 'claims_refused': dict(self.cloud_word.refused_total),
+                'takeovers_refused': dict(self.switch_takeovers.refused_total),
                 'active': bool(self.active)}
 
     def all_wire_stats(self):

@@ -155,6 +155,14 @@ def other_families(doc):
     for host, n in sorted(doc.get('claims_refused', {}).items()):
         refused.add_metric([host], n)
     yield refused
+    takeovers = CounterMetricFamily(
+        'virtualwire_switch_takeovers_refused',
+        'Second connections with a connected switch\'s certificate refused '
+        'because the connected one answered (its key is in two places)',
+        labels=['host'])
+    for host, n in sorted(doc.get('takeovers_refused', {}).items()):
+        takeovers.add_metric([host], n)
+    yield takeovers
     mig = GaugeMetricFamily('virtualwire_migrations_in_state',
                             'Migrations the controller knows, by state',
                             labels=['state'])

@@ -91,16 +91,19 @@ class Listener:
 
     def connection(self, sock, addr, ip):
         deadline = Deadline(hub, self.deadline, sock)
+        failure = None
         try:
             sock.do_handshake()
         except (ssl.SSLError, OSError) as e:
-            deadline.done()
-            self._refused(sock, addr, e, deadline.expired)
-            return
-        finally:
-            deadline.done()
-            self.limits.give(ip, sock)
-        of_controller.datapath_connection_factory(sock, addr)
+            failure = e
+        deadline.done()
+        evicted = self.limits.give(ip, sock)
+        if failure is None:
+            of_controller.datapath_connection_factory(sock, addr)
+        elif evicted:           # counted when it was cut
+            sock.close()
+        else:
+            self._refused(sock, addr, failure, deadline.expired)
 
     def _refused(self, sock, addr, e, expired):
         if expired:

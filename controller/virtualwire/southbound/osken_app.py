@@ -45,6 +45,12 @@ class VirtualWireApp(app_manager.OSKenApp):
     def _flow_removed(self, ev):
         self.loop.post(self.controller.on_flow_removed, ev.msg)
 
+    @set_ev_cls(ofp_event.EventOFPEchoReply, MAIN_DISPATCHER)
+    def _echo_reply(self, ev):
+        # A liveness probe's answer (control.takeover); os-ken's own
+        # handler still acknowledges it.
+        self.loop.post(self.controller.on_echo_reply, ev.msg)
+
     @set_ev_cls(ofp_event.EventOFPBarrierReply, MAIN_DISPATCHER)
     def _barrier(self, ev):
         self.loop.post(self.controller.on_barrier_reply, ev.msg)

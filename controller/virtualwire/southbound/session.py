@@ -99,3 +99,16 @@ def uses_geneve(diff):
                 for a in f.actions):
             return True
     return False
+
+
+def hang_up(dp):
+    """End a switch's connection. os-ken's close() closes the socket under
+    its own receive loop (a ValueError traceback each time); shutting it
+    down instead lets that loop see the end and close it itself. The fake
+    fabric's datapaths have no socket: closed directly."""
+    sock = getattr(dp, 'socket', None)
+    if sock is None:
+        dp.close()
+        return
+    from virtualwire.listen_guard import cut
+    cut(sock)

@@ -91,6 +91,9 @@ class FakeDatapath(GeneveOption):
         self.bundles: Dict[int, List] = {}
         self.sent: List = []                 # every message received, parsed
         self.closed = False
+        # A connection gone dead without closing (a half-open TCP
+        # connection): it takes messages and answers nothing.
+        self.silent = False
         # OpenFlow role of the controller connection (as OVS keeps it):
         # 'equal' until asked; a SLAVE's flow changes are refused.
         self.role, self.generation = 'equal', None
@@ -158,6 +161,8 @@ class FakeDatapath(GeneveOption):
 
     # -- the switch ----------------------------------------------------------
     def receive(self, buf, obj=None):
+        if self.silent:
+            return
         if self.stalled is not None:
             self.stalled.append((buf, obj))
             return
@@ -209,6 +214,10 @@ class FakeDatapath(GeneveOption):
                 self.flow_mod(msg)
         elif msg_type == ofp.OFPT_EXPERIMENTER:
             self._tlv_mod(msg, xid)
+        elif msg_type == ofp.OFPT_ECHO_REQUEST:
+            reply = parser.OFPEchoReply(self, data=msg.data)
+            reply.xid = xid
+            self.fabric.post('echo', self, reply)
         elif msg_type == ofp.OFPT_BARRIER_REQUEST:
             reply = parser.OFPBarrierReply(self)
             reply.xid = xid

@@ -328,6 +328,8 @@ class Harness:
                 self.loop.post(self.ctl.on_flow_removed, msg)
             elif kind == 'error':
                 self.loop.post(self.ctl.on_switch_error, msg)
+            elif kind == 'echo':
+                self.loop.post(self.ctl.on_echo_reply, msg)
         return bool(inbox)
 
     def run_threads(self):
