@@ -441,6 +441,12 @@ def main(argv=None):
     loop.every(1.0, controller.tick)
     services.append(hub.spawn(_poll_forever, hub, controller.settings,
                               'the shared settings'))
+    # Revoked certificates: sessions presenting one are hung up at once.
+    from virtualwire.control.admission import REVOCATION_POLL, RevocationWatch
+    services.append(hub.spawn(_poll_forever, hub, RevocationWatch(
+        intent.revocations,
+        lambda entries: loop.post(controller.on_revocations, entries)),
+        'the revocation list', REVOCATION_POLL))
     # The cloud's word on placement, as other instances and tools write it.
     services.append(hub.spawn(_poll_forever, hub, PlacementWatch(
         intent.placements, lambda ch: loop.post(controller.on_words, ch)),

@@ -167,6 +167,65 @@ def test_a_stolen_key_cannot_flap_its_hosts_session(lab, api, pair, rogue):
     assert _host(api, 'h1')['connected_at'] == before['connected_at']
 
 
+def test_a_revoked_certificate_is_cut_within_a_second_and_refused_after(
+        lab, api, pair):
+    """`vwctl hosts revoke h3 --certificate SHA256` while h3 is connected
+    and a 1 kHz stream crosses h1 > h2: h3's session is hung up within a
+    second, its switch's reconnections with that certificate are refused,
+    the stream loses nothing; a certificate issued after lets h3 back."""
+    from migration_helpers import vwctl
+    va, vb, w = pair('h1', 'h2', '192.0.2.13/24', '192.0.2.14/24')
+    h3 = lab.host('h3')
+    fp = _host(api, 'h3')['certificate_sha256']
+    assert fp and len(fp) == 64
+    seconds = 20
+    ready = os.path.join(lab.dir, 'revoke-rx-ready')
+    rx = vb.tool_bg('udp-recv', '--port', 6203, '--seconds', seconds + 4,
+                    '--ready-file', ready)
+    wait_until(lambda: os.path.exists(ready), 10, what='udp receiver')
+    tx = va.tool_bg('udp-send', '--dst', '192.0.2.14', '--port', 6203,
+                    '--rate', 1000, '--seconds', seconds, realtime=True)
+    time.sleep(1.0)
+    t0 = time.time()
+    p = vwctl(lab, '--json', 'hosts', 'revoke', 'h3', '--certificate', fp,
+              '--reason', 'lab: key leaked')
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)['digest'] == 'sha256:' + fp
+
+    def hung_up():
+        return [r for r in _refusals(api) if r['at'] >= t0 and
+                'hung up' in r['why'] and 'was revoked' in r['why']]
+    wait_until(hung_up, 5, what='h3 hung up')
+    assert hung_up()[0]['at'] - t0 < 1.0, (hung_up(), t0)
+    assert not _host(api, 'h3')['connected']
+    # Its switch keeps trying with the revoked certificate: refused.
+    wait_until(lambda: [r for r in _refusals(api) if r['at'] > t0 and
+                        r['peer'].startswith(h3.mgmt_ip + ':') and
+                        'hung up' not in r['why'] and
+                        'was revoked' in r['why']], 15,
+               what="h3's reconnection refused")
+    assert not _host(api, 'h3')['connected']
+    assert [e['kind'] for e in json.loads(vwctl(
+        lab, '--json', 'hosts', 'revoked').stdout)['revocations']
+            if e['name'] == 'h3'] == ['certificate']
+    # A new certificate (vw-pki dates it now, after the revocation).
+    time.sleep(1.1)
+    lab.pki.issue('h3')
+    h3.appctl('bridge/reconnect', 'br-int')
+    wait_until(lambda: _host(api, 'h3')['connected'] and
+               _host(api, 'h3')['synced'], 30, what='h3 back with a new '
+               'certificate')
+    assert _host(api, 'h3')['certificate_sha256'] != fp
+    sent = json.loads(tx.communicate(timeout=seconds + 30)[0]
+                      .strip().splitlines()[-1])['sent']
+    got = json.loads(rx.communicate(timeout=seconds + 30)[0]
+                     .strip().splitlines()[-1])
+    assert (got['received'], got['missing'], got['duplicates']) == \
+        (sent, 0, 0), got
+    va3, vb3, _ = pair('h1', 'h3', '192.0.2.15/24', '192.0.2.16/24')
+    assert va3.ping('192.0.2.16', count=3)[1] == 3
+
+
 def _ovsdb_client(ns, remote, creds=None, timeout=8):
     cmd = ['ovsdb-client', '--timeout=%d' % timeout]
     if creds:

@@ -1,5 +1,6 @@
 """The OpenAPI 3 description of /v1 (served at /v1/openapi.json)."""
-from virtualwire.api.openapi_access import credential_paths, intent_paths
+from virtualwire.api.openapi_access import (credential_paths, intent_paths,
+                                            revocation_paths)
 from virtualwire.api.openapi_batch import add_batch
 from virtualwire.api.openapi_tenants import tenant_paths
 from virtualwire.api.openapi_topologies import topology_paths
@@ -35,6 +36,7 @@ def openapi_document():
     doc = _document()
     doc['paths'].update(credential_paths())
     doc['paths'].update(intent_paths())
+    doc['paths'].update(revocation_paths())
     doc['paths'].update(tenant_paths(_VNIC))
     doc['paths'].update(topology_paths())
     add_batch(doc, _END)

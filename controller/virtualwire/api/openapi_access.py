@@ -33,6 +33,54 @@ def intent_paths():
     }
 
 
+_REVOKED_FIELDS: dict = {
+    'kind': {'type': 'string', 'enum': ['host', 'certificate', 'credential',
+                                        'join-token']},
+    'name': {'type': 'string'}, 'digest': {'type': 'string'},
+    'revoked_at': {'type': 'number'}, 'reason': {'type': 'string'}}
+_REVOKED = {'type': 'object', 'properties': _REVOKED_FIELDS}
+
+
+def revocation_paths():
+    return {
+        '/v1/hosts/{name}/revoke': {
+            'parameters': [{'name': 'name', 'in': 'path', 'required': True,
+                            'schema': _HOST}],
+            'post': {
+                'summary': "Take back a host's certificates (operator "
+                           'only): one, by SHA-256 fingerprint, or with no '
+                           'fingerprint every one valid until now, with its '
+                           'hypervisor and extender tokens. Connected '
+                           'switches presenting one are hung up within a '
+                           'second; a new certificate (enrolment, vw-pki) '
+                           'lets the host back.',
+                'requestBody': {'required': False, 'content': {
+                    'application/json': {'schema': {
+                        'type': 'object', 'additionalProperties': False,
+                        'properties': {
+                            'certificate': {'type': 'string',
+                                            'pattern': '^[0-9a-fA-F:]{64,95}$'},
+                            'reason': {'type': 'string', 'minLength': 1,
+                                       'maxLength': 200}}}}}},
+                'responses': {
+                    '200': {'description': 'Revoked', 'content': {
+                        'application/json': {'schema': {
+                            'type': 'object', 'properties': dict(
+                                _REVOKED_FIELDS, tokens_revoked={
+                                    'type': 'array',
+                                    'items': {'type': 'string'}})}}}},
+                    '411': _ERR, '413': _ERR, '422': _ERR, '503': _ERR}}},
+        '/v1/revocations': {'get': {
+            'summary': 'The revocation list: credentials, join tokens, '
+                       'certificates and hosts taken back (digests only)',
+            'responses': {'200': {'description': 'OK', 'content': {
+                'application/json': {'schema': {
+                    'type': 'object', 'properties': {
+                        'revocations': {'type': 'array',
+                                        'items': _REVOKED}}}}}}}}},
+    }
+
+
 def credential_paths():
     return {
         '/v1/credentials': {

@@ -42,6 +42,8 @@ ROUTES = (
     ('/v1/status', 'GET', 'status'),
     ('/v1/hosts', 'GET', 'list_hosts'),
     ('/v1/hosts/{name}', 'GET', 'show_host'),
+    ('/v1/hosts/{name}/revoke', 'POST', 'revoke_host'),
+    ('/v1/revocations', 'GET', 'list_revocations'),
     ('/v1/vnics', 'GET', 'list_vnics'),
     ('/v1/vnics/{vnic_id}', 'GET', 'show_vnic'),
     ('/v1/vnics/{vnic_id}/tenant', 'PUT', 'assign_tenant'),

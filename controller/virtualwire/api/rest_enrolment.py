@@ -15,7 +15,7 @@ from typing import Any
 import webob
 
 from virtualwire.api.render import json_response, read_json_object
-from virtualwire.core import enrolment, errors
+from virtualwire.core import enrolment, errors, revocation
 
 MAX_ENROL_BODY = 16384
 
@@ -27,12 +27,15 @@ class Signer:
     def __init__(self, ca_cert, ca_key):
         self.ca_cert, self.ca_key = ca_cert, ca_key
 
-    def for_host(self, name):
+    def for_host(self, name, not_before_floor=None):
+        """`not_before_floor`: the host's last revocation (Unix time): its
+        new certificate starts after it, or it would be refused too."""
         with open(self.ca_cert) as f:
             ca_pem = f.read()
         with open(self.ca_key) as f:
             key_pem = f.read()
-        return lambda csr: enrolment.sign(csr, name, ca_pem, key_pem)
+        return lambda csr: enrolment.sign(csr, name, ca_pem, key_pem,
+                                          not_before_floor=not_before_floor)
 
 
 def _str(doc, key, required=True):
@@ -47,6 +50,10 @@ def _str(doc, key, required=True):
 class EnrolmentHandlers:
     signer: Any = None     # Signer, when --host-ca-key is given
     intent: Any            # store.intent.IntentStore
+
+    def _floor(self, name):
+        revs = getattr(self.intent, 'revocations', None)
+        return revocation.host_floor(revs.entries(), name) if revs else None
 
     def _signer(self):
         if self.signer is None:
@@ -66,7 +73,7 @@ class EnrolmentHandlers:
         signer = self._signer()
         state, cert, secret = self.intent.enrolment.request(
             name, _str(doc, 'csr'), req.remote_addr or '', time.time(),
-            signer.for_host(name), _str(doc, 'join_token', required=False))
+            signer.for_host(name, self._floor(name)), _str(doc, 'join_token', required=False))
         fp = enrolment.fingerprint(enrolment.load_csr(doc['csr']))
         if state == 'approved':
             return json_response(201, {'name': name, 'state': state,
@@ -93,7 +100,7 @@ class EnrolmentHandlers:
     def approve_enrolment(self, req, name):
         signer = self._signer()
         self.intent.enrolment.approve(enrolment.check_name(name),
-                                      signer.for_host(name))
+                                      signer.for_host(name, self._floor(name)))
         return json_response(200, {'name': name, 'state': 'approved'})
 
     def refuse_enrolment(self, req, name):

@@ -36,6 +36,39 @@ class OperatorHandlers:
             raise errors.NotFound('no %s credential for %s' % (role, name))
         return webob.Response(status=204)
 
+    def revoke_host(self, req, name):
+        """Take back a host's certificates: one, by fingerprint, or every
+        one it had (and its hypervisor and extender tokens). Connected
+        switches presenting one are hung up within a second."""
+        credentials.check('hypervisor', name)
+        doc = read_json_object(req, 1024) if req.body else {}
+        extra = set(doc) - {'certificate', 'reason'}
+        if extra:
+            raise errors.Invalid('unknown field(s): %s; the body is '
+                                 '{"certificate": SHA256, "reason": TEXT}, '
+                                 'both optional' % ', '.join(sorted(extra)))
+        reason = doc.get('reason', 'revoked by the operator')
+        if not isinstance(reason, str) or not 0 < len(reason) <= 200:
+            raise errors.Invalid('reason must be a string of 1 to 200 '
+                                 'characters')
+        fp = doc.get('certificate')
+        revs = self.intent.revocations
+        if 'certificate' in doc:
+            if not isinstance(fp, str):
+                raise errors.Invalid('certificate must be a SHA-256 '
+                                     'fingerprint (hex)')
+            entry = revs.revoke_certificate(name, fp, reason)
+            tokens = []
+        else:
+            entry = revs.revoke_host(name, reason)
+            tokens = [role for role in ('hypervisor', 'extender')
+                      if self.intent.credentials.revoke(role, name)]
+        return json_response(200, dict(entry, tokens_revoked=tokens))
+
+    def list_revocations(self, req):
+        return json_response(200, {
+            'revocations': self.intent.revocations.entries()})
+
     def list_tenants(self, req):
         return json_response(200, {'tenants': tenancy.tenants_view(
             self.intent.ownership.owners(), self.intent.credentials.list())})

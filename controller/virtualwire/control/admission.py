@@ -17,6 +17,12 @@ verified certificate (`southbound.tls.peer_names`, an *identity*):
   over only if the connected switch fails a liveness probe
   (`control.takeover`): a stolen key cannot flap the real host's session.
 
+A certificate the revocation list takes back (`core.revocation`: by
+fingerprint, or every one of a host's from before its revocation) is
+refused on every new connection and report, and a connected switch that
+presents one is hung up as soon as the list says so (the watch reads it
+every REVOCATION_POLL seconds; `vwctl hosts revoke`).
+
 What this does not stop: a holder of NAME's own key (a compromised
 hypervisor) acts as NAME while NAME is not connected. Without TLS (the controller's lab flag)
 identities are None and every report is believed, as before.
@@ -27,10 +33,12 @@ import logging
 import time
 
 from virtualwire.control.state import ControllerState
+from virtualwire.core import revocation
 from virtualwire.control.takeover import Takeovers
 from virtualwire.southbound.session import hang_up
 
 PROBE = 'probe'     # admit_switch: ask the connected switch first
+REVOCATION_POLL = 0.25
 
 LOG = logging.getLogger(__name__)
 KEEP_REFUSALS = 50
@@ -50,6 +58,7 @@ class AdmissionChecks(ControllerState):
                           tls_handshakes_failed=0,
                           switch_takeovers_refused=0)
         self.switch_takeovers = Takeovers()
+        self.revoked: list = []         # the revocation list's entries
 
     def _refuse(self, counter, kind, peer, why):
         self.stats[counter] += 1
@@ -65,7 +74,13 @@ class AdmissionChecks(ControllerState):
 
     def admit_hosts(self, remote, hosts, identity):
         """The hosts of one OVSDB report that may be believed."""
-        out = []
+        out: list = []
+        why = revocation.refusal(identity, self.revoked)
+        if why is not None:
+            for h in hosts:
+                self._refuse('host_reports_refused', 'host report', remote,
+                             'it reports host %s but %s' % (h.name, why))
+            return out
         for h in hosts:
             if self.require_identity and (identity is None or
                                           h.name not in identity):
@@ -90,6 +105,10 @@ class AdmissionChecks(ControllerState):
         if self.require_identity and not identity:
             self._refuse('switches_refused', 'switch', peer,
                          'no verified certificate')
+            return False
+        why = revocation.refusal(identity, self.revoked)
+        if why is not None:
+            self._refuse('switches_refused', 'switch', peer, why)
             return False
         host = self.host_of_dpid(dp.id)
         if identity is not None and host is not None and \
@@ -171,3 +190,40 @@ class AdmissionChecks(ControllerState):
                                    _names(s.identity)))
         del self.sessions[host.dpid]
         hang_up(s.dp)
+
+    def on_revocations(self, entries):
+        """The revocation list changed: hang up every switch whose
+        certificate it now takes back, and stop believing host
+        databases whose certificate it takes back."""
+        self.loop.assert_owner()
+        self.revoked = list(entries)
+        for dpid, s in list(self.sessions.items()):
+            why = revocation.refusal(s.identity, self.revoked)
+            if why is None:
+                continue
+            self._refuse('switches_refused', 'switch', str(s.dp.address),
+                         'connected switch %016x hung up: %s' % (dpid, why))
+            del self.sessions[dpid]
+            hang_up(s.dp)
+        for p in list(self.switch_takeovers.pending.values()):
+            if revocation.refusal(p.identity, self.revoked):
+                self.switch_takeovers.pending.pop(p.dp.id, None)
+                hang_up(p.dp)
+        if self.host_dbs is not None:
+            self.host_dbs.forget_revoked(
+                lambda ident: revocation.refusal(ident, self.revoked))
+
+
+class RevocationWatch:
+    """Off the loop: post(entries) whenever the revocation list differs
+    from the last read (`store.revocations.RevocationStore`)."""
+
+    def __init__(self, store, post):
+        self.store, self.post = store, post
+        self.last = None
+
+    def poll(self):
+        entries = self.store.entries()
+        if entries != self.last:
+            self.last = entries
+            self.post(entries)

@@ -25,6 +25,7 @@ class ControllerState:
     require_identity: bool            # TLS: certificates name hosts
     refusals: Any                     # deque of recent refusals
     switch_takeovers: Any             # control.takeover.Takeovers
+    host_dbs: Any                     # southbound.host_ovsdb.HostDbs
     known_wires: Set[int]             # connector ids seen in intent
     host_owner: Dict[str, str]        # host name -> OVSDB remote
     started_from: Tuple[Dict[str, Host], List[str]]  # what start() read

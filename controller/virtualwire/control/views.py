@@ -117,6 +117,9 @@ class Views(ControllerState):
                 'certificate': sorted(s.identity) if s and s.identity
                 else None,
                 'certificate_expires_at': s.cert_expires if s else None,
+                # What `vwctl hosts revoke NAME --certificate` names.
+                'certificate_sha256': getattr(s.identity, 'fingerprint',
+                                              None) if s else None,
                 # Since when, and when its whole table was last read (a
                 # reconnect: dumped, diffed, only what differs sent).
                 'connected_at': s.connected_at if s else None,

@@ -82,10 +82,11 @@ def refusal(role, name, method, action, match, body):
     """None if a credential (role, name) may make this call, else why not.
     `body` is the parsed JSON body (or None)."""
     if role == 'reader':
-        if method == 'GET' and action not in ('list_credentials', 'audit'):
+        if method == 'GET' and action not in ('list_credentials', 'audit',
+                                              'list_revocations'):
             return None
-        return ('reader %s may only read (GET), not the credentials or the '
-                'audit log' % name)
+        return ('reader %s may only read (GET), not the credentials, the '
+                'revocations or the audit log' % name)
     if role in TENANT_ROLES:
         if action in TENANT_READS and method == 'GET':
             return None

@@ -79,7 +79,8 @@ def fingerprint(csr):
     return ':'.join(h[i:i + 2] for i in range(0, 16, 2))
 
 
-def sign(csr, name, ca_cert_pem, ca_key_pem, now=None, days=DAYS):
+def sign(csr, name, ca_cert_pem, ca_key_pem, now=None, days=DAYS,
+         not_before_floor=None):
     """A host certificate for `name` (CN and the only DNS name) on the
     CSR's key, from the host CA. The CSR's own subject and extensions
     are not copied."""
@@ -89,6 +90,12 @@ def sign(csr, name, ca_cert_pem, ca_key_pem, now=None, days=DAYS):
     if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
         raise Invalid('the host CA key must be an EC key (vw-pki init)')
     now = now or datetime.datetime.now(datetime.timezone.utc)
+    # Five minutes back for clocks behind ours; never before the host's
+    # last revocation (core.revocation), which refuses what started then.
+    start = now - datetime.timedelta(minutes=5)
+    if not_before_floor is not None:
+        start = max(start, datetime.datetime.fromtimestamp(
+            int(not_before_floor) + 1, datetime.timezone.utc))
     cert = (x509.CertificateBuilder()
             .subject_name(x509.Name([
                 x509.NameAttribute(NameOID.ORGANIZATION_NAME, 'VirtualWire'),
@@ -96,7 +103,7 @@ def sign(csr, name, ca_cert_pem, ca_key_pem, now=None, days=DAYS):
             .issuer_name(ca.subject)
             .public_key(csr.public_key())
             .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_before(start)
             .not_valid_after(now + datetime.timedelta(days=days))
             .add_extension(x509.SubjectAlternativeName(
                 [x509.DNSName(name)]), critical=False)

@@ -79,6 +79,7 @@ class HostDb:
         self.remote = remote
         self.on_hosts = on_hosts
         self.client = None
+        self.identity = None    # the server's certificate, last seen
 
     def start(self):
         self.client = HostMonitor(self.remote, self._changed,
@@ -91,6 +92,7 @@ class HostDb:
             identity = client.peer_names()
         if self.remote.startswith('ssl:') and identity is None:
             return      # rows from before a reconnect; the next run tells
+        self.identity = identity
         self.on_hosts(self.remote, hosts_from_records(recs), identity)
 
     def stop(self):
@@ -115,6 +117,18 @@ class HostDbs:
 
     def _post(self, remote, hosts, identity):
         self.loop.post(self.on_hosts, remote, hosts, identity)
+
+    def forget_revoked(self, refusal):
+        """Stop reading every host database whose server's certificate
+        `refusal(identity)` takes back (its switch reconnecting would
+        start a new watch, refused in turn)."""
+        for remote, db in list(self.dbs.items()):
+            ident = db.identity
+            if ident is not None and refusal(ident):
+                LOG.warning('host OVSDB %s: its certificate is revoked; no '
+                            'longer read', remote)
+                del self.dbs[remote]
+                hub.spawn(db.stop)
 
     @staticmethod
     def _start(db):

@@ -108,18 +108,41 @@ def configure_ovs_streams(tls: TlsFiles):
     ovs.stream.Stream.ssl_set_ca_cert_file(tls.ca_cert)
 
 
+class Identity(frozenset):
+    """The names of a verified certificate (a frozenset: what admission
+    compares), with what revocation needs: the certificate's SHA-256
+    fingerprint (hex) and when it became valid (Unix time)."""
+    fingerprint: Optional[str] = None
+    not_before: Optional[float] = None
+
+    @classmethod
+    def of(cls, names, fingerprint=None, not_before=None):
+        out = cls(names)
+        out.fingerprint, out.not_before = fingerprint, not_before
+        return out
+
+
 def peer_names(sock) -> Optional[FrozenSet[str]]:
     """The names of a verified peer's certificate (CN and DNS
-    subjectAltNames), or None when the socket is not TLS (or carries no
-    verified certificate)."""
+    subjectAltNames) as an `Identity`, or None when the socket is not TLS
+    (or carries no verified certificate)."""
     getpeercert = getattr(sock, 'getpeercert', None)
     if getpeercert is None:
         return None
     try:
         cert = getpeercert()
+        der = getpeercert(binary_form=True) if cert else None
     except (ValueError, OSError):
         return None
-    return names_of(cert) if cert else None
+    if not cert:
+        return None
+    import hashlib
+    try:
+        nb = float(ssl.cert_time_to_seconds(cert['notBefore']))
+    except (KeyError, ValueError):
+        nb = None
+    return Identity.of(names_of(cert), hashlib.sha256(der).hexdigest()
+                       if der else None, nb)
 
 
 def peer_expiry(sock) -> Optional[float]:

@@ -27,6 +27,7 @@ from virtualwire.store import txn as store_txn
 from virtualwire.store import wire_writes
 from virtualwire.store.placements import PlacementStore
 from virtualwire.store.credentials import CredentialStore
+from virtualwire.store.revocations import RevocationStore
 from virtualwire.store.enrolment import EnrolmentStore
 from virtualwire.store.ownership import OwnershipStore
 from virtualwire.store.shared_settings import SettingsStore
@@ -71,6 +72,7 @@ class IntentStore:
         self.replica = WireReplica(self.client, self._changed)
         self.on_change = on_change
         self.credentials = CredentialStore(self.client)
+        self.revocations = RevocationStore(self.client)
         self.ownership = OwnershipStore(self.client)
         self.enrolment = EnrolmentStore(self.client)
         self.settings = SettingsStore(self.client)

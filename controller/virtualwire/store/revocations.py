@@ -14,6 +14,12 @@ credential goes and its revocation is recorded in one commit. Against a
 database older than 1.13.0 (mid-upgrade) there is no list: the row is
 still deleted, as before."""
 
+import time
+
+from virtualwire.core import errors
+from virtualwire.core.revocation import certificate_digest
+from virtualwire.store import txn as store_txn
+
 TABLE = 'Revocation'
 
 
@@ -54,3 +60,53 @@ def listing(idl):
                     'revoked_at': r.revoked_at, 'reason': r.reason}
                    for r in idl.tables[TABLE].rows.values()),
                   key=lambda e: e['revoked_at'])
+
+
+def host_entry(name, reason, now=None):
+    """The entry that takes back every certificate of `name` until now."""
+    now = now or time.time()
+    return {'kind': 'host', 'name': name, 'digest': 'host:%s:%.6f'
+            % (name, now), 'revoked_at': now, 'reason': reason}
+
+
+def certificate_entry(name, fingerprint, reason, now=None):
+    """The entry that takes back one certificate (a SHA-256 fingerprint,
+    hex, colons allowed)."""
+    fp = fingerprint.lower().replace(':', '')
+    if len(fp) != 64 or any(c not in '0123456789abcdef' for c in fp):
+        raise errors.Invalid('a certificate is named by its SHA-256 '
+                             'fingerprint: 64 hex digits, got %r'
+                             % fingerprint)
+    return {'kind': 'certificate', 'name': name,
+            'digest': certificate_digest(fp), 'revoked_at': now or time.time(),
+            'reason': reason}
+
+
+class RevocationStore:
+    """Host certificates taken back (`core.revocation`), and the list."""
+
+    def __init__(self, client):
+        self.client = client          # the intent store's IdlClient
+
+    def revoke_host(self, name, reason, now=None):
+        """Every certificate of `name` valid before now is refused."""
+        return self._record(host_entry(name, reason, now))
+
+    def revoke_certificate(self, name, fingerprint, reason, now=None):
+        return self._record(certificate_entry(name, fingerprint, reason, now))
+
+    def _record(self, e):
+        def build(txn, idl):
+            if TABLE not in idl.tables:
+                raise errors.Unavailable('the intent database predates '
+                                         'revocation (schema 1.13.0): '
+                                         'upgrade it first')
+            record(txn, idl, e['kind'], e['name'], e['digest'],
+                   e['revoked_at'], e['reason'])
+
+        store_txn.commit(self.client, build, 'revoking a ' + e['kind'])
+        return e
+
+    def entries(self):
+        with self.client.lock:
+            return listing(self.client.idl)

@@ -16,6 +16,7 @@ from virtualwire.control.controller import Controller
 from virtualwire.control.loop import Loop
 from virtualwire.future import Future
 from virtualwire.core import credentials, ids, links, tenancy
+from virtualwire.testing.memory_revocations import MemoryRevocations
 from virtualwire.core.model import Encap, ExtenderLink, Host, VnicPort, Wire
 from virtualwire.store.errors import LinkExists, VnicTaken
 from virtualwire.testing.fakeswitch import FakeFabric
@@ -35,6 +36,7 @@ class MemoryIntent:
         self.rows: Dict[int, Wire] = {}
         self.link_rows: Dict[tuple, ExtenderLink] = {}
         self.credentials = MemoryCredentials()
+        self.revocations = MemoryRevocations()
         self.ownership = MemoryOwnership()
         self.placements = MemoryPlacements()
         self.topologies = MemoryTopologies(self)
