@@ -1,6 +1,8 @@
 """A result another thread will produce, to wait on under either os-ken
 hub (the control loop answers REST calls with these; the runtime store's
 writer answers durable writes)."""
+import threading
+
 from os_ken.lib import hub
 
 
@@ -8,7 +10,10 @@ class Future:
     """A result the loop will produce; wait on it from any other thread."""
 
     def __init__(self):
-        self._event = hub.Event()
+        # os-ken's native-hub Event ignores a wait's timeout (its Timeout
+        # fires only when the wait ends by itself): use the thread's own.
+        self._event = threading.Event() \
+            if getattr(hub, 'HUB_TYPE', 'native') == 'native' else hub.Event()
         self._value = None
         self._error = None
 

@@ -24,6 +24,22 @@ import ssl
 import time
 
 
+# A client's requests timed, as a script for `python -c` in a namespace:
+# argv URL TOKEN CA N; prints [{at, seconds, status}].
+TIMED_GET = r'''
+import json, sys, time, requests
+url, token, ca = sys.argv[1:4]
+out = []
+for _ in range(int(sys.argv[4])):
+    t = time.time()
+    r = requests.get(url, headers={'Authorization': 'Bearer ' + token},
+                     verify=ca, timeout=10)
+    out.append({'at': t, 'seconds': time.time() - t, 'status': r.status_code})
+    time.sleep(0.2)
+print(json.dumps(out))
+'''
+
+
 def sources(spec):
     """'198.18.0.100-149' -> the 50 addresses; 'A,B' -> both."""
     out = []

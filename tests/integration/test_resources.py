@@ -12,23 +12,12 @@ import sys
 from conftest import wait_until
 from vwlab import rogue as rogue_mod
 from vwlab.libvirt_host import HOOK_PORT
+from vwlab.preauth_flood import TIMED_GET
 from vwlab.shell import CONTROLLER_IP
 
 N = 1100    # over eventlet's default pool of 1,024
 HOLD = 16.0     # past the server's 10 s socket timeout
 
-TIMED_GET = r'''
-import json, sys, time, requests
-url, token, ca = sys.argv[1:4]
-out = []
-for _ in range(int(sys.argv[4])):
-    t = time.time()
-    r = requests.get(url, headers={'Authorization': 'Bearer ' + token},
-                     verify=ca, timeout=10)
-    out.append({'at': t, 'seconds': time.time() - t, 'status': r.status_code})
-    time.sleep(0.2)
-print(json.dumps(out))
-'''
 
 
 def test_the_api_answers_within_1s_while_1100_idle_connections_are_open(

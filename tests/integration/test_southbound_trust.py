@@ -113,6 +113,32 @@ def test_a_rogue_host_cannot_connect_claim_a_name_or_take_a_datapath(
     assert va2.ping('192.0.2.6', count=3)[1] == 3
 
 
+class _Stream:
+    """A 1 kHz UDP stream from va to vb's `dst` for `seconds` (realtime
+    sender), started at once; `lost()` the receiver's tally at the end."""
+
+    def __init__(self, lab, va, vb, dst, port, seconds):
+        ready = os.path.join(lab.dir, 'rx-ready-%d' % port)
+        self.seconds = seconds
+        self.rx = vb.tool_bg('udp-recv', '--port', port, '--seconds',
+                             seconds + 4, '--ready-file', ready)
+        wait_until(lambda: os.path.exists(ready), 10, what='udp receiver')
+        self.tx = va.tool_bg('udp-send', '--dst', dst, '--port', port,
+                             '--rate', 1000, '--seconds', seconds,
+                             realtime=True)
+
+    def running(self):
+        return self.tx.poll() is None
+
+    def tally(self):
+        """(sent, received, missing, duplicates)."""
+        sent = json.loads(self.tx.communicate(timeout=self.seconds + 30)[0]
+                          .strip().splitlines()[-1])['sent']
+        got = json.loads(self.rx.communicate(timeout=self.seconds + 30)[0]
+                         .strip().splitlines()[-1])
+        return sent, got['received'], got['missing'], got['duplicates']
+
+
 def _takeovers_refused(api, host):
     m = re.search(r'^virtualwire_switch_takeovers_refused_total'
                   r'\{host="%s"\} (\S+)$' % host,
@@ -131,13 +157,7 @@ def test_a_stolen_key_cannot_flap_its_hosts_session(lab, api, pair, rogue):
     vnic = next(iter(va.nics))
     before = _host(api, 'h1')
     refused0 = _takeovers_refused(api, 'h1')
-    seconds = 30
-    ready = os.path.join(lab.dir, 'stolen-rx-ready')
-    rx = vb.tool_bg('udp-recv', '--port', 6202, '--seconds', seconds + 4,
-                    '--ready-file', ready)
-    wait_until(lambda: os.path.exists(ready), 10, what='udp receiver')
-    tx = va.tool_bg('udp-send', '--dst', '192.0.2.10', '--port', 6202,
-                    '--rate', 1000, '--seconds', seconds, realtime=True)
+    stream = _Stream(lab, va, vb, '192.0.2.10', 6202, 25)
     key, cert = lab.pki.files('h1')
     rogue_mod.claim(rogue, victim, vnic, va.nics[vnic]['mac'],
                     rogue_mod.controller_target(lab, 'ssl'),
@@ -148,7 +168,7 @@ def test_a_stolen_key_cannot_flap_its_hosts_session(lab, api, pair, rogue):
             wait_until(lambda: _takeovers_refused(api, 'h1') >=
                        refused0 + n, 15, what='refused takeover %d' % n)
             rogue.appctl('bridge/reconnect', 'br-int')
-        assert tx.poll() is None, 'the stream ended before the attack did'
+        assert stream.running(), 'the stream ended before the attack did'
         why = _refused(api, rogue, 'key in two places')
         assert why and why[-1]['kind'] == 'switch takeover', _refusals(api)
         assert _our_flows(rogue) == []
@@ -157,13 +177,7 @@ def test_a_stolen_key_cannot_flap_its_hosts_session(lab, api, pair, rogue):
             before['connected_at'], victim.mgmt_ip), (before, h1)
     finally:
         rogue.vsctl('del-controller', 'br-int')
-    sent = json.loads(tx.communicate(timeout=seconds + 30)[0]
-                      .strip().splitlines()[-1])['sent']
-    got = json.loads(rx.communicate(timeout=seconds + 30)[0]
-                     .strip().splitlines()[-1])
-    assert sent == seconds * 1000
-    assert (got['received'], got['missing'], got['duplicates']) == \
-        (sent, 0, 0), got
+    assert stream.tally() == (25000, 25000, 0, 0)
     assert _host(api, 'h1')['connected_at'] == before['connected_at']
 
 
@@ -178,13 +192,7 @@ def test_a_revoked_certificate_is_cut_within_a_second_and_refused_after(
     h3 = lab.host('h3')
     fp = _host(api, 'h3')['certificate_sha256']
     assert fp and len(fp) == 64
-    seconds = 20
-    ready = os.path.join(lab.dir, 'revoke-rx-ready')
-    rx = vb.tool_bg('udp-recv', '--port', 6203, '--seconds', seconds + 4,
-                    '--ready-file', ready)
-    wait_until(lambda: os.path.exists(ready), 10, what='udp receiver')
-    tx = va.tool_bg('udp-send', '--dst', '192.0.2.14', '--port', 6203,
-                    '--rate', 1000, '--seconds', seconds, realtime=True)
+    stream = _Stream(lab, va, vb, '192.0.2.14', 6203, 15)
     time.sleep(1.0)
     t0 = time.time()
     p = vwctl(lab, '--json', 'hosts', 'revoke', 'h3', '--certificate', fp,
@@ -216,12 +224,8 @@ def test_a_revoked_certificate_is_cut_within_a_second_and_refused_after(
                _host(api, 'h3')['synced'], 30, what='h3 back with a new '
                'certificate')
     assert _host(api, 'h3')['certificate_sha256'] != fp
-    sent = json.loads(tx.communicate(timeout=seconds + 30)[0]
-                      .strip().splitlines()[-1])['sent']
-    got = json.loads(rx.communicate(timeout=seconds + 30)[0]
-                     .strip().splitlines()[-1])
-    assert (got['received'], got['missing'], got['duplicates']) == \
-        (sent, 0, 0), got
+    assert stream.running(), 'the stream ended before h3 was back'
+    assert stream.tally() == (15000, 15000, 0, 0)
     va3, vb3, _ = pair('h1', 'h3', '192.0.2.15/24', '192.0.2.16/24')
     assert va3.ping('192.0.2.16', count=3)[1] == 3
 

@@ -187,3 +187,27 @@ def test_without_certificates_required_nothing_is_refused():
     assert h.ctl.sessions[1].dp is again
     assert h.call(h.ctl.status)['admission'] == {
         'certificates_required': False, 'recent_refusals': []}
+
+
+def test_packet_ins_of_a_connection_that_is_not_a_session_count_for_nobody():
+    """Review point 3: frames from a connection with h2's datapath id that
+    was refused (or waits on a takeover probe) are not h2's: they activate
+    no migration to h2."""
+    from os_ken.ofproto import ofproto_v1_4_parser as parser
+    from test_controller_migration import _migrating
+    h, w, _vm = _migrating()
+    h.host('h2', ('g', 2))                          # destination plugged
+    rogue = h.fabric.add('rogue', h.ctl.tables.hosts['h2'].dpid,
+                         {TUN: '198.19.0.9'})
+    frame = bytes.fromhex('ffffffffffff020000000001') + b'\x80\x35' + \
+        b'\0' * 28
+
+    def packet_in(dp):
+        h.loop.post(h.ctl.on_packet_in, parser.OFPPacketIn(
+            dp, buffer_id=0xffffffff, total_len=len(frame), reason=1,
+            table_id=0, cookie=0, match=parser.OFPMatch(in_port=2),
+            data=frame))
+        h.settle()
+        return h.call(h.ctl.wire_view, w['id'])['moving']['g']['activated']
+    assert packet_in(rogue) is False
+    assert packet_in(h.fabric.switches['h2']) is True     # the control

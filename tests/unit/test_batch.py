@@ -3,6 +3,7 @@ transaction, all or nothing, every wrong item named with why; waiting
 until a change is on every switch (?wait=programmed); paging through
 wires."""
 import json
+import time
 
 import pytest
 import webob
@@ -152,3 +153,42 @@ def test_a_single_connect_can_wait_and_names_a_missing_switch(api):
         == 422
     assert api('POST', '/v1/wires?timeout=3', {'a': 'a3', 'b': 'b3'})[0] \
         == 422
+
+
+def test_a_switch_that_ignores_barriers_holds_up_no_wait_for_long(
+        api, monkeypatch):
+    """Review point 8: a wait that times out is forgotten; a switch that
+    leaves its barriers unanswered is named as not answering and waited
+    for no longer; a tenant is told counts, never the hosts' names."""
+    from virtualwire.control import programmed
+    h = api.h
+    h.fabric.switches['h2'].stall()     # takes nothing, answers nothing
+    status, doc = api('POST', '/v1/wires?wait=programmed&timeout=0.3',
+                      {'a': 'a1', 'b': 'b1'})
+    assert status == 504 and 'waiting for h2' in doc['error']['message']
+    assert h.loop.call(lambda: len(h.ctl.waiters)) == 0      # forgotten
+    monkeypatch.setattr(programmed, 'BARRIER_PATIENCE', 0.2)
+    time.sleep(0.3)
+    status, doc = api('POST', '/v1/wires?wait=programmed&timeout=2',
+                      {'a': 'a2', 'b': 'b2'})
+    assert status == 201, doc
+    view = doc['programmed']
+    assert view['programmed'] and view['not_answering'] == ['h2'], view
+    # A tenant's wait: the same facts, no host named.
+    for v in ('a3', 'b3'):
+        h.intent.ownership.assign(v, 'acme')
+    tok, _ = h.intent.credentials.issue('tenant', 'acme')
+    status, doc = api('POST', '/v1/wires?wait=programmed&timeout=2',
+                      {'a': 'a3', 'b': 'b3'}, token=tok)
+    assert status == 201, doc
+    view = doc['programmed']
+    assert view['not_answering'] == [] and view['hosts_not_answering'] == 1
+    assert 'h2' not in json.dumps(view)
+    # And its 504 counts the switches it waits for, not their names.
+    monkeypatch.setattr(programmed, 'BARRIER_PATIENCE', 60.0)
+    for v in ('a4', 'b4'):
+        h.intent.ownership.assign(v, 'acme')
+    status, doc = api('POST', '/v1/wires?wait=programmed&timeout=0.3',
+                      {'a': 'a4', 'b': 'b4'}, token=tok)
+    assert status == 504 and 'waiting for 1 switch' in \
+        doc['error']['message'] and 'h2' not in doc['error']['message']

@@ -245,6 +245,27 @@ def test_a_tenant_applies_only_its_own_vnics_and_sees_only_its_own(rest):
     assert len(wires(rest)) == 3
 
 
+def test_a_vnic_given_to_another_tenant_leaves_the_old_ones_topology(rest):
+    """Review point 11: once the operator gives one of a topology's vNICs
+    to another tenant, the old tenant neither sees that wire through its
+    topology nor deletes it with it."""
+    for v in ('c0', 'f0', 'f1', 'w10', 'w11', 'w20', 'd0'):
+        rest('PUT', '/v1/vnics/%s/tenant' % v, {'tenant': 'acme'})
+    _s, cred = rest('POST', '/v1/credentials', {'role': 'tenant',
+                                                'name': 'acme'})
+    tok = cred['token']
+    assert apply(rest, THREE_TIER, token=tok)[0] == 201
+    db_wire = wires(rest)[frozenset(('w11', 'd0'))]
+    rest('PUT', '/v1/vnics/d0/tenant', {'tenant': 'globex'})
+    [line] = rest('GET', '/v1/topologies', token=tok)[1]['topologies']
+    assert sum(line['states'].values()) == 2, line
+    shown = json.dumps(rest('GET', '/v1/topologies/shop', token=tok)[1])
+    assert 'd0' not in shown and str(db_wire) not in shown
+    status, out = rest('DELETE', '/v1/topologies/shop', token=tok)
+    assert status == 200 and len(out['deleted']) == 2, out
+    assert list(wires(rest).values()) == [db_wire]     # globex's now
+
+
 def test_a_hypervisor_reports_guests_only_on_itself(rest):
     _s, cred = rest('POST', '/v1/credentials', {'role': 'hypervisor',
                                                 'name': 'h2'})

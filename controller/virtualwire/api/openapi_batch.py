@@ -16,7 +16,11 @@ _PROGRAMMED = {'type': 'object', 'properties': {
     'generation': {'type': 'integer'}, 'programmed': {'type': 'boolean'},
     'switches_confirmed': {'type': 'integer'},
     'pending': {'type': 'array', 'items': {'type': 'string'}},
-    'not_connected': {'type': 'array', 'items': {'type': 'string'}}}}
+    'not_connected': {'type': 'array', 'items': {'type': 'string'}},
+    'not_answering': {'type': 'array', 'items': {'type': 'string'}},
+    'hosts_pending': {'type': 'integer'},
+    'hosts_not_connected': {'type': 'integer'},
+    'hosts_not_answering': {'type': 'integer'}}}
 _ID = {'type': 'integer', 'minimum': 1, 'maximum': 0xFFFFFFFF}
 
 

@@ -9,6 +9,7 @@ A topology belongs to a tenant: a tenant's credential names its own
 file is resolved as that tenant sees the deployment, whoever applies it:
 the operator applying it cannot wire another tenant's vNIC into it.
 """
+import dataclasses
 from typing import Any
 
 import webob
@@ -44,7 +45,7 @@ class TopologyHandlers:
     def _call(self, fn, *args):
         raise NotImplementedError
 
-    def _programmed(self, seconds):
+    def _programmed(self, seconds, req):
         raise NotImplementedError
 
     # -- whose ------------------------------------------------------------------
@@ -64,19 +65,34 @@ class TopologyHandlers:
 
     def _record(self, req, name):
         tenancy.check_name(name)
-        tenant, _scope = self._tenant(req)
+        tenant, scope = self._tenant(req)
         rec = self.intent.topologies.record(tenant, name)
         if rec is None:
             raise errors.NotFound('no topology %s%s' % (
                 name, ' of tenant %s' % tenant if tenant else ''))
-        return rec
+        return self._seen(rec, scope)
+
+    def _seen(self, rec, scope):
+        """The record as `scope` sees it: a wire one of whose vNICs has
+        since gone to another tenant is no longer this tenant's to show,
+        count or delete (review point 11)."""
+        if rec is None or scope is None:
+            return rec
+        wires = self.intent.wires()
+        keep = {k: c for k, c in rec.wires.items()
+                if c in wires and scope.sees_wire(*wires[c].ends())}
+        nics = {k: v for k, v in rec.resolved.items()
+                if ':' not in k or scope.sees_vnic(v)}
+        if keep == rec.wires and nics == rec.resolved:
+            return rec
+        return dataclasses.replace(rec, wires=keep, resolved=nics)
 
     # -- reads ------------------------------------------------------------------
     def list_topologies(self, req):
         _query(req, ('tenant',))
         tenant, scope = self._tenant(req)
-        recs = self.intent.topologies.records(
-            tenant if (scope or tenant) else None)
+        recs = [self._seen(r, scope) for r in self.intent.topologies.records(
+            tenant if (scope or tenant) else None)]
         cids = [c for r in recs for c in r.wires.values()]
         wires = self._call(self.ctl.wires_with_rates, cids)
         out = []
@@ -158,7 +174,7 @@ class TopologyHandlers:
                                              if before else 0) + 1,
                    wires={k: ids.fmt_connector(c) for k, c in links.items()})
         if seconds is not None and plan.changes:
-            out['programmed'] = self._programmed(seconds)
+            out['programmed'] = self._programmed(seconds, req)
         return json_response(201 if before is None else 200, out)
 
     def _plan(self, tf, scope):
@@ -167,8 +183,8 @@ class TopologyHandlers:
             self.intent.topologies.guests(),
             self._call(self.ctl.vnic_views), visible)
         resolved = topology_plan.resolve(tf, inv)
-        before = self.intent.topologies.record(
-            scope.tenant if scope else '', tf.name)
+        before = self._seen(self.intent.topologies.record(
+            scope.tenant if scope else '', tf.name), scope)
         wires = {c: w.ends() for c, w in self.intent.wires().items()}
         by_vnic = {v: c for c, e in wires.items() for v in e}
 
@@ -189,7 +205,7 @@ class TopologyHandlers:
         out = {'name': name, 'tenant': rec.tenant or None,
                'deleted': [ids.fmt_connector(c) for c in gone]}
         if seconds is not None and gone:
-            out['programmed'] = self._programmed(seconds)
+            out['programmed'] = self._programmed(seconds, req)
         return json_response(200, out)
 
     # -- guests (the libvirt hook) ----------------------------------------------

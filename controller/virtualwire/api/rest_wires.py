@@ -61,6 +61,17 @@ def wait_args(req):
     return seconds
 
 
+def _for(scope, view):
+    """A programmed view as `scope` (a tenant, or None: the operator) may
+    see it: a tenant gets the counts, not the hosts' names."""
+    if scope is None:
+        return view
+    return dict(view, pending=[], not_connected=[], not_answering=[],
+                hosts_pending=len(view['pending']),
+                hosts_not_connected=len(view['not_connected']),
+                hosts_not_answering=len(view['not_answering']))
+
+
 class WireHandlers:
     ctl: Any
     intent: Any
@@ -68,20 +79,25 @@ class WireHandlers:
     def _call(self, fn, *args):
         raise NotImplementedError
 
-    def _programmed(self, seconds):
+    def _programmed(self, seconds, req):
         """Wait until every connected switch holds the changes made so
-        far; the view of where they are. 504 says where they are not."""
+        far; the view of where they are. 504 says where they are not. A
+        tenant is told how many hosts, never which (the cloud's)."""
+        scope = _scope(req)
         gen = self._call(self.ctl.current_generation)
         done = self._call(self.ctl.wait_programmed, gen)
         try:
-            return done.result(seconds)
+            return _for(scope, done.result(seconds))
         except TimeoutError:
+            self._call(self.ctl.forget_waiter, done)
             view = self._call(self.ctl.programmed_view, gen)
+            pending = ('%d switch(es)' % len(view['pending'])
+                       if scope is not None else
+                       ', '.join(view['pending']) or '-')
             raise TimeoutError(
                 'the change is stored (generation %d) but not yet on every '
                 'switch after %g s: waiting for %s' % (
-                    gen, seconds, ', '.join(view['pending']) or '-')) \
-                from None
+                    gen, seconds, pending)) from None
 
     def list_wires(self, req):
         after, limit = page_args(req)
@@ -137,7 +153,7 @@ class WireHandlers:
             raise
         view = self._call(self.ctl.wire_view, wire.connector_id)
         if seconds is not None:
-            view = dict(view, programmed=self._programmed(seconds))
+            view = dict(view, programmed=self._programmed(seconds, req))
         resp = json_response(201, view)
         resp.headers['Location'] = '/v1/wires/%d' % wire.connector_id
         return resp
@@ -154,7 +170,7 @@ class WireHandlers:
         if seconds is None:
             return webob.Response(status=204)
         return json_response(200, {'deleted': cid, 'programmed':
-                                   self._programmed(seconds)})
+                                   self._programmed(seconds, req)})
 
     def batch(self, req):
         """Many wires made and removed in one transaction, or none."""
@@ -179,7 +195,7 @@ class WireHandlers:
                'deleted': cids, 'generation': gen}
         t1 = time.perf_counter()
         if seconds is not None:
-            doc['programmed'] = self._programmed(seconds)
+            doc['programmed'] = self._programmed(seconds, req)
         if total >= 1000:
             LOG.info('batch of %d: stored in %.0f ms, then programmed in '
                      '%.0f ms', total, (t1 - t0) * 1e3,

@@ -314,8 +314,10 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
             self.collector.due()
 
     def tick(self):
-        """Timers: moves never activated, switches that never answered."""
+        """Timers: moves never activated, switches that never answered,
+        waits that a silent switch no longer holds up."""
         self.loop.assert_owner()
+        self.check_waiters()
         if self.active:
             self.expire_moves()
         now = time.time()

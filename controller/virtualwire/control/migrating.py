@@ -128,6 +128,12 @@ class MigrationHandlers(ControllerState):
         sent once the switch's learn action switched delivery over: clean
         up around it, and record what kind of frame it was."""
         self.loop.assert_owner()
+        s = self.sessions.get(msg.datapath.id)
+        if s is None or s.dp is not msg.datapath:
+            # Not an admitted session (refused, waiting on a takeover
+            # probe, or replaced): its frames are not its datapath id's
+            # host's (review point 3).
+            return
         host = self.host_of_dpid(msg.datapath.id)
         if host and self.hold_packet_in(host, msg):
             return

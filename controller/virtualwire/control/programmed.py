@@ -8,13 +8,19 @@ sync had nothing to send it and no earlier barrier is outstanding. A
 change of generation G is programmed once every connected switch has
 confirmed G; hosts whose switch is not connected are named, not waited
 for (nothing can be programmed there until they come back, and then
-their whole table is synced).
+their whole table is synced), and so are switches that have left a
+barrier unanswered for BARRIER_PATIENCE seconds (one switch that ignores
+barriers must not make every wait fail). A wait that times out is
+forgotten; at most MAX_WAITERS wait at once.
 """
 from typing import List, Tuple
 
 from virtualwire.control.state import ControllerState
 from virtualwire.core import batch, errors, ids, tenancy
 from virtualwire.future import Future
+
+BARRIER_PATIENCE = 5.0
+MAX_WAITERS = 4096
 
 
 class Programmed(ControllerState):
@@ -65,26 +71,37 @@ class Programmed(ControllerState):
 
     def wait_programmed(self, gen) -> Future:
         self.loop.assert_owner()
+        if len(self.waiters) >= MAX_WAITERS:
+            raise errors.TooMany('%d requests already wait for their '
+                                 'changes to be programmed; retry without '
+                                 '?wait or later' % len(self.waiters))
         f = Future()
         self.waiters.append((gen, f))
         self.check_waiters()
         return f
 
+    def forget_waiter(self, f):
+        """A wait that gave up (its request timed out)."""
+        self.loop.assert_owner()
+        self.waiters = [(g, w) for g, w in self.waiters if w is not f]
+
     def programmed_view(self, gen) -> dict:
         """Where generation `gen` is in place, and where not yet."""
         self.loop.assert_owner()
-        pending, missing, done = [], [], 0
+        pending, missing, silent, done = [], [], [], 0
         for name, h in sorted(self.tables.hosts.items()):
             s = self.sessions.get(h.dpid)
             if s is None or s.installed is None:
                 missing.append(name)
             elif s.confirmed_gen >= gen:
                 done += 1
+            elif s.barrier_waited() > BARRIER_PATIENCE:
+                silent.append(name)
             else:
                 pending.append(name)
         return {'generation': gen, 'programmed': not pending,
                 'switches_confirmed': done, 'pending': pending,
-                'not_connected': missing}
+                'not_connected': missing, 'not_answering': silent}
 
     def check_waiters(self):
         if not self.waiters:

@@ -22,6 +22,7 @@ class SwitchSession:
         self.confirmed_at = None     # barrier reply after our last bundle
         self.barrier_xid = None
         self.barrier_answered = True   # no bundle of ours still unconfirmed
+        self.barrier_sent_at: Optional[float] = None   # while unanswered
         # Generations (control.programmed): of the last bundle sent, and
         # the last one the switch confirmed holding.
         self.sent_gen = 0
@@ -81,12 +82,20 @@ class SwitchSession:
         self.dp.set_xid(barrier)
         self.barrier_xid = barrier.xid
         self.barrier_answered = False
+        if self.barrier_sent_at is None:    # the oldest unanswered one
+            self.barrier_sent_at = self._now()
         self.dp.send_msg(barrier)
         return len(diff.add) + len(diff.modify) + len(diff.delete)
+
+    def barrier_waited(self):
+        """Seconds its oldest unanswered barrier has waited (0: none)."""
+        return 0.0 if self.barrier_sent_at is None else \
+            self._now() - self.barrier_sent_at
 
     def barrier_reply(self, msg):
         if msg.xid == self.barrier_xid:
             self.barrier_answered = True
+            self.barrier_sent_at = None
             self.confirmed_at = self._now()
             self.confirmed_gen = self.sent_gen
 
