@@ -99,7 +99,7 @@ def test_unauthenticated_floods_stop_no_listener_and_no_wire(
     before = refusals(api)
     out, marks = {}, {}
     stream = threading.Thread(target=lambda: out.update(zip(
-        ('sent', 'got'), udp_stream(va, vb, '10.62.0.2', seconds=58.0,
+        ('sent', 'got'), udp_stream(va, vb, '10.62.0.2', seconds=64.0,
                                     rate=1000, marks=marks))))
     stream.start()
     try:
@@ -116,8 +116,8 @@ def test_unauthenticated_floods_stop_no_listener_and_no_wire(
     assert grew(final, after, ('openflow', 'no_descriptor')) >= 1, final
     assert not slow(timed_gets(lab, 2))
     assert api.ok('GET', '/v1/status')['switches_connected'] == len(lab.hosts)
-    assert out['sent']['sent'] == 58000, out
-    assert out['got']['received'] == 58000 and \
+    assert out['sent']['sent'] == 64000, out
+    assert out['got']['received'] == 64000 and \
         out['got']['duplicates'] == 0, out['got']
     assert api.wire(wid)['state'] == 'tunnelled'
 
@@ -131,7 +131,7 @@ def hold_flood(lab, api, attacker, before, tmp_path):
     """25,000 connections held, saying nothing; returns the refusals."""
     of_target, rest_target = targets(lab)
     ready = [str(tmp_path / ('hold-%d' % k)) for k in range(2)]
-    holds = [attack(attacker.ns, 'hold', t, 12500, r, '--hold', '11')
+    holds = [attack(attacker.ns, 'hold', t, 12500, r, '--hold', '15')
              for t, r in zip((of_target, rest_target), ready)]
     wait_until(lambda: all(os.path.exists(r) for r in ready) or any(
         p.poll() is not None for p in holds), 120,
