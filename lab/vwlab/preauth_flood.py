@@ -14,7 +14,6 @@ Run in a namespace that holds the source addresses:
 `python -m vwlab.preauth_flood hold 198.18.0.1:6653 --n 12500 --sources
 198.18.0.100-149 --hold 12`. Prints one JSON line."""
 import argparse
-import errno
 import ipaddress
 import json
 import resource
@@ -129,7 +128,9 @@ HEAD = b'GET /v1/status HTTP/1.1\r\nHost: x\r\nUser-Agent: ' + \
 
 def drip(host, port, n, srcs, kind, every, seconds, ready_file=None):
     """Each connection sends one byte every `every` s until the server
-    closes it or `seconds` pass."""
+    closes it or `seconds` pass. Closes are seen as they happen (a
+    selector, not a scan between sends), so a lifetime is the server's
+    deadline plus this client's own lateness, which is reported too."""
     _files(n)
     payload = client_hello() if kind == 'hello' else HEAD
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -139,48 +140,31 @@ def drip(host, port, n, srcs, kind, every, seconds, ready_file=None):
     for i in range(n):
         try:
             s = _open(host, port, srcs[i % len(srcs)])
+            opened = time.time()
             if kind == 'head':
                 s = ctx.wrap_socket(s)
-            conns.append({'s': s, 'sent': 0, 'last': None, 'closed': None})
+            conns.append({'s': s, 'opened': opened, 'sent': 0, 'last': None,
+                          'closed': None})
         except OSError:
             errors += 1
     started = time.time()
     if ready_file:
         open(ready_file, 'w').close()
-    end = started + seconds
-    while time.time() < end:
-        live = [c for c in conns if c['closed'] is None]
-        if not live:
-            break
-        for c in live:
-            if c['sent'] >= len(payload):
-                continue
-            try:
-                c['s'].settimeout(0.05)
-                c['s'].send(payload[c['sent']:c['sent'] + 1])
-                c['sent'] += 1
-                c['last'] = time.time()
-            except (BrokenPipeError, ConnectionResetError, ssl.SSLError,
-                    socket.timeout) as e:
-                if isinstance(e, socket.timeout):
-                    continue
-                c['closed'] = time.time()
-            except OSError as e:
-                if e.errno in (errno.EAGAIN,):
-                    continue
-                c['closed'] = time.time()
-        _note_closes(live)
-        time.sleep(every)
-    _note_closes([c for c in conns if c['closed'] is None])
+    late = _drip_until_closed(conns, payload, every, started + seconds)
     closed = [c for c in conns if c['closed'] is not None]
-    lives = [c['closed'] - started for c in closed]
+    lives = sorted(c['closed'] - c['opened'] for c in closed)
     gaps = [c['closed'] - c['last'] for c in closed if c['last']]
     out = {'kind': kind, 'opened': len(conns), 'connect_errors': errors,
            'open_seconds': round(started - t0, 3),
            'closed_by_server': len(closed),
            'still_open': len(conns) - len(closed),
-           'closed_after_min': round(min(lives), 2) if lives else None,
-           'closed_after_max': round(max(lives), 2) if lives else None,
+           'closed_after_min': round(lives[0], 2) if lives else None,
+           'closed_after_p50': round(lives[len(lives) // 2], 2)
+           if lives else None,
+           'closed_after_max': round(lives[-1], 2) if lives else None,
+           # How late this (niced) client ran its sends: a bound on how
+           # late it can have seen a close.
+           'client_late_max': round(late, 2),
            # Proof the drip was live: each sent a byte this long before
            # the close, and none had sent its whole payload.
            'last_byte_before_close_max': round(max(gaps), 2) if gaps
@@ -194,24 +178,56 @@ def drip(host, port, n, srcs, kind, every, seconds, ready_file=None):
     return out
 
 
-def _note_closes(conns):
-    """Mark connections the server has closed (EOF or reset on read)."""
+def _drip_until_closed(conns, payload, every, end):
+    """Send a byte on each live connection every `every` s, and note
+    each server close when it comes. Returns the worst lateness of a
+    round of sends."""
+    sel = selectors.DefaultSelector()
     for c in conns:
-        s = c['s']
-        try:
-            s.setblocking(False)
-            data = s.recv(4096)
-        except (BlockingIOError, ssl.SSLWantReadError):
-            continue
-        except OSError:
-            data = b''
-        finally:
-            try:
-                s.setblocking(True)
-            except OSError:
-                pass
-        if not data:
-            c['closed'] = time.time()
+        c['s'].setblocking(False)
+        sel.register(c['s'], selectors.EVENT_READ, c)
+    live, late, due = len(conns), 0.0, time.time()
+    while live and time.time() < end:
+        now = time.time()
+        if now >= due:
+            late = max(late, now - due)
+            for c in conns:
+                if c['closed'] is None and c['sent'] < len(payload):
+                    _send_byte(c, payload)
+                    if c['closed'] is not None:     # reset while sending
+                        sel.unregister(c['s'])
+                        live -= 1
+            due += every
+        for key, _ in sel.select(max(0.0, min(due, end) - time.time())):
+            c = key.data
+            if not _server_open(c['s']):
+                c['closed'] = time.time()
+                sel.unregister(c['s'])
+                live -= 1
+    sel.close()
+    return late
+
+
+def _send_byte(c, payload):
+    try:
+        c['s'].send(payload[c['sent']:c['sent'] + 1])
+    except (ssl.SSLWantWriteError, ssl.SSLWantReadError, BlockingIOError):
+        return
+    except OSError:
+        c['closed'] = time.time()
+        return
+    c['sent'] += 1
+    c['last'] = time.time()
+
+
+def _server_open(s):
+    """False once the server has closed (EOF or reset on read)."""
+    try:
+        return bool(s.recv(4096))
+    except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+        return True
+    except OSError:
+        return False
 
 
 def main(argv=None):
