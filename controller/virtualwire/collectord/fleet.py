@@ -24,6 +24,7 @@ import random
 import time
 from typing import Dict, Optional
 
+from virtualwire.collectord.switch_trust import SwitchTrust
 from virtualwire.core import ids
 from virtualwire.metrics import loss
 from virtualwire.metrics.counters import FlowCounters
@@ -51,8 +52,9 @@ UNREAD_GRACE = 30.0     # s after start to wait for hosts not reconnecting
 class Switch:
     """One connected switch and its poller's schedule."""
 
-    def __init__(self, dpid, conn, next_at, up_at=0.0):
+    def __init__(self, dpid, conn, next_at, up_at=0.0, identity=None):
         self.dpid, self.conn = dpid, conn
+        self.identity = identity              # its certificate's names
         self.up_at = up_at                    # when it connected
         self.name: Optional[str] = None      # its host, once known
         self.next_at = next_at
@@ -67,8 +69,10 @@ class Switch:
 class Fleet:
     def __init__(self, send, interval=2.0, clock=time.time,
                  rng=random.random, persist_every=10.0,
-                 cpu=time.process_time, lag=loss.LAG, flight=loss.FLIGHT):
+                 cpu=time.process_time, lag=loss.LAG, flight=loss.FLIGHT,
+                 trust=None):
         self.send = send                 # send(conn, msg) -> xid
+        self.trust = trust or SwitchTrust()
         self.interval, self.persist_every = interval, persist_every
         self.clock, self.rng = clock, rng
         # CPU this process used, and how much longer than the interval
@@ -122,13 +126,22 @@ class Fleet:
                 self.counters.track_one(cid, ident)
 
     # -- switches ------------------------------------------------------------
-    def switch_up(self, dpid, conn):
+    def switch_up(self, dpid, conn, identity=None):
+        """A switch connected (`identity`: its certificate's names). Read
+        only as the host whose certificate it holds (`switch_trust`)."""
         now = self.clock()
+        why = self.trust.refusal(dpid, identity, self.names.get(dpid))
+        if why is not None:
+            self.trust.refuse(conn, dpid, why)
+            return None
+        old = self.switches.get(dpid)
+        if old is not None and old.conn is not conn:
+            self.trust.hang_up(old.conn)        # replaced: it reconnected
         # A jittered first reading: a fleet that connects at once (after a
         # restart of this process) is read spread over one interval.
         self.switches[dpid] = s = Switch(dpid, conn,
                                          now + self.rng() * self.interval,
-                                         up_at=now)
+                                         up_at=now, identity=identity)
         s.name = self.names.get(dpid)
         if s.name is not None:
             self.up_at[s.name] = now
@@ -154,10 +167,27 @@ class Fleet:
         now = self.clock()
         for name in names.values():
             self.up_at.setdefault(name, now)
-        for d, s in self.switches.items():
+        for d, s in list(self.switches.items()):
             if s.name is None and d in names:
+                why = self.trust.refusal(d, s.identity, names[d])
+                if why is not None:
+                    self._drop(s, why)
+                    continue
                 s.name = names[d]
                 self.up_at[s.name] = self.clock()
+
+    def on_revocations(self, entries):
+        """The revocation list changed: every switch whose certificate it
+        takes back is hung up and forgotten."""
+        self.trust.revoked = entries
+        for d, s in list(self.switches.items()):
+            why = self.trust.refusal(d, s.identity, s.name)
+            if why is not None:
+                self._drop(s, why)
+
+    def _drop(self, s, why):
+        del self.switches[s.dpid]
+        self.trust.refuse(s.conn, s.dpid, why)
 
     def tick(self):
         """Each poller whose time has come sends its reading; one waiting
@@ -359,7 +389,7 @@ class Fleet:
                     flows=self.stats['flows_read'],
                     cycles=self.stats['samples'],
                     spread_s=round(self.spread(), 3),
-                    stretch=round(self.stretch, 2))
+                    stretch=round(self.stretch, 2), **self.trust.view())
 
     def snapshot(self):
         self.dirty = self.urgent = False

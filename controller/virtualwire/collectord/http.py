@@ -115,6 +115,10 @@ def _families(doc, proc):
                               value=doc['flow_removed'])
     yield GaugeMetricFamily('virtualwire_collector_switches',
                             'Switches connected', value=doc['switches'])
+    yield CounterMetricFamily('virtualwire_collector_switches_refused',
+                              'Switch connections refused: a certificate '
+                              'not naming the datapath\'s host, or revoked',
+                              value=doc['switches_refused'])
     yield GaugeMetricFamily('virtualwire_collector_busy_wires',
                             'Wires whose counts moved in the last window',
                             value=doc['busy_wires'])

@@ -19,6 +19,8 @@ import ovs.db.idl
 from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
 from virtualwire.store import rawrpc
 from virtualwire.store.intent import DB_NAME
+from virtualwire.store.revocations import TABLE as REVOCATIONS
+from virtualwire.store.revocations import RevocationStore
 from virtualwire.store.runtime import RuntimeStore
 from virtualwire.store.wire_replica import WireReplica
 
@@ -33,11 +35,18 @@ class CollectorIntent:
         # The IDL is here for the lock (and one small table to monitor);
         # the wires come through our own replica.
         helper.register_table('Leadership')
+        # Certificates taken back (schema 1.13.0 on): switches presenting
+        # one are hung up (`switch_trust`).
+        self.revocations = None
+        if REVOCATIONS in schema['tables']:
+            helper.register_table(REVOCATIONS)
         self.client = IdlClient(remote, helper, name='intent-db')
         self.client.idl._session.reconnect.set_backoff(1000, 1000)
         self.replica = WireReplica(self.client, self._changed)
         self.on_wires = on_wires            # on_wires([(cid, ident)])
         self.runtime = RuntimeStore(self.client)
+        if REVOCATIONS in self.client.idl.tables:
+            self.revocations = RevocationStore(self.client)
         self._first = True
 
     def start(self, timeout=10.0):

@@ -84,6 +84,8 @@ def main(argv=None):
     from virtualwire.collectord import ofapp
     from virtualwire.collectord.fleet import Fleet
     from virtualwire.collectord.http import CollectorApi
+    from virtualwire.collectord.switch_trust import SwitchTrust
+    from virtualwire.southbound.session import hang_up
     from virtualwire.collectord.intent import CollectorIntent
     from virtualwire.control.loop import Loop
     from virtualwire.listen_guard import Refusals
@@ -97,7 +99,9 @@ def main(argv=None):
         args.token_file or os.path.join(args.state_dir, 'collector-token'))
     loop = Loop('collector')
     fleet = Fleet(ofapp.send, interval=args.stats_interval,
-                  lag=args.counter_lag, flight=args.max_flight)
+                  lag=args.counter_lag, flight=args.max_flight,
+                  trust=SwitchTrust(hang_up=hang_up,
+                                    require_identity=tls_files is not None))
     refusals = Refusals()       # every listener's, for /metrics
     api = CollectorApi(loop, fleet, token, refusals=refusals)
     # The API socket and the intent database's first: they stay in our
@@ -143,6 +147,15 @@ def main(argv=None):
             except Exception as e:      # noqa: BLE001 (retried each second)
                 log.warning('reading host names: %s', e)
 
+    def revocations():
+        # Switches whose certificate is taken back are hung up at once.
+        from virtualwire.control.admission import (REVOCATION_POLL,
+                                                   RevocationWatch)
+        watch = RevocationWatch(intent.revocations, lambda entries:
+                                loop.post(fleet.on_revocations, entries))
+        ctl_main._poll_forever(hub, watch, 'the revocation list',
+                               REVOCATION_POLL)
+
     if args.southbound_netns:
         from virtualwire.southbound import netns
         netns.enter(args.southbound_netns)
@@ -157,6 +170,8 @@ def main(argv=None):
     services = mgr.instantiate_apps(fleet=fleet, loop=loop,
                                     **mgr.create_contexts())
     services.append(hub.spawn(loop.run))
+    if intent.revocations is not None:      # schema 1.13.0 on
+        services.append(hub.spawn(revocations))
     services.append(hub.spawn(name_switches))
     services.append(hub.spawn(server.serve_forever))
     loop.every(0.1, fleet.tick)

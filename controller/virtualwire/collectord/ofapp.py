@@ -20,6 +20,7 @@ from os_ken.ofproto import ofproto_v1_4 as ofp
 from os_ken.ofproto import ofproto_v1_4_parser as parser
 
 from virtualwire.southbound.lazy_stats import install as lazy_stats
+from virtualwire.southbound.tls import peer_names
 
 NX_VENDOR = 0x00002320
 NXT_ROLE_REQUEST = 10
@@ -58,7 +59,8 @@ class CollectorApp(app_manager.OSKenApp):
         if ev.state == MAIN_DISPATCHER:
             for msg in (slave_request(dp), hear_flow_removed(dp)):
                 dp.send_msg(msg)
-            self.loop.post(self.fleet.switch_up, dp.id, dp)
+            self.loop.post(self.fleet.switch_up, dp.id, dp,
+                           peer_names(dp.socket))
         elif ev.state == DEAD_DISPATCHER and dp.id is not None:
             self.loop.post(self.fleet.switch_down, dp.id, dp)
 
