@@ -42,7 +42,10 @@ class SimHosts:
         self.ports = ports
 
     def dpid(self, k):
-        return 0x5100000000 + k
+        # vw-host-setup's default, which a controller requiring
+        # certificates insists on (core.ids.derived_dpid).
+        from virtualwire.core.ids import derived_dpid
+        return derived_dpid(self.bridge(k))
 
     def group_dir(self, g):
         return os.path.join(self.lab.dir, '%s-g%d' % (self.name, g))

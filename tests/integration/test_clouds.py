@@ -72,6 +72,39 @@ def test_extenders_show_their_links_through_the_nats(clouds):
         'links']) == len(LINKS)
 
 
+def test_a_stolen_extender_token_cannot_change_its_key(clouds):
+    """Issue 39, point 2: xa's token alone (a thief's reports carrying
+    the thief's WireGuard key) used to give xa's peers the thief's key.
+    A key is taken only when xa's own OVSDB shows it too: the peers keep
+    xa's key, the refusal is listed, audited, and the link stays up."""
+    x = next(x for x in clouds.extenders if x.name == 'xa')
+    with open(x.token_file) as f:
+        own = {'Authorization': 'Bearer ' + f.read().strip()}
+    real = extenders.link_view(clouds, 'xa', 'xb')['sides']['xa'][
+        'public_key']
+    thief = 'VGhpZWYncyBrZXkgaXMgbm90IHhhJ3Mga2V5ISEhIT0='
+    t0 = time.time()
+    for _ in range(5):              # a report a second, past the grace
+        r = requests.post(clouds.url + '/v1/extenders/xa/report',
+                          headers=own, json={'public_key': thief},
+                          timeout=15, verify=clouds.verify)
+        assert r.status_code == 200, r.text
+        assert extenders.link_view(clouds, 'xa', 'xb')['sides']['xa'][
+            'public_key'] == real
+        time.sleep(1.0)
+    refusals = [e for e in json.loads(vwctl(clouds, '--json', 'status')
+                                      .stdout)['admission']['recent_refusals']
+                if e['kind'] == 'extender key' and e['at'] >= t0]
+    assert refusals and thief in refusals[0]['why'] and \
+        'its own OVSDB' in refusals[0]['why'], refusals
+    audit = json.loads(vwctl(clouds, '--json', 'audit').stdout)['entries']
+    assert any(e.get('action') == 'extender_key_change' and
+               e['status'] == 403 and e['request']['new'] == thief
+               for e in audit), audit[-5:]
+    wait_until(lambda: extenders.link_view(clouds, 'xa', 'xb')['state'] ==
+               'up', 20, what='the link up with the real key')
+
+
 def test_a_wire_across_two_nated_clouds_carries_everything(cross):
     va, vb, w = cross(1)
     # Host -> its site's extender -> encrypted link -> the other's -> host.

@@ -56,7 +56,7 @@ def test_a_credential_issued_by_one_controller_holds_on_another(
     by the other, re-issuing replaces it, revoking ends it for both; the
     database file never holds a token, only its SHA-256."""
     one, two = stores(db), stores(db)
-    first, _ = one.credentials.issue('extender', 'xa')
+    first = one.credentials.issue('extender', 'xa')[0]
 
     def holder(store, token, want):
         end = time.time() + 5
@@ -67,7 +67,7 @@ def test_a_credential_issued_by_one_controller_holds_on_another(
         return False
     assert holder(two, first, ('extender', 'xa'))
     assert [c['name'] for c in two.credentials.list()] == ['xa']
-    second, _ = two.credentials.issue('extender', 'xa')
+    second = two.credentials.issue('extender', 'xa')[0]
     assert holder(one, first, None)
     assert holder(one, second, ('extender', 'xa'))
     assert one.credentials.revoke('extender', 'xa')

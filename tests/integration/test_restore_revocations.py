@@ -67,18 +67,18 @@ def test_a_restore_keeps_what_was_revoked_since_the_backup(server, tmp_path):
     state, s = server('live')
     leadership(state, 'insert', term=5, holder='c1', rest_url='',
                since='', southbound_url='')
-    hook, _ = s.credentials.issue('hypervisor', 'h1')
-    mon, _ = s.credentials.issue('reader', 'mon')
+    hook = s.credentials.issue('hypervisor', 'h1')[0]
+    mon = s.credentials.issue('reader', 'mon')[0]
     join, _ = s.enrolment.issue_token('h7', 600, now=1e10)
     old = str(tmp_path / 'before.db')
     assert tool(state, 'backup', old).returncode == 0
     # Since the backup: h1's hook token revoked, the monitor's replaced,
     # h7's join token spent.
     assert s.credentials.revoke('hypervisor', 'h1')
-    mon2, _ = s.credentials.issue('reader', 'mon')
+    s.credentials.issue('reader', 'mon')       # mon's token replaced
     assert s.enrolment.request('h7', csr_for('h7'), '10.0.0.7', 1e10 + 1,
                                signer, join_token=join)[0] == 'approved'
-    kept, _ = s.credentials.issue('tenant', 'acme')
+    kept = s.credentials.issue('tenant', 'acme')[0]
     leadership(state, 'update', term=9)        # two failovers since
     listed = {r['digest']: r['reason'] for r in rows(state, 'Revocation')}
     assert listed == {credentials.digest(hook): 'revoked',
@@ -113,7 +113,7 @@ def test_a_restore_keeps_what_was_revoked_since_the_backup(server, tmp_path):
 
 def test_a_new_cluster_keeps_a_newer_backups_revocations(server, tmp_path):
     state, s = server('old-site')
-    hook, _ = s.credentials.issue('hypervisor', 'h1')
+    hook = s.credentials.issue('hypervisor', 'h1')[0]
     old, new = str(tmp_path / 'old.db'), str(tmp_path / 'new.db')
     assert tool(state, 'backup', old).returncode == 0
     s.credentials.revoke('hypervisor', 'h1')
@@ -150,7 +150,7 @@ def _schema(tmp_path, version, drop=(), add=None):
 
 def test_an_older_backup_is_converted_and_a_newer_refused(server, tmp_path):
     state, s = server('live')
-    hook, _ = s.credentials.issue('hypervisor', 'h1')
+    hook = s.credentials.issue('hypervisor', 'h1')[0]
     s.credentials.revoke('hypervisor', 'h1')
     # A backup from before the list (1.12.0) that still holds h1's token.
     old = str(tmp_path / 'v1.12.db')
@@ -167,7 +167,7 @@ def test_an_older_backup_is_converted_and_a_newer_refused(server, tmp_path):
     assert rows(state, 'Credential') == []
     assert s.credentials.holder(hook) is None
     # A backup from a newer release is refused before anything changes.
-    mon, _ = s.credentials.issue('reader', 'mon')
+    mon = s.credentials.issue('reader', 'mon')[0]
     newer = str(tmp_path / 'v9.db')
     subprocess.run(['ovsdb-tool', 'create', newer, _schema(
         tmp_path, '9.0.0', add='Future')], check=True)

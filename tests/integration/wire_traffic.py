@@ -101,3 +101,29 @@ def stream_across(src, dst, dst_ip, action, seconds=10.0, after=2.0,
     finally:
         t.join(seconds + 60)
     return out['sent'], out['got'], result
+
+
+class Stream:
+    """A 1 kHz UDP stream from va to vb's `dst` for `seconds` (realtime
+    sender), started at once; `lost()` the receiver's tally at the end."""
+
+    def __init__(self, lab, va, vb, dst, port, seconds):
+        ready = os.path.join(lab.dir, 'rx-ready-%d' % port)
+        self.seconds = seconds
+        self.rx = vb.tool_bg('udp-recv', '--port', port, '--seconds',
+                             seconds + 4, '--ready-file', ready)
+        wait_until(lambda: os.path.exists(ready), 10, what='udp receiver')
+        self.tx = va.tool_bg('udp-send', '--dst', dst, '--port', port,
+                             '--rate', 1000, '--seconds', seconds,
+                             realtime=True)
+
+    def running(self):
+        return self.tx.poll() is None
+
+    def tally(self):
+        """(sent, received, missing, duplicates)."""
+        sent = json.loads(self.tx.communicate(timeout=self.seconds + 30)[0]
+                          .strip().splitlines()[-1])['sent']
+        got = json.loads(self.rx.communicate(timeout=self.seconds + 30)[0]
+                         .strip().splitlines()[-1])
+        return sent, got['received'], got['missing'], got['duplicates']

@@ -4,8 +4,11 @@ against the fake fabric; the same attacks on real OVS over TLS are in
 tests/integration/test_southbound_trust.py."""
 import time
 
+from virtualwire.core.ids import derived_dpid
 from virtualwire.core.model import Encap, Host, VnicPort
 from virtualwire.testing.harness import TUN, Harness
+
+D1 = derived_dpid('h1')     # h1's datapath id under certificates
 
 
 def _lab():
@@ -26,15 +29,16 @@ def test_a_switch_whose_certificate_names_another_host_is_refused():
     h, w = _lab()
     before = h.fabric.switches['h1'].flows()
     # A machine holding h2's certificate connects with h1's datapath id.
-    rogue = h.fabric.add('rogue', 1, {TUN: '198.19.0.9'},
+    rogue = h.fabric.add('rogue', D1, {TUN: '198.19.0.9'},
                          address=('198.18.0.99', 40000))
     h.loop.post(h.ctl.on_switch_up, rogue, frozenset({'h2'}))
     h.settle()
     assert rogue.closed and rogue.sent == []      # not even a flow dump
     assert h.fabric.switches['h1'].flows() == before
     why = _refusals(h)[-1]
-    assert why['peer'] == '198.18.0.99:40000' and \
-        "host h1's but the certificate names h2" in why['why']
+    assert why['peer'] == '198.18.0.99:40000' and why['why'] == \
+        'datapath %016x is not derived from a name its certificate holds ' \
+        '(h2)' % D1
     # The real h1 still gets every change.
     h.host('h1', ('a', 1), ('x', 2))
     h.host('h3', ('c', 1), ('y', 2))
@@ -57,11 +61,11 @@ def test_a_second_connection_cannot_take_over_a_connected_datapath():
     victim = h.fabric.switches['h1']
     # Same datapath id, a certificate naming a host we do not know yet
     # (so the name check alone would not catch it).
-    rogue = h.fabric.add('rogue', 1, {TUN: '198.19.0.9'})
+    rogue = h.fabric.add('rogue', D1, {TUN: '198.19.0.9'})
     h.loop.post(h.ctl.on_switch_up, rogue, frozenset({'h9'}))
     h.settle()
     assert rogue.closed and not victim.closed
-    assert h.ctl.sessions[1].dp is victim
+    assert h.ctl.sessions[D1].dp is victim
     # A change still reaches the victim, and only it.
     h.host('h1', ('a', 1), ('x', 2))
     h.host('h2', ('b', 1), ('y', 2))
@@ -74,14 +78,14 @@ def test_the_same_switch_reconnecting_replaces_its_session():
     h, w = _lab()
     old = h.fabric.switches['h1']
     old.silent = True           # restarted: its old connection is dead
-    again = h.fabric.add('h1-again', 1, {TUN: h.ip('h1')})
+    again = h.fabric.add('h1-again', D1, {TUN: h.ip('h1')})
     h.loop.post(h.ctl.on_switch_up, again, frozenset({'h1'}))
     h.settle()
     # The old connection still looks open: asked first, the newcomer waits.
-    assert h.ctl.sessions[1].dp is old and not again.closed
+    assert h.ctl.sessions[D1].dp is old and not again.closed
     h.loop.post(h.ctl.on_switch_down, old)      # then its end arrives
     h.settle()
-    assert h.ctl.sessions[1].dp is again
+    assert h.ctl.sessions[D1].dp is again
     assert again.flows() == old.flows()            # dumped, then synced
     assert h.call(h.ctl.status)['counters']['switch_takeovers_refused'] == 0
 
@@ -91,13 +95,13 @@ def test_a_reconnect_takes_over_a_session_that_does_not_answer():
     h.ctl.switch_takeovers.probe = 0.05
     old = h.fabric.switches['h1']
     old.silent = True           # half-open: no end arrives, no answer
-    again = h.fabric.add('h1-again', 1, {TUN: h.ip('h1')})
+    again = h.fabric.add('h1-again', D1, {TUN: h.ip('h1')})
     h.loop.post(h.ctl.on_switch_up, again, frozenset({'h1'}))
     h.settle()
-    assert h.ctl.sessions[1].dp is old
+    assert h.ctl.sessions[D1].dp is old
     time.sleep(0.2)
     h.settle()
-    assert old.closed and h.ctl.sessions[1].dp is again
+    assert old.closed and h.ctl.sessions[D1].dp is again
     assert again.flows() == old.flows()
     assert h.send('h1', 1) == [('h2', 1)]
 
@@ -108,14 +112,14 @@ def test_a_stolen_key_cannot_take_over_a_switch_that_answers():
     real = h.fabric.switches['h1']
     flows = real.flows()
     for attempt in range(3):     # the impostor retries, as OVS would
-        thief = h.fabric.add('thief%d' % attempt, 1, {TUN: '198.19.0.9'},
+        thief = h.fabric.add('thief%d' % attempt, D1, {TUN: '198.19.0.9'},
                              address=('198.18.0.99', 40000 + attempt))
         h.loop.post(h.ctl.on_switch_up, thief, frozenset({'h1'}))
         h.settle()
         time.sleep(0.1)
         h.settle()
         assert thief.closed and not real.closed
-        assert h.ctl.sessions[1].dp is real
+        assert h.ctl.sessions[D1].dp is real
         assert not any(type(m).__name__ == 'OFPFlowMod' for m in thief.sent)
     assert real.flows() == flows
     status = h.call(h.ctl.status)
@@ -152,25 +156,30 @@ def test_a_host_claiming_anothers_datapath_id_is_ignored():
     h, w = _lab()
     # h3 (its own certificate) reports a second bridge as h4 with h1's
     # datapath id: believing it would turn h1's switch away.
-    h.host('h4', identity=frozenset({'h4'}), dpid=1, connect=False)
-    assert "claims datapath id 0000000000000001, which is host h1's" in \
-        _refusals(h)[-1]['why']
+    h.host('h4', identity=frozenset({'h4'}), dpid=D1, connect=False)
+    assert _refusals(h)[-1]['why'] == (
+        "host h4 reports datapath id %016x; under certificates it must be "
+        "%016x, derived from its name (vw-host-setup's default), so that no "
+        "host can take another's" % (D1, derived_dpid('h4')))
     assert not h.fabric.switches['h1'].closed
     assert h.send('h1', 1) == [('h2', 1)]
 
 
-def test_a_switch_that_connected_first_is_evicted_once_its_host_is_known():
+def test_no_certificate_can_pre_claim_another_hosts_datapath_id():
+    """Review point 3: datapath ids derived from names are predictable, so
+    a switch with h2's certificate connected first with the id h1 would
+    get: h1 was locked out until its OVSDB said so. Under certificates an
+    id must derive from a name the certificate holds: refused at once."""
     h = Harness(require_identity=True)
     h.host('h2', ('b', 1))
-    # A switch with h2's certificate connects with a datapath id no host
-    # has claimed yet; then h1's own OVSDB says that id is h1's.
-    rogue = h.fabric.add('rogue', 1, {TUN: '198.19.0.9'})
+    rogue = h.fabric.add('rogue', D1, {TUN: '198.19.0.9'})
     h.loop.post(h.ctl.on_switch_up, rogue, frozenset({'h2'}))
     h.settle()
-    assert not rogue.closed
-    h.host('h1', ('a', 1), connect=False)
-    assert rogue.closed and 1 not in h.ctl.sessions
+    assert rogue.closed and D1 not in h.ctl.sessions
+    h.host('h1', ('a', 1))
+    assert not h.fabric.switches['h1'].closed and D1 in h.ctl.sessions
     h.connect('a', 'b')
+    assert h.send('h1', 1) == [('h2', 1)]
     assert not any(type(m).__name__ == 'OFPFlowMod' for m in rogue.sent)
 
 

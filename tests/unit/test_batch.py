@@ -177,7 +177,7 @@ def test_a_switch_that_ignores_barriers_holds_up_no_wait_for_long(
     # A tenant's wait: the same facts, no host named.
     for v in ('a3', 'b3'):
         h.intent.ownership.assign(v, 'acme')
-    tok, _ = h.intent.credentials.issue('tenant', 'acme')
+    tok = h.intent.credentials.issue('tenant', 'acme')[0]
     status, doc = api('POST', '/v1/wires?wait=programmed&timeout=2',
                       {'a': 'a3', 'b': 'b3'}, token=tok)
     assert status == 201, doc

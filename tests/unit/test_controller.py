@@ -156,6 +156,30 @@ def test_restart_holds_flows_of_wires_the_intent_lacks_until_released():
         h2.call(h2.ctl.wire, w['id'])
 
 
+def test_a_held_flow_does_not_join_a_new_guest_on_its_old_port():
+    """Issue 39, point 10: a held orphan's flows match its port number; a
+    new guest whose tap reuses the name (and so the port) was joined to
+    the orphan's peer."""
+    h = Harness()
+    h.host('h1', ('a', 1))
+    h.host('h2', ('b', 1))
+    h.connect('a', 'b')
+    h.intent.rows.clear()            # the database lost it
+    h2 = Harness(intent=h.intent, runtime=h.runtime, fabric=h.fabric)
+    h2.reconnect('h1')
+    h2.reconnect('h2')
+    h2.host('h1', ('a', 1), connect=False)
+    h2.host('h2', ('b', 1), connect=False)
+    assert h2.send('h1', 1) == [('h2', 1)]           # held: still works
+    # Guest a goes; a new guest's vNIC z gets a's tap name, so port 1.
+    h2.host('h1', ('z', 1), connect=False)
+    assert h2.send('h1', 1) == []                    # z reaches nobody
+    assert h2.send('h2', 1) == []                    # and nobody reaches z
+    # h1's flows of it went; h2's side (b still on its port) is held.
+    assert h2.call(h2.ctl.status)['safe_start']['hosts'] == {'h2': 2}
+    assert of_wires(h2.fabric.switches['h2'].flows())
+
+
 def test_a_restored_wire_makes_its_held_flows_right_again():
     h = Harness()
     h.host('h1', ('a', 1))

@@ -94,7 +94,7 @@ def test_revoked_or_reissued_tokens_are_refused_and_only_digests_kept(api):
     new = issue(api, 'reader', 'grafana')                  # replaces it
     assert api('GET', '/v1/hosts', token=old)[0] == 401
     assert api('GET', '/v1/hosts', token=new)[0] == 200
-    [(key, (dig, _at))] = api.h.intent.credentials.rows.items()
+    [(key, (dig, _at, _exp))] = api.h.intent.credentials.rows.items()
     assert key == ('reader', 'grafana') and dig == credentials.digest(new)
     assert new not in json.dumps(api('GET', '/v1/credentials')[1])
     assert api('DELETE', '/v1/credentials/reader/grafana')[0] == 204

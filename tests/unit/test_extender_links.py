@@ -20,11 +20,23 @@ FP = {n: base64.b64encode(bytes([i]) * 32).decode() for i, n in enumerate(
 SITES = {'xa': 'cloud-a', 'xb': 'cloud-b', 'xr': 'relay', 'xz': 'cloud-a'}
 
 
-def extender(name, dpid, links_up=()):
+DPID = {'xa': 11, 'xb': 12, 'xr': 13, 'xz': 14}
+
+
+def extender(name, dpid, links_up=(), public_key=None):
+    """`public_key`: what its agent wrote in its OVSDB (default FP)."""
     return Host(name, dpid, (Encap('gre', '198.19.%d.2' % dpid, 65000),
                              Encap('xl', '100.64.0.%d' % dpid, 65001)),
                 SITES[name], role=EXTENDER,
-                links=tuple(Link(p, True) for p in links_up))
+                links=tuple(Link(p, True) for p in links_up),
+                public_key=FP[name] if public_key is None else public_key)
+
+
+def publish(rest, name, key):
+    """The extender's agent writes `key` in its own OVSDB."""
+    rest.h.loop.post(rest.h.ctl.on_hosts, 'tcp:%s' % name,
+                     [extender(name, DPID[name], public_key=key)])
+    rest.h.settle()
 
 
 @pytest.fixture
@@ -44,7 +56,7 @@ def rest():
         resp = req.get_response(api)
         h.settle()
         return resp.status_int, (resp.json if resp.body else None)
-    call.h = h
+    call.h, call.api = h, api
     return call
 
 
@@ -227,6 +239,7 @@ def test_a_key_rotation_is_asked_until_a_new_key_is_reported(rest):
     assert not report(rest, 'xz', 51821, '203.0.113.13')[1]['hurry']
     FP['xb'], old = base64.b64encode(b'\xab' * 32).decode(), FP['xb']
     try:
+        publish(rest, 'xb', FP['xb'])
         rest.h.now += 1
         _, got = report(rest, 'xb', 51820, '203.0.113.12')
         assert not got['rotate_key']
@@ -274,3 +287,75 @@ def test_tunnel_addresses_agree_from_both_ends():
     b = links.tunnel_addresses('10.0.9.200', '10.0.7.1')
     assert (a[0], a[1]) == (b[1], b[0]) and a[2] == b[2]
     assert a[:2] == ('169.254.23.1', '169.254.25.200')
+
+
+def _key_refusals(rest):
+    return [r['why'] for r in rest('GET', '/v1/status')[1]['admission'][
+        'recent_refusals'] if r['kind'] == 'extender key']
+
+
+def test_a_token_alone_cannot_replace_an_extenders_key(rest):
+    """Issue 39, point 2: a report with xb's token and the thief's key
+    used to be given to xb's peers at once. The key must also be what
+    xb's own OVSDB (read under its certificate) shows."""
+    h = rest.h
+    audit = []
+    rest.api.audit_log.record = lambda *a: audit.append(a)
+    rest('POST', '/v1/extender-links', {'a': 'xa', 'b': 'xb'})
+    report(rest, 'xb', 51820, '203.0.113.12')
+    thief = base64.b64encode(b'\x66' * 32).decode()
+
+    def xas_view_of_xb():
+        [k] = report(rest, 'xa', 51820, '203.0.113.11')[1]['links']
+        return k['peer_key']
+    assert xas_view_of_xb() == FP['xb']
+    FP['xb'], real = thief, FP['xb']
+    try:
+        for _ in range(4):          # a report a second, past the grace
+            assert report(rest, 'xb', 51820, '203.0.113.12')[0] == 200
+            assert xas_view_of_xb() == real
+            h.now += 1.0
+    finally:
+        FP['xb'] = real
+    assert _key_refusals(rest) == [
+        'extender xb reports public key %s, which its own OVSDB (read '
+        'under its certificate) does not show (%s): not given to its '
+        'peers' % (thief, real)]
+    status = rest('GET', '/v1/status')[1]['counters']
+    assert status['extender_keys_refused'] == 1
+    assert status['extender_key_changes'] == 2          # xa's and xb's first
+    [entry] = [a for a in audit if a[4] == 'extender_key_change' and
+               a[6] == 403]
+    assert entry[5]['new'] == thief and entry[5]['result'] == 'refused'
+
+
+def test_a_key_change_not_asked_for_is_taken_once_a_minute(rest):
+    h = rest.h
+    rest('POST', '/v1/extender-links', {'a': 'xa', 'b': 'xb'})
+    report(rest, 'xb', 51820, '203.0.113.12')
+    keys = [base64.b64encode(bytes([0x70 + i]) * 32).decode()
+            for i in range(2)]
+    real = FP['xb']
+    try:
+        # xb's agent reinstalled: a new key in its OVSDB and its report.
+        h.now += 120
+        FP['xb'] = keys[0]
+        publish(rest, 'xb', keys[0])
+        report(rest, 'xb', 51820, '203.0.113.12')
+        [k] = report(rest, 'xa', 51820, '203.0.113.11')[1]['links']
+        assert k['peer_key'] == keys[0]
+        # Again 10 s later: not taken (the peers keep keys[0]) and alarmed.
+        h.now += 10
+        FP['xb'] = keys[1]
+        publish(rest, 'xb', keys[1])
+        report(rest, 'xb', 51820, '203.0.113.12')
+        [k] = report(rest, 'xa', 51820, '203.0.113.11')[1]['links']
+        assert k['peer_key'] == keys[0]
+        assert 'at most once per 60 s' in _key_refusals(rest)[-1]
+        # A minute on it is taken.
+        h.now += 60
+        report(rest, 'xb', 51820, '203.0.113.12')
+        [k] = report(rest, 'xa', 51820, '203.0.113.11')[1]['links']
+        assert k['peer_key'] == keys[1]
+    finally:
+        FP['xb'] = real

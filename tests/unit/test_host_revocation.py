@@ -16,9 +16,12 @@ from cryptography.x509.oid import NameOID
 
 from virtualwire.api.rest import RestApi
 from virtualwire.core import enrolment, revocation
+from virtualwire.core.ids import derived_dpid
 from virtualwire.southbound.tls import Identity
 from virtualwire.store.revocations import certificate_entry, host_entry
 from virtualwire.testing.harness import TUN, Harness
+
+D1 = derived_dpid('h1')
 
 FP1, FP2 = 'a1' * 32, 'b2' * 32
 ADMIN = 'operator-token'
@@ -84,23 +87,23 @@ def test_revoking_a_host_hangs_up_its_switch_and_refuses_it_after():
     s1, s2 = h.fabric.switches['h1'], h.fabric.switches['h2']
     h.loop.post(h.ctl.on_revocations, [host_entry('h1', 'stolen', 200.0)])
     h.settle()
-    assert s1.closed and not s2.closed and 1 not in h.ctl.sessions
+    assert s1.closed and not s2.closed and D1 not in h.ctl.sessions
     why = h.call(h.ctl.status)['admission']['recent_refusals'][-1]['why']
     assert 'hung up: host h1 was revoked' in why
     # Its old certificate again (its switch reconnecting, or a thief).
-    again = h.fabric.add('h1-again', 1, {TUN: h.ip('h1')})
+    again = h.fabric.add('h1-again', D1, {TUN: h.ip('h1')})
     h.loop.post(h.ctl.on_switch_up, again, ident('h1', FP1, 100.0))
     h.settle()
-    assert again.closed and 1 not in h.ctl.sessions
+    assert again.closed and D1 not in h.ctl.sessions
     # Its database's reports are not believed either.
     h.host('h1', ('a', 1), ('z', 9), identity=ident('h1', FP1, 100.0),
            connect=False)
     assert 'z' not in [v.vnic_id for v in h.ctl.tables.hosts['h1'].vnics]
     # A certificate issued after the revocation lets it back.
-    fresh = h.fabric.add('h1-new', 1, {TUN: h.ip('h1')})
+    fresh = h.fabric.add('h1-new', D1, {TUN: h.ip('h1')})
     h.loop.post(h.ctl.on_switch_up, fresh, ident('h1', FP1[::-1], 300.0))
     h.settle()
-    assert not fresh.closed and h.ctl.sessions[1].dp is fresh
+    assert not fresh.closed and h.ctl.sessions[D1].dp is fresh
     assert h.send('h2', 1) == [('h1', 1)]
 
 
@@ -110,7 +113,7 @@ def test_revoking_one_certificate_leaves_the_others():
                 [certificate_entry('h2', FP2, 'key leaked')])
     h.settle()
     assert h.fabric.switches['h2'].closed
-    assert not h.fabric.switches['h1'].closed and 1 in h.ctl.sessions
+    assert not h.fabric.switches['h1'].closed and D1 in h.ctl.sessions
 
 
 def _rest():
@@ -132,8 +135,8 @@ def test_the_operator_revokes_with_a_clear_answer_and_bad_input_changes_nothing(
     h, call = _rest()
     stop = h.run_threads()
     try:
-        hyp, _ = h.intent.credentials.issue('hypervisor', 'h1')
-        reader, _ = h.intent.credentials.issue('reader', 'noc')
+        hyp = h.intent.credentials.issue('hypervisor', 'h1')[0]
+        reader = h.intent.credentials.issue('reader', 'noc')[0]
         for body, what in (({'certificate': 'xyz'}, '64 hex digits'),
                            ({'certificate': None}, 'SHA-256 fingerprint'),
                            ({'certificat': FP1}, 'unknown field'),

@@ -289,3 +289,53 @@ def test_a_hypervisor_reports_guests_only_on_itself(rest):
 def test_the_schema_is_published_without_a_token(rest):
     status, doc = rest('GET', '/v1/topology.schema.json', token=None)
     assert status == 200 and doc['title'] == 'VirtualWire topology'
+
+
+def test_a_hypervisor_cannot_take_over_another_hosts_guest_record(rest):
+    """Issue 39, point 5: h1's hypervisor rewrote h2's guest `db` (by its
+    UUID) onto h1 with h1's vNICs: a tenant's file naming `db` then wired
+    h1's guest in its place."""
+    _s, cred = rest('POST', '/v1/credentials', {'role': 'hypervisor',
+                                                'name': 'h1'})
+    status, out = rest('PUT', '/v1/guests/%s' % U['db'],
+                       guest('db', 'h1', 'c0'), token=cred['token'])
+    assert status == 403 and out['error']['message'] == (
+        'guest %s (db) is on h2, and no migration to h1 nor its vNICs '
+        'plugged there say it moved: hypervisor h1 may not replace its '
+        'record' % U['db'])
+    [db] = [g for g in rest('GET', '/v1/guests')[1]['guests']
+            if g['uuid'] == U['db']]
+    assert db['host'] == 'h2' and [n['vnic'] for n in db['nics']] == ['d0']
+    # Once the guest has moved to h1 (its vNIC plugged there), h1 reports
+    # it; so it may once a migration of it to h1 is announced.
+    h = rest.h
+    h.host('h2', ('w10', 1), ('w11', 2), ('w20', 3), ('o0', 5))
+    h.host('h1', ('c0', 1), ('f0', 2), ('f1', 3), ('d0', 4))
+    status, _ = rest('PUT', '/v1/guests/%s' % U['db'],
+                     guest('db', 'h1', 'd0'), token=cred['token'])
+    assert status == 200
+    status, _ = rest('POST', '/v1/migrations', {
+        'vm': 'other', 'vm_uuid': U['other'], 'vnics': ['o0'],
+        'destination': 'h1'}, token=cred['token'])
+    assert status == 201
+    status, _ = rest('PUT', '/v1/guests/%s' % U['other'],
+                     guest('other', 'h1', 'o0'), token=cred['token'])
+    assert status == 200
+
+
+def test_a_topology_over_the_tenants_quota_is_refused_and_changes_nothing(
+        rest, monkeypatch):
+    from virtualwire.api import topology_parsing
+    monkeypatch.setattr(topology_parsing, 'MAX_TOPOLOGIES', 1)
+    assert apply(rest, THREE_TIER)[0] == 201
+    before = wires(rest)
+    more = 'name: more\nnodes:\n  other: {nics: {eth0: null}}\n  web2: {}' \
+        '\nlinks:\n  - endpoints: [other:eth0, web2:eth0]\n'
+    status, out = apply(rest, more, name='more')
+    assert status == 429 and out['error']['message'] == \
+        'tenant (operator) holds 1 topologies: at most 1'
+    assert wires(rest) == before
+    assert [t['name'] for t in rest('GET', '/v1/topologies')[1][
+        'topologies']] == ['shop']
+    # A dry run stores nothing: not refused.
+    assert apply(rest, more, name='more', dry=True)[0] == 200

@@ -34,7 +34,8 @@ FIELDS = {'connect': ('a', 'b'), 'issue_credential': ('role', 'name'),
           'assign_tenant': ('tenant',), 'connect_extenders': ('a', 'b'),
           'announce_migration': ('vm', 'vm_uuid', 'vnics', 'destination'),
           'migration_released': ('host',), 'batch': ('create', 'delete'),
-          'set_setting': ('value',), 'place_vnic': ('host',)}
+          'set_setting': ('value',), 'place_vnic': ('host',),
+          'extender_key_change': ('result', 'old', 'new', 'why')}
 QUIET_WHEN_OK = frozenset({'extender_report'})
 ANONYMOUS_EVERY = 60.0
 ANONYMOUS_SOURCES = 10

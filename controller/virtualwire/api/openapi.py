@@ -41,8 +41,8 @@ def openapi_document():
     doc['paths'].update(topology_paths())
     add_batch(doc, _END)
     # Any request can be malformed (400: e.g. control characters in its
-    # path), lack the token (401), or carry a scoped credential that does
-    # not allow it (403).
+    # path), lack the token (401), carry a scoped credential that does
+    # not allow it (403) or is over its rate (429, api.rate_limit).
     for ops in doc['paths'].values():
         for name, op in ops.items():
             if name != 'parameters' and 'responses' in op:
@@ -50,6 +50,7 @@ def openapi_document():
                 if 'security' not in op:
                     op['responses'].setdefault('401', _ERR)
                     op['responses'].setdefault('403', _ERR)
+                    op['responses'].setdefault('429', _ERR)
     return doc
 
 

@@ -1,16 +1,20 @@
 """The OpenAPI paths of the operator's own business: scoped credentials
 (`core.credentials`: issued, listed and revoked with the operator's
 token) and the intent database's safe start (`control.safe_start`)."""
-from virtualwire.core.credentials import ROLES
+from virtualwire.core.credentials import MAX_LIFETIME, ROLES
 
 _ERR = {'$ref': '#/components/responses/Error'}
 _ROLE = {'type': 'string', 'enum': list(ROLES)}
 _HOST = {'type': 'string', 'pattern': '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$'}
+_EXPIRES = {'type': ['number', 'null'],
+            'description': 'Unix time after which the token is refused '
+                           '(null: until revoked)'}
 _LISTED = {'type': 'object', 'properties': {
-    'role': _ROLE, 'name': _HOST, 'created_at': {'type': 'string'}}}
+    'role': _ROLE, 'name': _HOST, 'created_at': {'type': 'string'},
+    'expires_at': _EXPIRES}}
 _ISSUED = {'type': 'object', 'properties': {
     'role': _ROLE, 'name': _HOST, 'created_at': {'type': 'string'},
-    'token': {'type': 'string'}}}
+    'expires_at': _EXPIRES, 'token': {'type': 'string'}}}
 _ORPHANS = {'type': 'object', 'properties': {
     'held_wires': {'type': 'array', 'items': {'type': 'string'}},
     'hosts': {'type': 'object',
@@ -93,14 +97,20 @@ def credential_paths():
                                                 'items': _LISTED}}}}}}}},
             'post': {'summary': 'Issue a token for an extender (its reports '
                                 'and key rotation only), a hypervisor (its '
-                                "libvirt hook's migration calls only) or a "
-                                'reader (GETs only); replaces the one it '
-                                'had. The token is shown once.',
+                                "libvirt hook's migration calls only), a "
+                                'reader (GETs only), a tenant or a named '
+                                'operator (everything, audited by name); '
+                                'replaces the one it had, optionally '
+                                'expiring. The token is shown once.',
                      'requestBody': {'required': True, 'content': {
                          'application/json': {'schema': {
                              'type': 'object', 'required': ['role', 'name'],
                              'additionalProperties': False,
-                             'properties': {'role': _ROLE, 'name': _HOST}}}}},
+                             'properties': {
+                                 'role': _ROLE, 'name': _HOST,
+                                 'expires_in': {'type': 'integer',
+                                                'minimum': 1,
+                                                'maximum': MAX_LIFETIME}}}}}},
                      'responses': {
                          '201': {'description': 'Issued', 'content': {
                              'application/json': {'schema': _ISSUED}}},

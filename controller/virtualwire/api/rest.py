@@ -12,6 +12,8 @@ import webob.dec
 
 from virtualwire.api import dashboard, standby
 from virtualwire.api.audit import FIELDS, AuditLog
+from virtualwire.api.rate_limit import RateLimits
+from virtualwire.api.topology_parsing import TopologyParser
 from virtualwire.api.errors import status_of
 from virtualwire.api.openapi import openapi_document
 from virtualwire.api.render import (error, json_response, peek_json,
@@ -125,6 +127,8 @@ class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
         # Where clients reach this instance: {'rest': .., 'southbound': ..}
         self.own_urls = own_urls or {}
         self.audit_log = audit_log or AuditLog('')
+        self.topology_parser = TopologyParser()
+        self.rate_limits = RateLimits()
         self.instruments = controller.instruments
         self.instruments.registry.register(LoopCollector(loop, controller,
                                                         intent))
@@ -178,6 +182,10 @@ class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
                     who[0], who[1], req.method, action, match,
                     peek_json(req) if who[0] == 'hypervisor' else None)
                 req.environ['virtualwire.principal'] = who
+                if who != ADMIN:
+                    slow_down = self.rate_limits.refusal(who)
+                    if slow_down is not None:
+                        return slow_down
                 if action in FIELDS:
                     self._keep_body(req)
                 if why is not None:
@@ -375,8 +383,16 @@ class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
         return webob.Response(status=204)
 
     def extender_report(self, req, name):
-        return json_response(200, self._call(self.ctl.extender_report, name,
-                                     read_json_object(req)))
+        out = self._call(self.ctl.extender_report, name,
+                         read_json_object(req))
+        change = out.pop('key_change', None)
+        if change is not None:      # reports are not audited; key changes
+            ok = change['result'] == 'changed'
+            self.audit_log.record(
+                req.environ.get('virtualwire.principal'), req.remote_addr,
+                req.method, req.path_info, 'extender_key_change', change,
+                200 if ok else 403, None if ok else change['why'])
+        return json_response(200, out)
 
     def rotate_key(self, req, name):
         return json_response(202, self._call(self.ctl.rotate_key, name))

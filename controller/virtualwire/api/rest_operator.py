@@ -25,10 +25,13 @@ class OperatorHandlers:
                                    self.intent.credentials.list()})
 
     def issue_credential(self, req):
-        role, name = credentials.parse_request(read_json_object(req))
-        token, created = self.intent.credentials.issue(role, name)
+        role, name, lifetime = credentials.parse_request(
+            read_json_object(req))
+        token, created, expires = self.intent.credentials.issue(
+            role, name, lifetime)
         return json_response(201, {'role': role, 'name': name,
-                                   'token': token, 'created_at': created})
+                                   'token': token, 'created_at': created,
+                                   'expires_at': expires})
 
     def revoke_credential(self, req, role, name):
         role, name = credentials.check(role, name)

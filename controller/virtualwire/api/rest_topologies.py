@@ -16,6 +16,7 @@ import webob
 
 from virtualwire.api.render import error, json_response, read_json_object
 from virtualwire.api.rest_wires import wait_args
+from virtualwire.api.topology_parsing import TopologyParser, check_quota
 from virtualwire.store import wire_writes
 from virtualwire.core import (errors, ids, tenancy, topology_file,
                               topology_graph, topology_plan, topology_view)
@@ -41,6 +42,7 @@ def file_error(e):
 class TopologyHandlers:
     ctl: Any
     intent: Any
+    topology_parser: TopologyParser
 
     def _call(self, fn, *args):
         raise NotImplementedError
@@ -98,14 +100,14 @@ class TopologyHandlers:
         out = []
         for r in recs:
             try:
-                tf = topology_file.parse(r.source)
+                tf = self.topology_parser.parse(r.source)
             except errors.VwError:
                 tf = None
             out.append(topology_view.summary(r, tf, wires))
         return json_response(200, {'topologies': out})
 
     def _view(self, rec):
-        tf = topology_file.parse(rec.source, rec.name)
+        tf = self.topology_parser.parse(rec.source, rec.name)
         wires = self._call(self.ctl.wires_with_rates,
                            list(rec.wires.values()))
         return topology_view.inspect(rec, tf, wires,
@@ -149,8 +151,11 @@ class TopologyHandlers:
             raise errors.Malformed('dry_run must be true or false')
         seconds = wait_args(_only(req, ('wait', 'timeout')))
         tenant, scope = self._tenant(req)
+        if not dry and isinstance(doc['source'], str):   # before the cost
+            check_quota(self.intent.topologies.records(tenant), tenant, name,
+                        doc['source'])
         try:
-            tf = topology_file.parse(doc['source'], 'topology')
+            tf = self.topology_parser.parse(doc['source'], 'topology')
             if tf.name != name:
                 raise topology_file.FileError(
                     'the file is topology %r, not %r' % (tf.name, name),
@@ -212,10 +217,29 @@ class TopologyHandlers:
     def report_guest(self, req, vm_uuid):
         doc = read_json_object(req)
         guest = topology_plan.parse_guest(vm_uuid, doc)
+        who = req.environ.get('virtualwire.principal')
+        if isinstance(who, tuple) and who[0] == 'hypervisor':
+            self._may_replace_guest(guest)
         self.intent.topologies.report_guest(guest, wire_writes.now())
         return json_response(200, {'uuid': guest.uuid, 'name': guest.name,
                                    'host': guest.host,
                                    'nics': len(guest.nics)})
+
+    def _may_replace_guest(self, guest):
+        """A hypervisor replaces only its own guests' records, or those of
+        guests that moved to it (`topology_plan.guest_move_refusal`)."""
+        old = self.intent.topologies.guest(guest.uuid)
+        if old is None or old.host == guest.host:
+            return
+        moving = {m['destination'] for m in self._call(
+            self.ctl.migration_views) if m['vm_uuid'] == guest.uuid}
+        plugged = {v: view['host'] for v, view in
+                   self._call(self.ctl.vnic_views).items()
+                   if v in old.vnics()}
+        why = topology_plan.guest_move_refusal(old, guest.host, moving,
+                                               plugged)
+        if why is not None:
+            raise errors.Refused(why)
 
     def list_guests(self, req):
         _query(req, ())

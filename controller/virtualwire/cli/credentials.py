@@ -1,7 +1,9 @@
 """`vwctl credentials`: scoped tokens for extenders, hypervisors' libvirt
-hooks and readers (Prometheus, dashboards): list, issue ROLE NAME
-[--out FILE], revoke ROLE NAME."""
+hooks, readers (Prometheus, dashboards), tenants and named operators:
+list, issue ROLE NAME [--expires-in SECONDS] [--out FILE], revoke ROLE
+NAME."""
 import os
+import time
 
 from tabulate import tabulate
 
@@ -12,9 +14,10 @@ from virtualwire.core.credentials import ROLES
 def cmd_credentials(c, a):
     if a.action == 'list':
         doc = c.call('GET', '/v1/credentials')
-        return doc, tabulate([[x['role'], x['name'], x['created_at']]
+        return doc, tabulate([[x['role'], x['name'], x['created_at'],
+                               _when(x.get('expires_at'))]
                               for x in doc['credentials']],
-                             headers=['role', 'name', 'issued'])
+                             headers=['role', 'name', 'issued', 'expires'])
     if not a.role or not a.name:
         raise CliError('usage: vwctl credentials %s ROLE NAME' % a.action)
     if a.action == 'revoke':
@@ -22,7 +25,10 @@ def cmd_credentials(c, a):
         return {'revoked': [a.role, a.name]}, \
             'revoked %s %s: its token is refused from now on' % (a.role,
                                                                  a.name)
-    doc = c.call('POST', '/v1/credentials', {'role': a.role, 'name': a.name})
+    body = {'role': a.role, 'name': a.name}
+    if a.expires_in is not None:
+        body['expires_in'] = a.expires_in
+    doc = c.call('POST', '/v1/credentials', body)
     if not a.out:
         return doc, '%s\n(%s %s; shown once: store it as its --token-file)' \
             % (doc['token'], a.role, a.name)
@@ -39,9 +45,8 @@ def cmd_credentials(c, a):
 
 def add_parser(sub):
     s = sub.add_parser('credentials', help='scoped tokens for extenders, '
-                       'hypervisors, readers and tenants: list, issue ROLE '
-                       'NAME, '
-                       'revoke ROLE NAME')
+                       'hypervisors, readers, tenants and operators: list, '
+                       'issue ROLE NAME, revoke ROLE NAME')
     s.add_argument('action', nargs='?', default='list',
                    choices=['list', 'issue', 'revoke'])
     s.add_argument('role', nargs='?',
@@ -50,5 +55,14 @@ def add_parser(sub):
                    'is for')
     s.add_argument('--out', help='write the token to this file (0600) '
                    'instead of printing it')
+    s.add_argument('--expires-in', type=int, metavar='SECONDS',
+                   help='the token is refused after this many seconds '
+                   '(default: until revoked)')
     s.set_defaults(fn=cmd_credentials)
     return s
+
+
+def _when(t):
+    if t is None:
+        return 'never'
+    return time.strftime('%Y-%m-%d %H:%M:%SZ', time.gmtime(t))

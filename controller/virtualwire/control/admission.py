@@ -29,11 +29,13 @@ identities are None and every report is believed, as before.
 Refusals are counted and the last ones kept for `/v1/status`.
 """
 import collections
+import dataclasses
 import logging
 import time
 
 from virtualwire.control.state import ControllerState
-from virtualwire.core import revocation
+from virtualwire.core import ids, revocation
+from virtualwire.core.model import carrier_address_problem
 from virtualwire.control.takeover import Takeovers
 from virtualwire.southbound.session import hang_up
 
@@ -59,6 +61,7 @@ class AdmissionChecks(ControllerState):
                           switch_takeovers_refused=0)
         self.switch_takeovers = Takeovers()
         self.revoked: list = []         # the revocation list's entries
+        self.unusable_carriers: dict = {}   # host -> why, last reported
 
     def _refuse(self, counter, kind, peer, why):
         self.stats[counter] += 1
@@ -88,14 +91,41 @@ class AdmissionChecks(ControllerState):
                              'it reports host %s but its certificate '
                              'names %s' % (h.name, _names(identity)))
                 continue
+            if self.require_identity and h.dpid != ids.derived_dpid(h.name):
+                self._refuse('host_reports_refused', 'host report', remote,
+                             'host %s reports datapath id %016x; under '
+                             'certificates it must be %016x, derived from '
+                             'its name (vw-host-setup\'s default), so that '
+                             'no host can take another\'s' % (
+                                 h.name, h.dpid, ids.derived_dpid(h.name)))
+                continue
             owner = self.host_of_dpid(h.dpid)
             if owner is not None and owner != h.name:
                 self._refuse('host_reports_refused', 'host report', remote,
                              'host %s claims datapath id %016x, which is '
                              'host %s\'s' % (h.name, h.dpid, owner))
                 continue
-            out.append(h)
+            out.append(self._usable_carriers(remote, h))
         return out
+
+    def _usable_carriers(self, remote, h):
+        """`h` without the carriers whose address cannot be a tunnel's:
+        its wires over them wait (for a good report), and no flow is
+        built from a bad address (one would fail a whole sync). Refused
+        once per change of what is wrong."""
+        bad = [(e, carrier_address_problem(e.ip)) for e in h.encaps]
+        bad = [(e, why) for e, why in bad if why]
+        why = '; '.join('its %s carrier\'s address %s' % (e.type, w)
+                        for e, w in bad)
+        if why and self.unusable_carriers.get(h.name) != why:
+            self._refuse('host_reports_refused', 'host report', remote,
+                         'host %s: %s' % (h.name, why))
+        self.unusable_carriers[h.name] = why
+        if not bad:
+            return h
+        gone = {id(e) for e, _ in bad}
+        return dataclasses.replace(h, encaps=tuple(
+            e for e in h.encaps if id(e) not in gone))
 
     def admit_switch(self, dp, identity):
         """May this new OpenFlow connection be a session? True, False, or
@@ -109,6 +139,12 @@ class AdmissionChecks(ControllerState):
         why = revocation.refusal(identity, self.revoked)
         if why is not None:
             self._refuse('switches_refused', 'switch', peer, why)
+            return False
+        if self.require_identity and not any(
+                dp.id == ids.derived_dpid(n) for n in identity):
+            self._refuse('switches_refused', 'switch', peer,
+                         'datapath %016x is not derived from a name its '
+                         'certificate holds (%s)' % (dp.id, _names(identity)))
             return False
         host = self.host_of_dpid(dp.id)
         if identity is not None and host is not None and \

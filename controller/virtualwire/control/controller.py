@@ -23,6 +23,7 @@ from virtualwire.control.roles import Roles, canonical_records
 from virtualwire.control.safe_start import SafeStart
 from virtualwire.control.views import Views
 from virtualwire.core import tenancy
+from virtualwire.core.extender_keys import ExtenderKeys
 from virtualwire.core.held_frames import (DEFAULT_BYTES, DEFAULT_FRAMES,
                                          DEFAULT_RATE)
 from virtualwire.metrics import loss
@@ -73,10 +74,13 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         self.reports = {}               # extender -> its agent's last report
         self.rotations = {}             # extender -> public key to replace
         self.hurry_until = {}           # extender -> its rotation's hurry
+        self.extender_keys = ExtenderKeys()
         self.stats = {'syncs': 0, 'bundles': 0, 'flow_mods': 0,
                       'switch_errors': 0, 'held_delivered': 0,
                       'held_evicted': 0, 'held_late': 0,
-                      'held_late_dropped': 0, 'held_abandoned': 0}
+                      'held_late_dropped': 0, 'held_abandoned': 0,
+                      'sync_host_failures': 0, 'extender_key_changes': 0,
+                      'extender_keys_refused': 0}
         # Moves keep their destination's frames (control.holding): by
         # default, or as each migration asks.
         self.hold_frames, self.hold_bytes = hold_frames, hold_bytes
@@ -121,6 +125,7 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         # need not do it again (control.roles).
         self.started_from = (saved_hosts, canonical_records(records))
         self.remembered = dict(saved_hosts)
+        self.ports_before(saved_hosts)      # whom held flows were for
         self.remembered.update(live or {})
         self.migrations.restore(records)
         for m in self.migrations.active.values():
@@ -196,6 +201,7 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
             self._placement_events(self.tables.set_host(h))
             self.evict_unadmitted(h)
             self.taps_seen(h)
+            self.recheck_held(h)
             if self.remembered.get(h.name) != h:
                 self.remembered[h.name] = h
                 if self.active:
@@ -330,17 +336,6 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
                 hang_up(s.dp)
 
     # ---- sync ----------------------------------------------------------------
-    def sync_order(self):
-        """Hosts in the order their bundles go out: destinations that just
-        activated a move first (a move activated by a hook or by its source
-        leaving delivers only once its destination has our bundle)."""
-        first = {dest for dest, waiting, _ in self.sisters_pending.values()
-                 if waiting is None}
-        if not first:
-            return list(self.tables.hosts.values())
-        return sorted(self.tables.hosts.values(),
-                      key=lambda h: h.name not in first)
-
     def sync(self):
         """Bring switches whose desired table changed (or that just
         connected) to it: one atomic bundle each, only the difference.
@@ -369,7 +364,15 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
             diff = self.hold_orphans(h.name, diff, full)
             outs = self.packet_outs_for(h.name)
             if diff or outs:
-                self.stats['flow_mods'] += s.send_diff(diff, before=outs)
+                try:
+                    self.stats['flow_mods'] += s.send_diff(diff, before=outs)
+                except Exception:   # isolated: the other hosts go on
+                    LOG.exception('host %s: its changes could not be '
+                                  'encoded; nothing sent to it, its whole '
+                                  'table is diffed again next sync', h.name)
+                    self.stats['sync_host_failures'] += 1
+                    s.needs_full = True
+                    continue
                 self.stats['bundles'] += 1
                 sent[h.name] = s.barrier_xid
                 LOG.info('host %s: +%d ~%d -%d flows', h.name,

@@ -6,10 +6,13 @@ Link intent lives in the intent database (`store.intent`); a report is
 runtime only: an agent reports every second or so, and a restarted
 controller knows everything again a second later.
 """
+import dataclasses
+import logging
 from typing import Dict, List
 
 from virtualwire.control.state import ControllerState
 from virtualwire.core import errors, links
+from virtualwire.core.extender_keys import ExtenderKeys
 from virtualwire.core.model import EXTENDER
 from virtualwire.pipeline import paths
 
@@ -22,11 +25,14 @@ SILENT_AFTER = 10.0
 # switch and the extender's.
 HURRY_FOR = 10.0
 
+LOG = logging.getLogger(__name__)
+
 
 class ExtenderHandlers(ControllerState):
     reports: Dict[str, links.ExtenderReport]
     rotations: Dict[str, str]       # extender -> public key being replaced
     hurry_until: Dict[str, float]   # extender -> end of its rotation's hurry
+    extender_keys: ExtenderKeys     # the keys peers are given
 
     def check_extender_link(self, a, b):
         self.loop.assert_owner()
@@ -43,14 +49,20 @@ class ExtenderHandlers(ControllerState):
         if h.role != EXTENDER:
             raise errors.Invalid('%s is not an extender' % name)
         rep = links.parse_report(name, doc, self.clock())
-        self.reports[name] = rep
-        if self.rotations.get(name) not in (None, rep.public_key):
-            del self.rotations[name]            # done: a new key reported
+        key, event = self.extender_keys.take(
+            name, rep.public_key, h.public_key, self.clock(),
+            name in self.rotations)
+        if event is not None:
+            self._key_event(name, event)
+        if key is not None:
+            self.reports[name] = dataclasses.replace(rep, public_key=key)
+        if self.rotations.get(name) not in (None, key):
+            del self.rotations[name]            # done: a new key taken
         mine = self.intent.links()
         peers = {k.peer_of(name) for k in mine if name in (k.a, k.b)}
         now = self.clock()
         hosts = self.tables.hosts
-        return {'links': links.link_specs(name, mine, hosts, self.reports),
+        out = {'links': links.link_specs(name, mine, hosts, self.reports),
                 'relays': links.relay_specs(name, mine, hosts, self.reports),
                 'ports': sorted(k.port_of(name) for k in mine
                                 if name in (k.a, k.b)) +
@@ -58,6 +70,19 @@ class ExtenderHandlers(ControllerState):
                 'rotate_key': name in self.rotations,
                 'hurry': any(self.hurry_until.get(x, 0.0) > now
                              for x in peers | {name})}
+        if event is not None:           # for the audit log (api.rest)
+            out['key_change'] = {'result': event.kind, 'old': event.old,
+                                 'new': event.new, 'why': event.why}
+        return out
+
+    def _key_event(self, name, event):
+        if event.kind == 'refused':
+            self._refuse('extender_keys_refused', 'extender key', name,
+                         event.why)
+            return
+        self.stats['extender_key_changes'] += 1
+        LOG.warning('extender %s: public key %s replaces %s (%s)', name,
+                    event.new, event.old or 'none', event.why)
 
     def rotate_key(self, name) -> dict:
         """Ask an extender's agent for a new key (made there: the private

@@ -265,3 +265,14 @@ class MigrationHandlers(ControllerState):
                             self.move_timeout)
                 del self.announced_at[vm_uuid]
                 self._record(self.migrations.expire(vm_uuid))
+
+    def sync_order(self):
+        """Hosts in the order their bundles go out: destinations that just
+        activated a move first (a move activated by a hook or by its source
+        leaving delivers only once its destination has our bundle)."""
+        first = {dest for dest, waiting, _ in self.sisters_pending.values()
+                 if waiting is None}
+        if not first:
+            return list(self.tables.hosts.values())
+        return sorted(self.tables.hosts.values(),
+                      key=lambda h: h.name not in first)

@@ -16,6 +16,14 @@ the held flows are right again) or says the database is right
 held flows are deleted at the next sync. What this costs: a wire deleted
 by another writer while this controller was down keeps its flows until
 someone releases them.
+
+A held flow joins whatever sits on its port, so it is held only while its
+vNIC ports hold the vNIC they held when this controller last saw the host
+(the runtime database's host record; else its first report now): a tap
+name reused by a new guest (OVS gives a name back its old port number)
+would otherwise join the new guest to the orphan wire's peer. Such a flow
+is deleted, and the log says so. What this cannot tell, with the runtime
+records lost too: a port reused while the controller was down.
 """
 import logging
 from typing import Dict, Set
@@ -36,6 +44,23 @@ class SafeStart(ControllerState):
         self.known_wires = set()
         self.orphans_released = False
         self.held = {}
+        # host -> {ofport: vNIC id} as last seen before this start (or as
+        # first reported since): whom a held flow's ports were for.
+        self.orphan_ports: Dict[str, Dict[int, str]] = {}
+
+    def recheck_held(self, h):
+        """A host holding orphans reported (its ports may be reused): its
+        whole table is diffed at the next sync, where `_port_reused`
+        judges each held flow again."""
+        if self.held.get(h.name) and not self.orphans_released:
+            s = self.sessions.get(h.dpid)
+            if s is not None:
+                s.needs_full = True
+
+    def ports_before(self, hosts):
+        """The hosts as last recorded before this start."""
+        for name, h in hosts.items():
+            self.orphan_ports[name] = _port_map(h)
 
     def wires_seen(self, cids):
         self.known_wires.update(cids)
@@ -50,9 +75,13 @@ class SafeStart(ControllerState):
         if not diff.delete and not (full and host in self.held):
             return diff         # the usual sync: nothing to hold or forget
         keep, held = [], {}     # type: list, Dict[int, int]
+        now_ports = _port_map(self.tables.hosts.get(host))
+        then_ports = self.orphan_ports.setdefault(host, now_ports)
         for f in diff.delete:
             cid = ids.connector_of_cookie(f.cookie)
-            if cid and cid not in self.known_wires:
+            if cid and cid not in self.known_wires and \
+                    not self._port_reused(host, f, cid, now_ports,
+                                          then_ports):
                 held[cid] = held.get(cid, 0) + 1
             else:
                 keep.append(f)
@@ -72,6 +101,19 @@ class SafeStart(ControllerState):
                 'intent release-orphans', host, len(now),
                 ', '.join(ids.fmt_connector(c) for c in sorted(now)[:8]))
         return FlowDiff(diff.add, diff.modify, keep) if held else diff
+
+    @staticmethod
+    def _port_reused(host, f, cid, now_ports, then_ports):
+        for port in _ports_of(f):
+            vnic = now_ports.get(port)
+            if vnic is not None and vnic != then_ports.get(port):
+                LOG.warning('host %s: a flow of wire %s (not in the intent '
+                            'database) uses port %d, which now holds vNIC %s '
+                            '(%s before): deleted, not held', host,
+                            ids.fmt_connector(cid), port, vnic,
+                            then_ports.get(port) or 'nothing')
+                return True
+        return False
 
     def _held_on(self, host):
         """Held flows of wires still unknown on `host` (a restored wire's
@@ -107,3 +149,15 @@ class SafeStart(ControllerState):
                     'flows of %d wire(s) the intent database does not have',
                     len(view['held_wires']))
         return view
+
+
+def _port_map(h) -> Dict[int, str]:
+    return {v.ofport: v.vnic_id for v in h.vnics if v.ofport > 0} \
+        if h is not None else {}
+
+
+def _ports_of(f):
+    """The ports a flow takes frames from or gives them to."""
+    out = [v for k, v in f.match if k == 'in_port']
+    out += [a[1] for a in f.actions if a[0] == 'output']
+    return [p for p in out if isinstance(p, int)]

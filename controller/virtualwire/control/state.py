@@ -52,6 +52,9 @@ class ControllerState:
     def host_of_dpid(self, dpid: int):
         raise NotImplementedError
 
+    def _refuse(self, counter: str, kind: str, peer: str, why: str) -> None:
+        raise NotImplementedError
+
     def role_view(self) -> dict:
         raise NotImplementedError
 

@@ -2,6 +2,8 @@
 its role needs (pure: the REST edge asks `refusal`).
 
   extender NAME    POST /v1/extenders/NAME/report and .../rotate-key
+  operator NAME    everything the root token may (an operator by name,
+                   so the audit log says who; schema 1.14.0)
   hypervisor NAME  POST /v1/migrations with destination NAME, and
                    POST /v1/migrations/UUID/released and PUT
                    /v1/guests/UUID with host NAME (the libvirt hook on NAME)
@@ -25,7 +27,8 @@ to itself, bounded by `control.migrations`: only a guest's own vNICs, none
 moving under another guest's migration, at most MAX_PER_DESTINATION in
 progress, each expiring), and the operator's token can do everything.
 Only a SHA-256 of each token is stored: a copy of the database does not
-hand out tokens.
+hand out tokens. A credential may expire (`expires_in` seconds when
+issued): after that it is refused like one revoked.
 """
 import hashlib
 import re
@@ -33,8 +36,9 @@ import secrets
 
 from virtualwire.core import errors
 
-ROLES = ('extender', 'hypervisor', 'orchestrator', 'reader', 'tenant',
-         'tenant-reader')
+ROLES = ('extender', 'hypervisor', 'operator', 'orchestrator', 'reader',
+         'tenant', 'tenant-reader')
+MAX_LIFETIME = 10 * 365 * 86400     # s: `expires_in` at most ten years
 TENANT_ROLES = ('tenant', 'tenant-reader')
 # What a tenant's credential may call at all (`core.tenancy` then hides
 # what is not its own); everything else is the cloud's.
@@ -56,15 +60,32 @@ def digest(token):
 
 
 def parse_request(doc):
-    """(role, name) of a `POST /v1/credentials` body, or Malformed /
-    Invalid saying what is wrong."""
-    unknown = sorted(set(doc) - {'role', 'name'})
+    """(role, name, expires_in seconds or None) of a `POST
+    /v1/credentials` body, or Malformed / Invalid saying what is wrong."""
+    unknown = sorted(set(doc) - {'role', 'name', 'expires_in'})
     if unknown:
         raise errors.Malformed('unknown field(s): %s' % ', '.join(unknown))
     for k in ('role', 'name'):
         if k not in doc:
             raise errors.Malformed('missing field: %s' % k)
-    return check(doc['role'], doc['name'])
+    role, name = check(doc['role'], doc['name'])
+    return role, name, check_lifetime(doc['expires_in']) \
+        if 'expires_in' in doc else None
+
+
+def check_lifetime(seconds):
+    """Whole seconds, 1 to MAX_LIFETIME (leave the field out for no
+    expiry)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or \
+            not 0 < seconds <= MAX_LIFETIME:
+        raise errors.Invalid('expires_in must be whole seconds from 1 to %d '
+                             '(ten years), got %r' % (MAX_LIFETIME, seconds))
+    return seconds
+
+
+def expired(expires_at, now):
+    """Has a credential with this expiry (Unix time, or None) run out?"""
+    return expires_at is not None and now >= expires_at
 
 
 def check(role, name):
@@ -81,6 +102,8 @@ def check(role, name):
 def refusal(role, name, method, action, match, body):
     """None if a credential (role, name) may make this call, else why not.
     `body` is the parsed JSON body (or None)."""
+    if role == 'operator':
+        return None
     if role == 'reader':
         if method == 'GET' and action not in ('list_credentials', 'audit',
                                               'list_revocations'):

@@ -128,3 +128,12 @@ def connector_of_cookie(cookie):
 
 def fmt_connector(cid):
     return '0x%08x' % cid
+
+
+def derived_dpid(name: str) -> int:
+    """The datapath id `vw-host-setup` gives host `name` by default: the
+    first 64 bits of SHA-256 of the name. Under certificates a host must
+    use it (`control.admission`): an id can then be claimed only by the
+    holder of a certificate naming its host."""
+    import hashlib
+    return int(hashlib.sha256(name.encode()).hexdigest()[:16], 16)

@@ -2,6 +2,7 @@
 state, as plain immutable values, so flow computation is a pure function of
 them. Placement (where a vNIC's traffic goes) is `core.placement`."""
 import functools
+import ipaddress
 import json
 from dataclasses import asdict, dataclass
 from typing import Dict, Optional, Tuple
@@ -98,6 +99,9 @@ class Host:
     role: str = HYPERVISOR
     links: Tuple[Link, ...] = ()
     ports: Tuple[GatewayPort, ...] = ()
+    # An extender's WireGuard public key as its agent wrote it in its own
+    # OVSDB (`core.extender_keys`: a report's key must match it).
+    public_key: str = ''
 
     def gateway_port(self, name: str) -> Optional[GatewayPort]:
         return next((p for p in self.ports if p.name == name), None)
@@ -151,6 +155,21 @@ class Move:
     source: str
     destination: str
     activated: bool = False
+
+
+def carrier_address_problem(ip: str) -> Optional[str]:
+    """Why a carrier's reported address cannot be a tunnel's outer
+    address (None: it can). Carriers here are IPv4 (`tun_dst`); a host
+    that reports anything else has no usable carrier of that kind."""
+    try:
+        a = ipaddress.ip_address(ip)
+    except ValueError:
+        return '%r is not an IP address' % ip
+    if a.version != 4:
+        return '%s is not IPv4' % ip
+    if a.is_unspecified or a.is_multicast or a.is_reserved:
+        return '%s is not a unicast address' % ip
+    return None
 
 
 def host_to_json(h: Host) -> str:

@@ -42,9 +42,12 @@ class FileError(errors.Invalid):
     is where."""
 
     def __init__(self, message, line=None, source='topology'):
-        self.line, self.reason = line, message
+        self.line, self.reason, self.source = line, message, source
         super().__init__('%s%s: %s' % (source, ':%d' % line if line else '',
                                        message))
+
+    def __reduce__(self):       # as it was made (parsed in another process)
+        return FileError, (self.reason, self.line, self.source)
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,7 @@ class _LinedList(list):
     lines: List[int] = []
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     pass
 
 

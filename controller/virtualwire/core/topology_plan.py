@@ -22,7 +22,7 @@ vNIC another wire holds is refused.
 """
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from virtualwire.core import errors, ids
 from virtualwire.core.topology_file import FileError, TopologyFile
@@ -86,6 +86,25 @@ def parse_guest(uuid, doc) -> Guest:
         out.append(GuestNic(n['index'], n.get('vnic', ''),
                             n.get('mac', '').lower(), n.get('alias', '')))
     return Guest(uuid.lower(), name, host, tuple(out))
+
+
+def guest_move_refusal(old: Optional[Guest], host: str,
+                       migrating_to: Set[str],
+                       plugged_on: Dict[str, str]) -> Optional[str]:
+    """Why hypervisor `host` may not replace guest record `old` (None if
+    it may): a record is its host's to replace, or the host a guest has
+    moved to, by a migration announced to it (`migrating_to`: the
+    destinations of the guest's migrations) or by every vNIC of the
+    record plugged there now (`plugged_on`: vNIC -> host). Else another
+    host could swap a guest's NICs in a tenant's topology for its own."""
+    if old is None or old.host == host or host in migrating_to:
+        return None
+    vnics = old.vnics()
+    if vnics and all(plugged_on.get(v) == host for v in vnics):
+        return None
+    return ('guest %s (%s) is on %s, and no migration to %s nor its vNICs '
+            'plugged there say it moved: hypervisor %s may not replace its '
+            'record' % (old.uuid, old.name, old.host, host, host))
 
 
 @dataclass

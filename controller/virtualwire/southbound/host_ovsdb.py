@@ -64,6 +64,7 @@ def hosts_from_records(records, carrier_types=carriers.TYPES):
             role=ext.get('vw-role') if ext.get('vw-role') in (
                 EXTENDER, GATEWAY) else HYPERVISOR,
             ports=tuple(sorted(ports, key=lambda p: p.name)),
+            public_key=ext.get('vw-public-key', ''),
             links=tuple(Link(k[len(LINK_KEY):], v == 'up')
                         for k, v in sorted(ext.items())
                         if k.startswith(LINK_KEY))))

@@ -67,6 +67,9 @@ class SwitchSession:
         outs: OVS runs a packet-out as it reads it, a bundle's only once
         its flows are in, when a newer frame may be delivered first)."""
         assert self.installed is not None, 'diff before the dump'
+        # Built whole before anything is sent or recorded: a flow that
+        # cannot be encoded raises here, with this switch unchanged.
+        bundle = flowmod_bytes.diff_bundle(self.bundle_id, diff)
         if self.tlv_xid is None and uses_geneve(diff):
             m = geneve_tlv.tlv_map(self.dp)
             self.dp.set_xid(m)
@@ -75,7 +78,7 @@ class SwitchSession:
         for m in before:
             self.dp.send_msg(m)
         apply_diff(self.installed, diff)
-        for m in flowmod_bytes.diff_bundle(self.bundle_id, diff):
+        for m in bundle:
             self.dp.send_msg(m)
         self.bundle_id = (self.bundle_id + 1) & 0xFFFFFFFF or 1
         barrier = openflow.barrier()

@@ -161,14 +161,16 @@ class TopologyStore:
     def guests(self) -> List[Guest]:
         [res] = rawrpc.transact(self.remote, DB, [{
             'op': 'select', 'table': 'Guest', 'where': []}])
-        out = []
-        for r in res['rows']:
-            try:
-                nics = tuple(GuestNic(**n) for n in json.loads(r['nics']))
-            except (ValueError, TypeError):
-                nics = ()
-            out.append(Guest(r['uuid'], r['name'], r['host'], nics))
-        return sorted(out, key=lambda g: (g.name, g.uuid))
+        return sorted(_guests(res['rows']), key=lambda g: (g.name, g.uuid))
+
+    def guest(self, uuid: str) -> Optional[Guest]:
+        """One guest's record, or None."""
+        [res] = rawrpc.transact(self.remote, DB, [{
+            'op': 'select', 'table': 'Guest',
+            'where': [['uuid', '==', uuid.lower()]]}])
+        for g in _guests(res['rows']):
+            return g
+        return None
 
     def report_guest(self, guest: Guest, at: str):
         """The guest's row as its host's hook saw it (replacing the
@@ -180,3 +182,12 @@ class TopologyStore:
             {'op': 'delete', 'table': 'Guest',
              'where': [['uuid', '==', guest.uuid]]},
             {'op': 'insert', 'table': 'Guest', 'row': row}])
+
+
+def _guests(rows):
+    for r in rows:
+        try:
+            nics = tuple(GuestNic(**n) for n in json.loads(r['nics']))
+        except (ValueError, TypeError):
+            nics = ()
+        yield Guest(r['uuid'], r['name'], r['host'], nics)

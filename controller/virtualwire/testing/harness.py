@@ -7,6 +7,7 @@ the fake switches, whose replies and packet-ins come back as events, until
 nothing is left to do (`settle`).
 """
 import json
+import time
 import threading
 from typing import Callable, Dict, List
 
@@ -118,26 +119,32 @@ class MemoryIntent:
 class MemoryCredentials:
     """store.credentials.CredentialStore's interface, in memory."""
 
-    def __init__(self):
-        self.rows: Dict[tuple, tuple] = {}      # (role, name) -> (digest, at)
+    def __init__(self, clock=time.time):
+        # (role, name) -> (digest, created_at, expires_at or None)
+        self.rows: Dict[tuple, tuple] = {}
+        self.clock = clock
 
-    def issue(self, role, name):
+    def issue(self, role, name, expires_in=None, now=None):
         role, name = credentials.check(role, name)
         token = credentials.new_token()
-        self.rows[(role, name)] = (credentials.digest(token), 'now')
-        return token, 'now'
+        now = self.clock() if now is None else now
+        expires = None if expires_in is None else now + expires_in
+        self.rows[(role, name)] = (credentials.digest(token), 'now', expires)
+        return token, 'now', expires
 
     def revoke(self, role, name):
         return self.rows.pop((role, name), None) is not None
 
-    def holder(self, token):
+    def holder(self, token, now=None):
         d = credentials.digest(token)
-        return next((k for k, (dig, _) in self.rows.items() if dig == d),
+        now = self.clock() if now is None else now
+        return next((k for k, (dig, _, exp) in self.rows.items()
+                     if dig == d and not credentials.expired(exp, now)),
                     None)
 
     def list(self):
-        return [{'role': r, 'name': n, 'created_at': at}
-                for (r, n), (_d, at) in sorted(self.rows.items())]
+        return [{'role': r, 'name': n, 'created_at': at, 'expires_at': exp}
+                for (r, n), (_d, at, exp) in sorted(self.rows.items())]
 
 
 class MemoryOwnership:
@@ -263,7 +270,10 @@ class Harness:
         carrier = carrier or self.carrier
         if identity is None and self.require_identity:
             identity = frozenset({name})
-        h = Host(name, dpid or int(name[1:]),
+        if dpid is None:        # under certificates, vw-host-setup's
+            dpid = ids.derived_dpid(name) if self.require_identity \
+                else int(name[1:])
+        h = Host(name, dpid,
                  (Encap(carrier, self.ip(name), TUN),),
                  vnics=tuple(VnicPort(v, 'vnet%d' % p, p, vm_id=vm)
                              for v, p in vnics))

@@ -60,5 +60,8 @@ class MemoryTopologies:
         return sorted(self.guest_rows.values(), key=lambda g: (g.name,
                                                                g.uuid))
 
+    def guest(self, uuid):
+        return self.guest_rows.get(uuid.lower())
+
     def report_guest(self, guest: Guest, at):
         self.guest_rows[guest.uuid] = dataclasses.replace(guest)
