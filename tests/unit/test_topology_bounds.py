@@ -68,3 +68,15 @@ def test_a_tenants_topologies_are_bounded_in_number_and_size(monkeypatch):
                        'total 101 bytes: at most 100'):
         topology_parsing.check_quota([Rec('a', 'x' * 60)], 'acme', 'b',
                                      'y' * 41)
+
+
+def test_the_cache_is_bounded_by_the_text_it_holds(monkeypatch):
+    monkeypatch.setattr(topology_parsing, 'CACHE_BYTES', 100)
+    ran = []
+    p = TopologyParser(lambda fn, *a: ran.append(a[1]) or fn(*a))
+    p.parse(SMALL % 'one', 'one')           # 39 bytes each
+    p.parse(SMALL % 'two', 'two')
+    p.parse(SMALL % 'three', 'three')       # over 100: 'one' goes
+    p.parse(SMALL % 'two', 'two')
+    p.parse(SMALL % 'one', 'one')
+    assert ran == ['one', 'two', 'three', 'one']

@@ -32,6 +32,9 @@ from virtualwire.core import errors, topology_file
 PARALLEL = 2
 WAIT = 30.0                 # s a parse waits for a turn before 429
 CACHE = 256                 # parsed files kept
+CACHE_BYTES = 16 << 20      # ... and their source text at most (a parsed
+#                             1 MiB file holds ~3 MB: 256 of them were not
+#                             a bound)
 MAX_TOPOLOGIES = 64         # per tenant
 MAX_TENANT_SOURCE = 8 << 20  # bytes of source text stored per tenant
 CPU_LIMIT = 30              # s of CPU a worker may spend
@@ -45,13 +48,14 @@ class TopologyParser:
         self._cache: 'collections.OrderedDict[tuple, object]' = \
             collections.OrderedDict()
         self._lock = threading.Lock()
+        self._bytes = 0             # source text of the files kept
 
     def parse(self, text, source='topology'):
         """topology_file.parse(text, source), off the loop and cached;
         raises what it raises, or TooMany if no turn came."""
         if not isinstance(text, str):
             return topology_file.parse(text, source)    # says why
-        key = (hashlib.sha256(text.encode()).digest(), source)
+        key = (hashlib.sha256(text.encode()).digest(), source, len(text))
         with self._lock:
             if key in self._cache:
                 self._cache.move_to_end(key)
@@ -64,9 +68,13 @@ class TopologyParser:
         finally:
             self._turns.release()
         with self._lock:
-            self._cache[key] = tf
-            while len(self._cache) > CACHE:
-                self._cache.popitem(last=False)
+            if key not in self._cache:
+                self._cache[key] = tf
+                self._bytes += len(text)
+            while len(self._cache) > CACHE or self._bytes > CACHE_BYTES:
+                (_digest, _source, size), _tf = self._cache.popitem(
+                    last=False)
+                self._bytes -= size
         return tf
 
 
