@@ -157,8 +157,9 @@ def _big_topology(n=9000):
 def test_a_megabyte_topology_leaves_the_controller_answering(lab, api, pair):
     """Issue 39, point 7: a 1 MiB dry run cost 6.5 s of CPU on the
     control loop's thread, and everything waited for it. Parsed off the
-    loop now: the API answers within 0.5 s all along while a stream
-    crosses a wire."""
+    loop now: no API answer waits out the parse (each comes in well under
+    a third of the dry run's time, and under 1.5 s on a loaded 2-core CI
+    machine) while a stream crosses a wire."""
     import threading
     va, vb, _w = pair('h1', 'h2', '192.0.2.31/24', '192.0.2.32/24')
     source = _big_topology()
@@ -186,5 +187,8 @@ def test_a_megabyte_topology_leaves_the_controller_answering(lab, api, pair):
     assert out['took'] > 1.0, out
     assert out['r'].status_code == 422, out['r'].text
     assert 'big0a' in out['r'].text or 'vm0' in out['r'].text, out['r'].text
-    assert len(answers) >= 5 and max(s for _a, s in answers) < 0.5, answers
+    # In the loop's thread, one answer would wait the parse out (~took).
+    slowest = max(s for _a, s in answers)
+    assert len(answers) >= 5 and slowest < min(1.5, out['took'] / 3), (
+        slowest, out['took'], answers)
     assert stream.tally() == (12000, 12000, 0, 0)

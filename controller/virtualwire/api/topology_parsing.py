@@ -116,7 +116,7 @@ def _in_worker(text, source):
                           'virtualwire.api.topology_worker'],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, preexec_fn=lambda:
-                         os.nice(5))
+                         os.nice(10))
     out, err = p.communicate(pickle.dumps((text, source)))
     if p.returncode != 0:
         raise errors.Unavailable('the topology parser failed (%s)' % (
