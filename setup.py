@@ -47,6 +47,7 @@ setup(
         'virtualwire.store.intent_db_service:main',
         'vw-host-setup = virtualwire.host.tools:host_setup',
         'vw-pki = virtualwire.host.tools:pki',
+        'vw-host-agent = virtualwire.host.agent:main',
         'vwlab = vwlab.cli:main',
     ]},
 )

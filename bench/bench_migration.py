@@ -33,7 +33,7 @@ probe (SCHED_FIFO, paced by its clock), and the same analysis
             delivered, late, evicted
 
     python bench/bench_migration.py [--migrations 20] [--downtime-ms 50]
-                                    [--no-held]
+                                    [--no-held] [--placement strict]
 """
 import argparse
 import json
@@ -260,8 +260,15 @@ def main():
     ap.add_argument('--no-held', action='store_true',
                     help='leave out the third system, VirtualWire with '
                          'held frames (its hosts\' hooks ask for them)')
+    ap.add_argument('--placement', default='strict',
+                    choices=('strict', 'insecure-trust-hosts'),
+                    help="the controller's placement (default: %(default)s, "
+                         'the product\'s: every vNIC placed by the cloud, '
+                         'moves believed when the destination\'s hook and '
+                         'the source\'s vw-host-agent agree)')
     args = ap.parse_args()
-    with Lab(3, libvirt=True, ovs_nice=args.ovs_nice) as lab:
+    with Lab(3, libvirt=True, ovs_nice=args.ovs_nice,
+             placement=args.placement) as lab:
         lab.start_controller()
         api = Api(lab)
         api.wait_hosts(3)
@@ -301,6 +308,7 @@ def main():
                     'rate_hz': RATE, 'downtime_limit_ms': args.downtime_ms,
                     'probe': 'udp-echo 1 kHz, SCHED_FIFO, clock-paced',
                     'ovs_nice': args.ovs_nice, 'realtime': args.realtime,
+                    'placement': args.placement,
                     'captures': capdir if args.keep_captures else None})
         write_result(args.result, doc)
 

@@ -14,6 +14,7 @@ import secrets
 import socket
 import sys
 
+from virtualwire.core import shared_settings
 from virtualwire.metrics import loss
 from virtualwire import config_file, process, version
 
@@ -101,6 +102,17 @@ def build_parser():
                    help='cancel a vNIC move (migration) not activated by '
                         "the guest's first frame within this time: its wires "
                         'go back to the source alone (default: %(default)s)')
+    p.add_argument('--placement', choices=(shared_settings.STRICT,
+                                           shared_settings.TRUST_HOSTS),
+                   default=shared_settings.STRICT,
+                   help='strict: a vNIC is claimed only on the host the '
+                        'cloud placed it on (`vwctl vnics place`), and moves '
+                        'only when the cloud says so or its source host '
+                        'reports the guest leaving (vw-host-agent); '
+                        '%s: any host that plugs a vNIC the cloud '
+                        'has not placed takes it (a compromised hypervisor '
+                        'takes any such wire: labs only) (default: '
+                        '%%(default)s)' % shared_settings.TRUST_HOSTS)
     p.add_argument('--hold', choices=('on', 'off'), default='off',
                    help="for live migrations that do not say (the hook's "
                         "'hold'): keep the frames a moving vNIC's "
@@ -318,7 +330,6 @@ def main(argv=None):
     from virtualwire.control.loop import Loop
     from virtualwire.control.shared_settings import SettingsWatch
     from virtualwire.listen_guard import Refusals
-    from virtualwire.core import shared_settings
     from virtualwire.southbound import of_listener
     from virtualwire.southbound.host_ovsdb import HostDbs
     from virtualwire.southbound.tls import configure_ovs_streams
@@ -361,6 +372,7 @@ def main(argv=None):
                             activation_settle=(args.activation_settle_ms /
                                                1000.0),
                             hold=args.hold == 'on',
+                            strict=args.placement == shared_settings.STRICT,
                             hold_frames=args.hold_frames,
                             hold_bytes=args.hold_bytes,
                             hold_rate=args.hold_rate,

@@ -45,7 +45,8 @@ class Lab(ControllerMixin):
     def __init__(self, n_hosts=3, prefix=None, sites=None, of_port=6653,
                  libvirt=False, extenders=None, gateways=None,
                  ovs_nice=OVS_NICE, tls=True, controllers=1, collector=True,
-                 carrier='gre', packet_socket_buffer=None):
+                 carrier='gre', packet_socket_buffer=None,
+                 placement='insecure-trust-hosts'):
         # Niceness of each host's ovsdb-server and ovs-vswitchd: -10 as
         # ovs-ctl (Debian's services) starts them; 0 reproduces a switch
         # that competes with QEMU as an equal (bench_migration --ovs-nice).
@@ -57,6 +58,10 @@ class Lab(ControllerMixin):
         # a size: set to exactly that (benchmarks of the kernel default).
         self.packet_socket_buffer = packet_socket_buffer
         self.prefix = prefix or 'vw' + secrets.token_hex(3)
+        # The controller's --placement: 'strict' (the product's default)
+        # needs every vNIC placed by the cloud (`place_vnic`); most lab
+        # tests plug vNICs as a lab does, trusting the hosts.
+        self.placement = placement
         self.libvirt = libvirt
         self.n_hosts = n_hosts
         self.sites = sites

@@ -116,7 +116,8 @@ class ControllerMixin:
                                                       HOOK_PORT + k),
                # Flow counters read every second: what tests and the demo
                # watch should move while they watch.
-               '--stats-interval', '1'] + self.collector_args() + \
+               '--stats-interval', '1',
+               '--placement', self.placement] + self.collector_args() + \
             (['--rendezvous-listen', '%s:%d' % (CONTROLLER_PUBLIC_IP,
                                                 RENDEZVOUS_PORT)]
              if self.clouds and k == 0 else []) + list(extra)

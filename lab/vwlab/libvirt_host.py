@@ -243,7 +243,22 @@ class LibvirtHost:
             raise LibvirtError('libvirtd on %s exited: %s' % (
                 self.host.name, open(self.path('libvirtd.out')).read()[-2000:]))
         self._wait(self._answers, timeout, 'libvirtd to answer')
+        self._start_agent(anchor.pid)
         return self
+
+    def _start_agent(self, anchor_pid):
+        """vw-host-agent beside libvirtd, with the hook's settings: it
+        reports guests migrating out of this host (strict placement)."""
+        a = subprocess.Popen(
+            ['nsenter', '-t', str(anchor_pid), '-n', '-m', '--',
+             sys.executable, '-m', 'virtualwire.host.agent', '--config',
+             os.path.join(self.hook_dir(), 'virtualwire.conf'),
+             '--poll', '0.2'],
+            stdin=subprocess.DEVNULL,
+            stdout=open(self.path('agent.log'), 'w'),
+            stderr=subprocess.STDOUT, start_new_session=True)
+        with open(self.path('agent.pid'), 'w') as f:
+            f.write('%d\n' % a.pid)
 
     def _answers(self):
         p = subprocess.run(['virsh', '-c', self.uri, 'version'],

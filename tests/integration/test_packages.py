@@ -200,6 +200,10 @@ def test_a_wire_from_the_packaged_vwctl_survives_a_service_restart(
     h1, h2 = lab.hosts
     va = h1.add_vm('pka', [('pka-nic', '192.0.2.1/24')])
     vb = h2.add_vm('pkb', [('pkb-nic', '192.0.2.2/24')])
+    # Placement is strict in the packaged controller: the cloud says
+    # where each vNIC runs before its wire carries anything.
+    for vnic, host in (('pka-nic', h1), ('pkb-nic', h2)):
+        installed.vwctl('vnics', 'place', vnic, host.name)
     out = installed.vwctl('connect', 'pka-nic', 'pkb-nic').stdout
     assert 'pka-nic' in out and 'pkb-nic' in out, out
     wait_until(lambda: va.ping('192.0.2.2', count=1)[1] == 1, 20,

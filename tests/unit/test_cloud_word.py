@@ -32,7 +32,8 @@ def test_a_host_plugging_a_vnic_placed_elsewhere_takes_nothing():
     assert h.call(h.ctl.wire_view, w['id'])['moving'] == {}
     status = h.call(h.ctl.status)
     assert status['refused_claims'] == [
-        {'vnic': 'f', 'host': 'h3', 'port': 7, 'placed_on': 'h2'}]
+        {'vnic': 'f', 'host': 'h3', 'port': 7, 'placed_on': 'h2',
+         'awaiting_source': False}]
     assert h.call(h.ctl.metrics_view)['claims_refused'] == {'h3': 1}
     view = h.call(h.ctl.vnic_view, 'f')
     assert (view['host'], view['placed_on'], view['refused_on']) == (

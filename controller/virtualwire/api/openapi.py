@@ -177,6 +177,28 @@ def _document():
                                        '400': _ERR, '401': _ERR, '404': _ERR,
                                        '409': _ERR, '413': _ERR,
                                        '422': _ERR, '503': _ERR}}},
+            '/v1/migrations/departures': {
+                'post': {'summary': "A guest is migrating out of a host (its "
+                                    'vw-host-agent, from libvirt\'s job): '
+                                    'with the destination\'s announcement, '
+                                    'the cloud\'s word that its vNICs move',
+                         'requestBody': {'required': True, 'content': {
+                             'application/json': {'schema': {
+                                 'type': 'object',
+                                 'required': ['host', 'vm_uuid', 'vnics'],
+                                 'additionalProperties': False,
+                                 'properties': {
+                                     'host': {'type': 'string'},
+                                     'vm_uuid': {'type': 'string',
+                                                 'format': 'uuid'},
+                                     'vnics': {'type': 'array',
+                                               'minItems': 1,
+                                               'maxItems': 64,
+                                               'items': {'type': 'string'}},
+                                     'to_address': {'type': 'string'}}}}}},
+                         'responses': {'200': _ok({'type': 'object'}),
+                                       '400': _ERR, '401': _ERR, '403': _ERR,
+                                       '413': _ERR, '422': _ERR}}},
             '/v1/migrations/{vm_uuid}/released': {
                 'parameters': [{'name': 'vm_uuid', 'in': 'path',
                                 'required': True,

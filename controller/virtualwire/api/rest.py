@@ -18,6 +18,7 @@ from virtualwire.api.errors import status_of
 from virtualwire.api.openapi import openapi_document
 from virtualwire.api.render import (error, json_response, peek_json,
                                     read_json_object)
+from virtualwire.api.rest_departures import DepartureHandlers
 from virtualwire.api.rest_enrolment import EnrolmentHandlers
 from virtualwire.api.rest_settings import SettingsHandlers
 from virtualwire.api.rest_operator import OperatorHandlers
@@ -63,6 +64,7 @@ ROUTES = (
     ('/v1/stats', 'GET', 'all_stats'),
     ('/v1/migrations', 'GET', 'list_migrations'),
     ('/v1/migrations', 'POST', 'announce_migration'),
+    ('/v1/migrations/departures', 'POST', 'report_departure'),
     ('/v1/migrations/{vm_uuid}/released', 'POST', 'migration_released'),
     ('/v1/extender-links', 'GET', 'list_extender_links'),
     ('/v1/extender-links', 'POST', 'connect_extenders'),
@@ -119,7 +121,7 @@ def _scope(req):
 
 
 class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
-              EnrolmentHandlers, SettingsHandlers):
+              EnrolmentHandlers, SettingsHandlers, DepartureHandlers):
     def __init__(self, loop, controller, intent, runtime, token,
                  audit_log=None, own_urls=None, signer=None):
         self.loop, self.ctl = loop, controller
@@ -347,6 +349,9 @@ class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
                 'migration %s was not saved in the intent database (%s); '
                 'the controller still follows its vNICs from the hosts'
                 % (view['id'], e)) from None
+        # Its source may have reported the guest leaving already.
+        words = self._call(self.ctl.words_for_move, view['vm_uuid'])
+        self._write_words(words)
         return json_response(201, _for_caller(req, view))
 
     def migration_released(self, req, vm_uuid):

@@ -17,6 +17,7 @@ that host's switch can."""
 import collections
 import logging
 
+from virtualwire.core import departures
 from virtualwire.core.placement import ClaimRefused
 
 LOG = logging.getLogger(__name__)
@@ -27,6 +28,32 @@ class CloudWord:
     def __init__(self, tables):
         self.tables = tables                 # pipeline.incremental tables
         self.refused_total: collections.Counter = collections.Counter()
+        # Sources' reports of guests leaving (core.departures), and moves
+        # they could not authorize, per source host (a metric).
+        self.departures = departures.Departures()
+        self.departures_refused: collections.Counter = collections.Counter()
+        self.recent_departure_refusals: collections.deque = \
+            collections.deque(maxlen=20)
+
+    def authorize(self, m, addresses, now):
+        """{vnic: Word} that migration `m` (announced by its destination)
+        may take now that its source reported the guest leaving; each
+        vNIC it may not is logged, counted and listed."""
+        p = self.tables.placement
+        words, why = self.departures.authorize(
+            m.vm_uuid, m.destination, addresses,
+            [v for v in m.vnics if p.strict or v in p.words], p.words, now)
+        for w in why:
+            LOG.warning('migration %s of %s to %s not believed: %s', m.id,
+                        m.vm_uuid, m.destination, w)
+            self.departures_refused[m.destination] += 1
+            self.recent_departure_refusals.append(
+                {'migration': m.id, 'destination': m.destination,
+                 'why': w})
+        for v, word in sorted(words.items()):
+            LOG.info('vNIC %s may move %s -> %s: both hosts say so', v,
+                     word.previous, word.host)
+        return words
 
     def apply(self, changes):
         """{vnic: Word or None}: returns placement events for the caller
@@ -44,6 +71,11 @@ class CloudWord:
 
     def seen(self, ev: ClaimRefused):
         self.refused_total[ev.host] += 1
+        if ev.word is None:
+            LOG.warning('host %s plugged vNIC %s, which the cloud has not '
+                        'placed (placement is strict): refused', ev.host,
+                        ev.vnic)
+            return
         LOG.warning('host %s plugged vNIC %s, which the cloud placed on %s: '
                     'refused, its traffic stays there', ev.host, ev.vnic,
                     ev.word.host)
@@ -51,8 +83,11 @@ class CloudWord:
     def refused(self):
         """[{vnic, host, port, placed_on}] of claims refused now."""
         p = self.tables.placement
+        # A destination of an announced move whose source has not
+        # reported yet is shown (awaiting_source), not alarmed.
         return [{'vnic': v, 'host': h, 'port': port,
-                 'placed_on': p.words[v].host if v in p.words else None}
+                 'placed_on': p.words[v].host if v in p.words else None,
+                 'awaiting_source': p.awaiting(v, h)}
                 for v, ports in sorted(p.refused.items())
                 for h, port in sorted(ports.items())]
 

@@ -24,6 +24,7 @@ from virtualwire.control.safe_start import SafeStart
 from virtualwire.control.views import Views
 from virtualwire.core import tenancy
 from virtualwire.core.extender_keys import ExtenderKeys
+from virtualwire.core.placement import Placement
 from virtualwire.core.held_frames import (DEFAULT_BYTES, DEFAULT_FRAMES,
                                          DEFAULT_RATE)
 from virtualwire.metrics import loss
@@ -49,7 +50,7 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
                  activation_settle=0.0, require_identity=False,
                  active=True, collector=None, hold=False,
                  hold_frames=DEFAULT_FRAMES, hold_bytes=DEFAULT_BYTES,
-                 hold_rate=DEFAULT_RATE):
+                 hold_rate=DEFAULT_RATE, strict=False):
         self.loop = loop
         self.intent = intent            # store.intent.IntentStore (reads)
         self.runtime = runtime          # store.runtime.RuntimeStore
@@ -59,7 +60,7 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         self.activation_settle = activation_settle
         self.sync_held_until = None     # clock(): see MigrationHandlers
         self.clock = clock
-        self.tables = IncrementalTables()
+        self.tables = IncrementalTables(Placement(strict))
         # The cloud's word on where each vNIC runs (control.cloud_word).
         self.cloud_word = CloudWord(self.tables)
         self.migrations = MigrationBook()
@@ -180,6 +181,16 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         """The cloud's word on placement changed ({vnic: Word or None})."""
         self.loop.assert_owner()
         self._placement_events(self.cloud_word.apply(changes))
+
+    def set_strict(self, strict):
+        """Placement turned strict or trusting (the shared setting)."""
+        self.loop.assert_owner()
+        if strict != self.tables.placement.strict:
+            LOG.warning('placement is now %s', 'strict: a vNIC the cloud '
+                        'has not placed is nobody\'s' if strict else
+                        'TRUSTING HOSTS: any host that plugs an unplaced '
+                        'vNIC takes it (a lab setting)')
+        self._placement_events(self.tables.set_strict(strict))
 
     # ---- hosts (their OVSDB) -------------------------------------------------
     def on_hosts(self, remote, hosts, identity=None):

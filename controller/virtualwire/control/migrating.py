@@ -9,7 +9,7 @@ import logging
 from virtualwire.control.migrations import (ABORTED, SISTERS, TAP, TIMED_OUT,
                                            parse_vm_uuid)
 from virtualwire.control.state import ControllerState
-from virtualwire.core import errors, frames
+from virtualwire.core import departures, errors, frames
 from virtualwire.core.placement import (COMPLETED, ClaimRefused, MoveEnded,
                                         MoveSeen)
 from virtualwire.pipeline.wire import activation_flows
@@ -93,6 +93,31 @@ class MigrationHandlers(ControllerState):
         ticket = self.runtime.save_migration(m.view(),
                                              self.migrations.keep_ids())
         return m.view(), ticket
+
+    def report_departure(self, host, doc):
+        """The source's agent: a guest is leaving `host`. Returns the
+        words ({vnic: Word}) its migration may take now, for the caller
+        to write (the intent database, then `on_words`)."""
+        self.loop.assert_owner()
+        d = departures.parse(doc, host, self.clock())
+        self.cloud_word.departures.report(d)
+        LOG.info('%s reports guest %s leaving%s', host, d.vm_uuid,
+                 ' to %s' % d.to_address if d.to_address else '')
+        return self.words_for_move(d.vm_uuid)
+
+    def words_for_move(self, vm_uuid):
+        """{vnic: Word} the announced migration of `vm_uuid` may take, if
+        its source has reported the guest leaving (else {})."""
+        self.loop.assert_owner()
+        m = self.migrations.active.get(vm_uuid)
+        if m is None or m.found_by != 'hook':
+            return {}
+        dest = self.tables.hosts.get(m.destination)
+        addresses = {e.ip for e in dest.encaps} if dest else set()
+        s = self.sessions.get(dest.dpid) if dest else None
+        if s is not None and isinstance(s.dp.address, tuple):
+            addresses.add(s.dp.address[0])
+        return self.cloud_word.authorize(m, addresses, self.clock())
 
     def migration_released(self, vm_uuid, host):
         """A host's hook: the guest left `host`."""

@@ -16,7 +16,9 @@ def apply(controller, values):
     """On the loop: the controller's parts take `values` {name: value}."""
     controller.loop.assert_owner()
     for name, v in values.items():
-        if name == 'move-timeout':
+        if name == 'placement':
+            controller.set_strict(v == shared_settings.STRICT)
+        elif name == 'move-timeout':
             controller.move_timeout = v
         elif name == 'hold':
             controller.tables.hold = v == 'on'

@@ -163,10 +163,24 @@ class Views(ControllerState):
         self.loop.assert_owner()
         ids.check_vnic_id(vnic_id)
         v = self._vnic_view(vnic_id) if vnic_id in \
-            self.tables.placement.claims else None
+            self.tables.placement.claims else self._refused_view(vnic_id)
         if v is None:
             raise tenancy.no_vnic(vnic_id)
         return v
+
+    def _refused_view(self, vid):
+        """A vNIC plugged only where it is refused: nobody's traffic."""
+        p = self.tables.placement
+        refused = p.refused.get(vid)
+        if not refused:
+            return None
+        cid = self.tables.by_vnic.get(vid)
+        word = p.words.get(vid)
+        return {'id': vid, 'host': None, 'port': None, 'ofport': None,
+                'mac': None, 'vm_id': None,
+                'wire': ids.fmt_connector(cid) if cid else None,
+                'placed_on': word.host if word else None,
+                'refused_on': sorted(refused)}
 
     def wire_of_vnic(self, vnic_id):
         """(connector id, end a, end b) of the wire holding a vNIC, or
@@ -199,6 +213,10 @@ class Views(ControllerState):
                               'recent_refusals': list(self.refusals)},
                 # Hosts that plugged a vNIC the cloud placed elsewhere.
                 'refused_claims': self.cloud_word.refused(),
+                # Moves a source's report could not authorize
+                # (core.departures), the latest.
+                'departures_refused': list(
+                    self.cloud_word.recent_departure_refusals),
                 # Active or standby (control.roles, store.leadership).
                 'role': self.role_view()}
 
@@ -249,6 +267,8 @@ class Views(ControllerState):
                 'links': self.extender_link_views(),
                 'collector': self.collector.status(),
                 'claims_refused': dict(self.cloud_word.refused_total),
+                'departures_refused': dict(
+                    self.cloud_word.departures_refused),
                 'takeovers_refused': dict(self.switch_takeovers.refused_total),
                 'active': bool(self.active)}
 

@@ -5,7 +5,8 @@ its role needs (pure: the REST edge asks `refusal`).
   operator NAME    everything the root token may (an operator by name,
                    so the audit log says who; schema 1.14.0)
   hypervisor NAME  POST /v1/migrations with destination NAME, and
-                   POST /v1/migrations/UUID/released and PUT
+                   POST /v1/migrations/UUID/released, POST
+                   /v1/migrations/departures (its agent) and PUT
                    /v1/guests/UUID with host NAME (the libvirt hook on NAME)
   orchestrator NAME  PUT/DELETE /v1/vnics/VNIC/placement and GET of vNICs
                    (the cloud's word on where each vNIC runs)
@@ -135,10 +136,10 @@ def refusal(role, name, method, action, match, body):
         if action == 'announce_migration' and \
                 body.get('destination') == name:
             return None
-        if action in ('migration_released', 'report_guest') and \
-                body.get('host') == name:
+        if action in ('migration_released', 'report_guest',
+                      'report_departure') and body.get('host') == name:
             return None
         return ('this token is hypervisor %s\'s: it may only announce '
-                'migrations to %s, say that a guest left %s and report the '
-                'guests on %s' % (name, name, name, name))
+                'migrations to %s, say that a guest left (or is leaving) '
+                '%s and report the guests on %s' % (name, name, name, name))
     return 'unknown role %s' % role

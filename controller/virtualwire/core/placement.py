@@ -74,10 +74,11 @@ def next_word(current: Optional[Word], host: str) -> Word:
 
 @dataclass(frozen=True)
 class ClaimRefused:
-    """A host plugged a vNIC the cloud placed elsewhere: not believed."""
+    """A host plugged a vNIC the cloud placed elsewhere (or, strict, has
+    not placed at all: `word` None): not believed."""
     vnic: str
     host: str
-    word: Word
+    word: Optional[Word]
 
 
 class Placement:
@@ -88,13 +89,40 @@ class Placement:
     its word allows; another host plugging it is *refused*: remembered
     (`refused`, for status and metrics) but never a claim, so no traffic
     goes there and no move is inferred. A vNIC with no word is claimed by
-    whoever plugs it, as before."""
+    whoever plugs it, unless placement is `strict` (the default of the
+    controller): then by nobody, until the cloud places it."""
 
-    def __init__(self):
+    def __init__(self, strict: bool = False):
+        self.strict = strict
         self.claims: Dict[str, Dict[str, int]] = {}   # arrival order
         self.moves: Dict[str, Move] = {}
         self.words: Dict[str, Word] = {}
         self.refused: Dict[str, Dict[str, int]] = {}  # vnic -> {host: port}
+
+    def allows(self, vnic: str, host: str) -> bool:
+        """May `host` claim `vnic`?"""
+        word = self.words.get(vnic)
+        return (not self.strict) if word is None else word.allows(host)
+
+    def set_strict(self, strict: bool):
+        """Placement turned strict (unplaced vNICs are nobody's) or not:
+        every unplaced vNIC is judged again. Returns (changed, events)."""
+        if strict == self.strict:
+            return set(), []
+        self.strict = strict
+        changed: Set[str] = set()
+        events: List[object] = []
+        for vnic in sorted((set(self.claims) | set(self.refused)) -
+                           set(self.words)):
+            c, e = self.set_word(vnic, None)
+            changed |= c
+            events += e
+        return changed, events
+
+    def awaiting(self, vnic: str, host: str) -> bool:
+        """Is `host` the destination of `vnic`'s announced move?"""
+        move = self.moves.get(vnic)
+        return move is not None and move.destination == host
 
     def where(self, vnic: str):
         return place(self.claims.get(vnic), self.moves.get(vnic))
@@ -110,13 +138,16 @@ class Placement:
             if old.get(vnic) == new.get(vnic):
                 continue
             port = new.get(vnic)
-            word = self.words.get(vnic)
-            if port is not None and port > 0 and word is not None and \
-                    not word.allows(host):
+            if port is not None and port > 0 and \
+                    not self.allows(vnic, host):
                 first = host not in self.refused.get(vnic, {})
                 self.refused.setdefault(vnic, {})[host] = port
-                if first:
-                    events.append(ClaimRefused(vnic, host, word))
+                # A destination plugged before the word of its announced
+                # move came (the source's report follows it): no alarm
+                # unless the move ends without that word.
+                if first and not self.awaiting(vnic, host):
+                    events.append(ClaimRefused(vnic, host,
+                                               self.words.get(vnic)))
                 continue
             self._unrefuse(vnic, host)
             changed.add(vnic)
@@ -156,13 +187,13 @@ class Placement:
         changed: Set[str] = set()
         events: List[object] = []
         for host, port in claimed.items():
-            if word is not None and not word.allows(host):
+            if not self.allows(vnic, host):
                 c, e = self.plug(host, {vnic: port}, {})
                 self.refused.setdefault(vnic, {})[host] = port
                 changed |= c
                 events += e + [ClaimRefused(vnic, host, word)]
         for host, port in refused.items():
-            if word is None or word.allows(host):
+            if self.allows(vnic, host):
                 self._unrefuse(vnic, host)
                 c, e = self.plug(host, {}, {vnic: port})
                 changed |= c
@@ -223,4 +254,9 @@ class Placement:
         is still there): traffic goes back to the source alone."""
         if vnic not in self.moves:
             return []
-        return [self._finish(vnic, outcome)]
+        dest = self.moves[vnic].destination
+        events: List[object] = [self._finish(vnic, outcome)]
+        if dest in self.refused.get(vnic, {}):
+            # Its destination never got the word: refused after all.
+            events.append(ClaimRefused(vnic, dest, self.words.get(vnic)))
+        return events

@@ -41,7 +41,24 @@ def _on_off(text, name):
     return text
 
 
+STRICT = 'strict'
+TRUST_HOSTS = 'insecure-trust-hosts'
+
+
+def _placement(text):
+    if text not in (STRICT, TRUST_HOSTS):
+        raise errors.Invalid('placement must be %s or %s, not %r'
+                             % (STRICT, TRUST_HOSTS, text))
+    return text
+
+
 SETTINGS = {s.name: s for s in (
+    Setting('placement', _placement,
+            'strict: a vNIC is claimed only on the host the cloud placed '
+            'it on (vwctl vnics place), and moves only when the cloud or '
+            'its source host says so; %s: any host that plugs an '
+            'unplaced vNIC takes it (a lab\'s, never a cloud\'s)'
+            % TRUST_HOSTS),
     # Whatever the flag takes (any positive number), or a controller
     # started with it could not seed its own value.
     Setting('move-timeout',

@@ -150,11 +150,20 @@ def host_families(hosts):
 def other_families(doc):
     refused = CounterMetricFamily(
         'virtualwire_vnic_claims_refused',
-        'Times a host plugged a vNIC the cloud placed on another host '
+        'Times a host plugged a vNIC the cloud placed on another host (or, '
+        'strict, not at all) '
         '(refused: its traffic stayed there)', labels=['host'])
     for host, n in sorted(doc.get('claims_refused', {}).items()):
         refused.add_metric([host], n)
     yield refused
+    departures = CounterMetricFamily(
+        'virtualwire_moves_not_believed',
+        'Announced migrations to a host that its source\'s report could '
+        'not authorize (another address, another host\'s vNIC)',
+        labels=['host'])
+    for host, n in sorted(doc.get('departures_refused', {}).items()):
+        departures.add_metric([host], n)
+    yield departures
     takeovers = CounterMetricFamily(
         'virtualwire_switch_takeovers_refused',
         'Second connections with a connected switch\'s certificate refused '

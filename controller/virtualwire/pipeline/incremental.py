@@ -116,6 +116,13 @@ class IncrementalTables:
             self.moved(v)
         return events
 
+    def set_strict(self, strict):
+        """Placement.set_strict, then the flows follow. Returns events."""
+        changed, events = self.placement.set_strict(strict)
+        for v in changed:
+            self.moved(v)
+        return events
+
     def moved(self, vnic):
         """Recompute after a placement change."""
         if vnic in self.by_vnic:

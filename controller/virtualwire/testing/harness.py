@@ -232,7 +232,7 @@ class Harness:
     def __init__(self, intent=None, runtime=None, fabric=None,
                  move_timeout=900.0, require_identity=False, active=True,
                  hold=False, hold_frames=512, hold_bytes=1 << 20,
-                 hold_rate=5000):
+                 hold_rate=5000, strict=False):
         self.now = 1000.0
         self.loop = Loop('test')
         self.intent = intent or MemoryIntent()
@@ -244,7 +244,8 @@ class Harness:
                               require_identity=require_identity,
                               active=active, hold=hold,
                               hold_frames=hold_frames,
-                              hold_bytes=hold_bytes, hold_rate=hold_rate)
+                              hold_bytes=hold_bytes, hold_rate=hold_rate,
+                              strict=strict)
         self.require_identity = require_identity
         self.intent.placements.on_change = lambda ch: self.loop.post(
             self.ctl.on_words, ch)

@@ -1,0 +1,46 @@
+"""REST handlers of moves the cloud's two hypervisors agree on (a part of
+`RestApi`): the source's agent reports a guest leaving; the destination's
+hook has announced it arriving (`announce_migration`). When both have
+spoken, the words the pair authorizes (`core.departures`) are written to
+the intent database as the cloud's placement, by the two hosts, and are in
+force on this instance before the answer."""
+import logging
+import time
+from typing import Any
+
+from virtualwire.api.render import json_response, read_json_object
+
+LOG = logging.getLogger(__name__)
+
+
+class DepartureHandlers:
+    intent: Any
+    ctl: Any
+
+    def _call(self, fn, *args):
+        raise NotImplementedError
+
+    def report_departure(self, req):
+        doc = read_json_object(req, 16 << 10)
+        who = req.environ.get('virtualwire.principal')
+        # The hypervisor's own name (its credential names it); the
+        # operator's token may report for any host it names.
+        host = who[1] if isinstance(who, tuple) and who[0] == 'hypervisor' \
+            else doc.get('host') if isinstance(doc.get('host'), str) else ''
+        words = self._call(self.ctl.report_departure, host, doc)
+        moved = self._write_words(words)
+        return json_response(200, {'vm_uuid': doc['vm_uuid'],
+                                   'moved': sorted(moved)})
+
+    def _write_words(self, words):
+        """Write each authorized Word (the source's report and the
+        destination's announcement agree), then apply them here."""
+        written = {}
+        for vnic, word in sorted(words.items()):
+            written[vnic] = self.intent.placements.place(
+                vnic, word.host, 'hypervisors %s -> %s' % (word.previous,
+                                                            word.host),
+                time.time())
+        if written:
+            self._call(self.ctl.on_words, written)
+        return written

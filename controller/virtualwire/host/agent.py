@@ -1,0 +1,243 @@
+"""vw-host-agent: the source host's word that a guest is leaving.
+
+Under strict placement (the controller's default) a vNIC moves only when
+the cloud says so. Libvirt's qemu hook runs on a migration's destination
+only, so the destination alone cannot be believed (a compromised
+hypervisor would announce any guest). This agent runs on every
+hypervisor beside libvirtd and watches libvirt's own migration jobs
+(libvirt-python: the migration-iteration event, and each running
+domain's job every --poll seconds in case an event was missed). When a
+guest starts migrating out it reports `POST /v1/migrations/departures`:
+the guest's UUID, its VirtualWire vNICs (each `<virtualport
+type='openvswitch'>` interfaceid), and the address QEMU's migration
+stream is connected to when it can see one (QEMU's own established TCP
+connection; none when the migration is tunnelled through libvirtd). The
+controller believes the move when this and the destination's
+announcement agree (`core.departures`).
+
+Settings are the hook's (`/etc/virtualwire/hook.conf`, [controller]:
+url, ca_cert, token_file, host; `insecure_plaintext_lab` for a lab's
+http://). The token is this hypervisor's credential: it may report only
+for this host. The agent never changes a guest: if the controller is
+unreachable the migration goes on, and the vNIC waits at its
+destination until the cloud places it (`vwctl vnics place`).
+"""
+import argparse
+import configparser
+import logging
+import os
+import socket
+import struct
+import threading
+import time
+import xml.etree.ElementTree as ET
+
+from virtualwire import version
+
+LOG = logging.getLogger('vw-host-agent')
+CONFIG = '/etc/virtualwire/hook.conf'
+MIGRATION_PORTS = range(49152, 49216)   # libvirt's default migration ports
+PEER_WAIT = 2.0     # s a job is given for its stream to connect
+
+
+def vnics_of(xml_text):
+    """The interfaceid of each openvswitch virtualport of a domain."""
+    root = ET.fromstring(xml_text)
+    return sorted({p.get('interfaceid') for p in root.findall(
+        "./devices/interface/virtualport[@type='openvswitch']/parameters")
+        if p.get('interfaceid')})
+
+
+def _hex_address(text):
+    """'0100007F:1F90' (/proc/net/tcp) -> ('127.0.0.1', 8080); IPv6 too."""
+    addr, port = text.split(':')
+    raw = bytes.fromhex(addr)
+    if len(raw) == 4:
+        ip = socket.inet_ntop(socket.AF_INET, raw[::-1])
+    else:
+        ip = socket.inet_ntop(socket.AF_INET6, b''.join(
+            struct.pack('<I', w) for w in struct.unpack('>4I', raw)))
+    return ip, int(port, 16)
+
+
+def stream_peer(pid, proc='/proc'):
+    """The remote address of process `pid`'s migration stream: its one
+    established outbound TCP connection to a libvirt migration port (or
+    its only established connection), else None."""
+    try:
+        inodes = set()
+        for fd in os.listdir('%s/%d/fd' % (proc, pid)):
+            target = os.readlink('%s/%d/fd/%s' % (proc, pid, fd))
+            if target.startswith('socket:['):
+                inodes.add(target[8:-1])
+    except OSError:
+        return None
+    peers = []
+    for table in ('tcp', 'tcp6'):
+        try:
+            with open('%s/%d/net/%s' % (proc, pid, table)) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if len(cols) > 9 and cols[3] == '01' and cols[9] in inodes:
+                ip, port = _hex_address(cols[2])
+                if not ip.startswith('127.') and ip != '::1':
+                    peers.append((ip, port))
+    ours = {ip for ip, port in peers if port in MIGRATION_PORTS}
+    if len(ours) == 1:
+        return ours.pop()
+    return peers[0][0] if len({ip for ip, _p in peers}) == 1 else None
+
+
+def qemu_pid(name, run='/run/libvirt/qemu'):
+    try:
+        with open(os.path.join(run, name + '.pid')) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+class Agent:
+    """Reports each guest once per outgoing migration."""
+
+    def __init__(self, conn, client, host, post_retries=3):
+        # client(): a REST client, made per report so a token file
+        # written (or rotated) after the agent started is read.
+        self.conn, self.client, self.host = conn, client, host
+        self.post_retries = post_retries
+        self.reported = set()           # UUIDs reported, until their job ends
+        self.first_seen = {}            # UUID -> when its job was first seen
+        self.lock = threading.Lock()
+
+    def on_iteration(self, _conn, dom, _iteration, _opaque):
+        # QEMU's first pass: its stream is connected, the peer visible.
+        self.leaving(dom)
+
+    def poll(self):
+        """Each running domain's job: report those migrating out, and
+        forget those whose job ended (a later migration reports again)."""
+        import libvirt
+        out = set()
+        for dom in self.conn.listAllDomains(
+                libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
+            try:
+                stats = dom.jobStats()
+            except libvirt.libvirtError:
+                continue
+            if stats.get('type', 0) != libvirt.VIR_DOMAIN_JOB_NONE and \
+                    stats.get('operation') == \
+                    libvirt.VIR_DOMAIN_JOB_OPERATION_MIGRATION_OUT:
+                uuid = dom.UUIDString()
+                out.add(uuid)
+                seen = self.first_seen.setdefault(uuid, time.monotonic())
+                # Libvirt's job starts before QEMU's stream connects: wait
+                # a moment for the stream's peer (the iteration event
+                # usually comes first), then report without it.
+                self.leaving(dom, wait_for_peer=time.monotonic() - seen <
+                             PEER_WAIT)
+        with self.lock:
+            self.reported &= out
+            for uuid in set(self.first_seen) - out:
+                del self.first_seen[uuid]
+
+    def leaving(self, dom, wait_for_peer=False):
+        uuid = dom.UUIDString()
+        pid = qemu_pid(dom.name())
+        peer = stream_peer(pid) if pid else None
+        if peer is None and wait_for_peer:
+            return
+        with self.lock:
+            if uuid in self.reported:
+                return
+            self.reported.add(uuid)
+        vnics = vnics_of(dom.XMLDesc(0))
+        if not vnics:
+            return
+        doc = {'host': self.host, 'vm_uuid': uuid, 'vnics': vnics}
+        if peer:
+            doc['to_address'] = peer
+        for attempt in range(self.post_retries):
+            try:
+                r = self.client().call('POST',
+                                       '/v1/migrations/departures', doc)
+                LOG.info('guest %s (%s) leaving%s: reported; moved %s',
+                         dom.name(), uuid, ' to %s' % peer if peer else '',
+                         ', '.join(r.get('moved', [])) or 'nothing yet')
+                return
+            except Exception as e:          # CliError, or worse: say why
+                LOG.warning('reporting guest %s leaving failed (%d/%d): %s',
+                            dom.name(), attempt + 1, self.post_retries, e)
+                time.sleep(0.2)
+
+
+def _settings(path):
+    cp = configparser.ConfigParser(inline_comment_prefixes=(';', '#'))
+    if not cp.read(path) or not cp.has_section('controller'):
+        raise SystemExit('vw-host-agent: no [controller] section in %s'
+                         % path)
+    c = cp['controller']
+    for key in ('url', 'token_file', 'host'):
+        if not c.get(key):
+            raise SystemExit('vw-host-agent: %s: [controller] %s is '
+                             'required' % (path, key))
+    url = c['url']
+    if not c.getboolean('insecure_plaintext_lab', False) and any(
+            not u.strip().lower().startswith('https://')
+            for u in url.split(',')):
+        raise SystemExit('vw-host-agent: %s: url must be https:// (plain '
+                         'http only with insecure_plaintext_lab = yes)'
+                         % path)
+    return c
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog='vw-host-agent', description=__doc__.split(
+        '\n\n')[0])
+    version.add_argument(p)
+    p.add_argument('--config', default=os.environ.get('VW_HOOK_CONFIG',
+                                                      CONFIG),
+                   help='the hook\'s settings file (default: %(default)s)')
+    p.add_argument('--libvirt-uri', default='qemu:///system')
+    p.add_argument('--poll', type=float, default=0.5, metavar='SECONDS',
+                   help='read running domains\' jobs this often (default: '
+                        '%(default)s)')
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO,
+                        format='%(asctime)s %(name)s %(levelname)s '
+                               '%(message)s')
+    c = _settings(args.config)
+    import libvirt
+    from virtualwire.cli.client import Client, read_token_file
+
+    def client():
+        return Client(c['url'], read_token_file(c['token_file']),
+                      timeout=c.getfloat('timeout', 3.0),
+                      ca_cert=c.get('ca_cert') or None)
+    # Libvirt prints every failed call; jobStats of an incoming migration
+    # fails by design ("available only on the source host").
+    libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
+    libvirt.virEventRegisterDefaultImpl()
+    conn = libvirt.openReadOnly(args.libvirt_uri)
+    agent = Agent(conn, client, c['host'])
+    conn.domainEventRegisterAny(
+        None, libvirt.VIR_DOMAIN_EVENT_ID_MIGRATION_ITERATION,
+        agent.on_iteration, None)
+
+    def events():
+        while True:
+            libvirt.virEventRunDefaultImpl()
+    threading.Thread(target=events, daemon=True).start()
+    LOG.info('watching %s for guests migrating out of %s', args.libvirt_uri,
+             c['host'])
+    while True:
+        try:
+            agent.poll()
+        except libvirt.libvirtError as e:
+            LOG.warning('reading jobs: %s', e)
+        time.sleep(args.poll)
+
+
+if __name__ == '__main__':
+    main()

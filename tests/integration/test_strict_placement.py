@@ -1,0 +1,92 @@
+"""Strict placement on the lab (issue 39): with the shared setting
+`placement` strict, a vNIC the cloud has not placed is nobody's (refused,
+listed); a placed libvirt guest live-migrated with plain `virsh migrate
+--live` moves its wire because both hypervisors say so (the destination's
+hook announces it, the source's vw-host-agent reports it leaving to the
+destination's address), with no loss after the move; the cloud's placement
+then names the destination, written by the two hosts."""
+import time
+import uuid
+
+from conftest import _seq, wait_until
+from vwlab.guest_crash import once_more_if_the_guest_crashed
+from migration_helpers import probe_report, vwctl, wire_hosts
+
+STRICT, TRUST = 'strict', 'insecure-trust-hosts'
+
+
+def _set_placement(api, value):
+    r = api.req('PUT', '/v1/settings/placement', json={'value': value})
+    assert r.status_code == 200, r.text
+    wait_until(lambda: {s['name']: s['value'] for s in api.ok(
+        'GET', '/v1/settings')['settings']}['placement'] == value, 10,
+        what='placement %s applied' % value)
+
+
+def _refused(api):
+    return {(r['vnic'], r['host'], r['placed_on'])
+            for r in api.ok('GET', '/v1/status')['refused_claims']}
+
+
+def test_strict_placement_believes_the_cloud_and_both_hosts(lab, api,
+                                                            tmp_path):
+    _set_placement(api, STRICT)
+    try:
+        once_more_if_the_guest_crashed(
+            lambda d: _strict_move(lab, api), tmp_path)
+    finally:
+        _set_placement(api, TRUST)
+
+
+def _strict_move(lab, api):
+    h1, h2, h3 = lab.hosts
+    n = next(_seq)
+    e0, far_nic, loose = str(uuid.uuid4()), 'sf%d-nic' % n, 'su%d-nic' % n
+    for vnic, host in ((e0, 'h1'), (far_nic, 'h3')):
+        p = vwctl(lab, 'vnics', 'place', vnic, host)
+        assert p.returncode == 0, p.stderr
+    made, g, wid = [], None, None
+    try:
+        # Nobody's until the cloud says: plugged on h2, it is refused.
+        made.append((h2, h2.add_vm('su%d' % n, [(loose, '10.84.0.2/24')])))
+        wait_until(lambda: (loose, 'h2', None) in _refused(api), 10,
+                   what='the unplaced vNIC refused')
+        view = api.ok('GET', '/v1/vnics/%s' % loose)
+        assert (view['host'], view['refused_on']) == (None, ['h2']), view
+
+        g = h1.define_guest('sg%d' % n, [(e0, '10.83.0.1/24')])
+        far = h3.add_vm('sf%d' % n, [(far_nic, '10.83.0.2/24')])
+        made.append((h3, far))
+        wid = api.connect(e0, far_nic)['id']
+        api.wait_state(wid, 'tunnelled')
+        wait_until(lambda: far.ping('10.83.0.1', count=1)[1] == 1, 30,
+                   what='the placed guest answers')
+        stream = far.tool_bg('udp-echo', '--dst', '10.83.0.1', '--rate',
+                             1000, '--seconds', 12)
+        time.sleep(1)
+        lab.migrate(g, h1, h2)              # plain virsh migrate --live
+        wait_until(lambda: wire_hosts(api, wid) == ('tunnelled',
+                                                    {'h2', 'h3'}), 15,
+                   what='the wire on h2, as both hosts said')
+        r = probe_report(stream)
+        # The probe was sending all along, and once the move was over
+        # nothing was lost (the outage is the guest's pause, measured in
+        # bench_migration).
+        assert r['sent'] == 12000, r
+        assert r['lost_tail'] == 0 and r['duplicates'] == 0, r
+        assert r['echoed'] > 12000 - 3000, r
+        view = api.ok('GET', '/v1/vnics/%s' % e0)
+        assert (view['host'], view['placed_on']) == ('h2', 'h2'), view
+        assert (e0, 'h2', 'h1') not in _refused(api)
+        assert not api.ok('GET', '/v1/status')['departures_refused']
+        log = open(h1.libvirt.path('agent.log')).read()
+        assert 'leaving to %s: reported' % h2.mgmt_ip in log, log[-2000:]
+    finally:
+        if wid is not None:
+            api.req('DELETE', '/v1/wires/%s' % wid)
+        if g is not None:
+            lab.destroy_guest(g)
+        for host, vm in made:
+            host.remove_vm(vm)
+        for vnic in (e0, far_nic):
+            api.req('DELETE', '/v1/vnics/%s/placement' % vnic)
