@@ -153,3 +153,23 @@ def test_a_bad_report_says_what_is_wrong(doc, says):
     with pytest.raises(errors.VwError) as e:
         departures.parse(doc, 'h2', 0.0)
     assert says in e.value.message
+
+
+def test_a_guest_back_and_forth_needs_a_fresh_report_each_way():
+    """A report is spent by the move it authorized: the guest's move back
+    is not believed on the old report (and the old one is no alarm)."""
+    h, w = strict_pair()
+    depart(h, to=h.ip('h3'))
+    announce(h)
+    h.host('h3', ('f', 7), vm=VM)
+    assert h.send('h3', 7, eth_type=0x8035) == [('h1', 1)]
+    h.host('h2')                                       # the source goes
+    # Back to h2: announced, but h3 has not reported it leaving yet.
+    announce(h, dest='h2')
+    h.host('h2', ('f', 6), vm=VM)
+    assert h.send('h2', 6, eth_type=0x8035) == []
+    assert h.send('h1', 1) == [('h3', 7)]
+    assert h.call(h.ctl.status)['departures_refused'] == []
+    depart(h, source='h3', to=h.ip('h2'))
+    assert h.send('h2', 6, eth_type=0x8035) == [('h1', 1)]
+    assert h.intent.placements.words()['f'].host == 'h2'

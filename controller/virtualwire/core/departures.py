@@ -98,8 +98,7 @@ class Departures:
         if d is None:
             return {}, []
         if d.host == destination:
-            return {}, ['%s reported guest %s leaving itself for itself'
-                        % (d.host, vm_uuid)]
+            return {}, []       # the report of its move here, before
         if d.to_address is not None and \
                 d.to_address not in destination_addresses:
             return {}, ['%s sends guest %s to %s, which is not %s\'s'
@@ -121,4 +120,6 @@ class Departures:
                            'reported it leaving' % (v, word.host, d.host))
             else:
                 out[v] = next_word(word, destination)
+        if out:
+            del self.pending[vm_uuid]      # spent: one report, one move
         return out, why

@@ -112,8 +112,11 @@ class Agent:
         self.lock = threading.Lock()
 
     def on_iteration(self, _conn, dom, _iteration, _opaque):
-        # QEMU's first pass: its stream is connected, the peer visible.
-        self.leaving(dom)
+        # QEMU's pass: reported now if its stream's peer shows, else by
+        # poll() (which reports without it after PEER_WAIT).
+        with self.lock:
+            self.first_seen.setdefault(dom.UUIDString(), time.monotonic())
+        self.leaving(dom, wait_for_peer=True)
 
     def poll(self):
         """Each running domain's job: report those migrating out, and
@@ -131,7 +134,8 @@ class Agent:
                     libvirt.VIR_DOMAIN_JOB_OPERATION_MIGRATION_OUT:
                 uuid = dom.UUIDString()
                 out.add(uuid)
-                seen = self.first_seen.setdefault(uuid, time.monotonic())
+                with self.lock:
+                    seen = self.first_seen.setdefault(uuid, time.monotonic())
                 # Libvirt's job starts before QEMU's stream connects: wait
                 # a moment for the stream's peer (the iteration event
                 # usually comes first), then report without it.

@@ -1,0 +1,129 @@
+"""vw-host-agent's reading of libvirt and /proc (fakes of both): it
+reports each guest migrating out once, with its vNICs and the address of
+QEMU's migration stream, waits a moment for that stream, and reports
+again on the guest's next migration."""
+import os
+import socket
+
+import libvirt
+
+from virtualwire.host import agent
+
+XML = """<domain><name>g</name><devices>
+<interface type='bridge'><virtualport type='openvswitch'>
+<parameters interfaceid='v-one'/></virtualport></interface>
+<interface type='bridge'><virtualport type='openvswitch'>
+<parameters interfaceid='v-two'/></virtualport></interface>
+<interface type='network'/></devices></domain>"""
+
+
+def _hex(ip, port):
+    return '%08X:%04X' % (int.from_bytes(socket.inet_aton(ip), 'little'),
+                          port)
+
+
+def fake_proc(tmp_path, pid, conns):
+    """/proc/PID with sockets `conns`: [(inode, remote ip, port, state)]."""
+    d = tmp_path / str(pid)
+    (d / 'fd').mkdir(parents=True)
+    (d / 'net').mkdir()
+    rows = ['  sl  local_address rem_address   st tx_queue rx_queue tr '
+            'tm->when retrnsmt   uid  timeout inode']
+    for i, (inode, ip, port, st) in enumerate(conns):
+        os.symlink('socket:[%d]' % inode, d / 'fd' / str(10 + i))
+        rows.append('%4d: %s %s %s 00000000:00000000 00:00000000 00000000 '
+                    '0 0 %d' % (i, _hex('198.18.0.11', 40000 + i),
+                                _hex(ip, port), st, inode))
+    (d / 'net' / 'tcp').write_text('\n'.join(rows) + '\n')
+    return str(tmp_path)
+
+
+def test_the_stream_peer_is_the_migration_port_connection(tmp_path):
+    proc = fake_proc(tmp_path, 7, [(1, '10.0.0.9', 5900, '01'),
+                                   (2, '198.18.0.12', 49152, '01'),
+                                   (3, '127.0.0.1', 49153, '01')])
+    assert agent.stream_peer(7, proc) == '198.18.0.12'
+
+
+def test_no_peer_when_the_stream_is_not_connected(tmp_path):
+    proc = fake_proc(tmp_path, 8, [(1, '198.18.0.12', 49152, '02'),
+                                   (2, '10.0.0.1', 22, '01'),
+                                   (3, '10.0.0.2', 22, '01')])
+    assert agent.stream_peer(8, proc) is None
+    assert agent.stream_peer(999, proc) is None
+
+
+def test_the_vnics_are_the_openvswitch_interfaceids():
+    assert agent.vnics_of(XML) == ['v-one', 'v-two']
+
+
+class Dom:
+    def __init__(self, uuid, out=True):
+        self.uuid, self.out = uuid, out
+
+    def UUIDString(self):
+        return self.uuid
+
+    def name(self):
+        return 'g'
+
+    def XMLDesc(self, _flags):
+        return XML
+
+    def jobStats(self):
+        if not self.out:
+            return {'type': libvirt.VIR_DOMAIN_JOB_NONE}
+        return {'type': libvirt.VIR_DOMAIN_JOB_UNBOUNDED,
+                'operation': libvirt.VIR_DOMAIN_JOB_OPERATION_MIGRATION_OUT}
+
+
+class Conn:
+    def __init__(self, doms):
+        self.doms = doms
+
+    def listAllDomains(self, _flags):
+        return self.doms
+
+
+class Client:
+    def __init__(self):
+        self.posts = []
+
+    def call(self, method, path, doc):
+        self.posts.append((method, path, doc))
+        return {'moved': doc['vnics']}
+
+
+def test_each_outgoing_migration_is_reported_once(monkeypatch):
+    dom = Dom('4c7b9b5f-60c7-4301-a062-8fa189c74353')
+    client = Client()
+    a = agent.Agent(Conn([dom]), lambda: client, 'h1')
+    peer = {'ip': None}
+    monkeypatch.setattr(agent, 'qemu_pid', lambda name: 42)
+    monkeypatch.setattr(agent, 'stream_peer', lambda pid: peer['ip'])
+    a.poll()
+    assert client.posts == []          # the stream is not there yet
+    peer['ip'] = '198.18.0.12'
+    a.poll()
+    a.poll()
+    assert client.posts == [('POST', '/v1/migrations/departures', {
+        'host': 'h1', 'vm_uuid': dom.uuid, 'vnics': ['v-one', 'v-two'],
+        'to_address': '198.18.0.12'})]
+    dom.out = False                    # the job ended
+    a.poll()
+    dom.out = True                     # and the guest migrates again
+    a.poll()
+    assert len(client.posts) == 2
+
+
+def test_a_stream_never_seen_is_reported_without_its_peer(monkeypatch):
+    dom = Dom('4c7b9b5f-60c7-4301-a062-8fa189c74354')
+    client = Client()
+    a = agent.Agent(Conn([dom]), lambda: client, 'h1')
+    monkeypatch.setattr(agent, 'qemu_pid', lambda name: 42)
+    monkeypatch.setattr(agent, 'stream_peer', lambda pid: None)
+    a.poll()
+    a.first_seen[dom.uuid] -= agent.PEER_WAIT + 0.1
+    a.poll()
+    assert [d for _m, _p, d in client.posts] == [{
+        'host': 'h1', 'vm_uuid': dom.uuid, 'vnics': ['v-one', 'v-two']}]
