@@ -217,3 +217,19 @@ def test_a_vnic_of_another_guest_cannot_be_announced(api):
     assert status == 409 and "is not guest" in doc['error']['message']
     assert api('GET', '/v1/migrations')[1] == {'migrations': []}
     assert _announce(api, tok, ['a'], vm_uuid=owner)[0] == 201
+
+
+def test_a_hypervisor_reports_only_its_own_guests_leaving(api):
+    """POST /v1/migrations/departures (vw-host-agent): h2's token speaks
+    for h2 alone; a bad report is a 4xx that says why."""
+    tok = issue(api, 'hypervisor', 'h2')
+    vm = str(uuid.uuid4())
+    doc = {'host': 'h1', 'vm_uuid': vm, 'vnics': ['a']}
+    status, out = api('POST', '/v1/migrations/departures', doc, token=tok)
+    assert status == 403 and 'h2' in out['error']['message']
+    status, out = api('POST', '/v1/migrations/departures',
+                      dict(doc, host='h2', vm_uuid='x'), token=tok)
+    assert status == 422 and 'vm_uuid' in out['error']['message'], out
+    status, out = api('POST', '/v1/migrations/departures',
+                      dict(doc, host='h2', vnics=['b']), token=tok)
+    assert status == 200 and out == {'vm_uuid': vm, 'moved': []}, out
