@@ -220,15 +220,18 @@ def held_summary(systems, doc):
         for k, rows in s.rows.items():
             ok = [r for r in rows if not r['guest_crashed']]
             lost = outage.dist([r['lost_on_the_way_in'] for r in ok])
+            # A move whose record holds nothing delivered (holding stopped
+            # at once: the rate bound) counts as 0 delivered.
             held = [r['held'] for r in ok if r.get('held')]
             sm = {'lost_on_the_way_in': lost,
                   'reordered_max': max([r['reordered'] for r in ok],
                                        default=None)}
             if held:
                 sm['held_delivered'] = outage.dist(
-                    [h['delivered'] for h in held])
+                    [h.get('delivered', 0) for h in held])
                 sm['held_late_max'] = max(h.get('late', 0) for h in held)
-                sm['held_evicted_max'] = max(h['evicted'] for h in held)
+                sm['held_evicted_max'] = max(h.get('evicted', 0)
+                                             for h in held)
             doc[s.name][k]['towards_guest'] = sm
             print('%-11s %-4s %s/%s  %s  %s' % (
                 s.name, k, fmt(lost['p50']), fmt(lost['max']),

@@ -23,7 +23,8 @@ from vwlab.shell import CONTROLLER_IP, LAB_ROOT
 from wire_traffic import stream_across
 
 UNITS = ['virtualwire-intent-db.service', 'virtualwire-controller.service',
-         'virtualwire-collector.service', 'virtualwire-extender.service']
+         'virtualwire-collector.service', 'virtualwire-extender.service',
+         'virtualwire-host-agent.service']
 PKI = '/etc/virtualwire/pki'
 with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))), 'controller', 'virtualwire', 'store',
@@ -149,7 +150,7 @@ def test_every_unit_verifies_and_every_command_says_its_version(installed):
                      'virtualwire-controller']).stdout
     for cmd in ('virtualwire-controller', 'virtualwire-collector',
                 'virtualwire-intent-db', 'vwctl', 'vw-host-setup', 'vw-pki',
-                'virtualwire-extender'):
+                'virtualwire-extender', 'vw-host-agent'):
         p = m.run([cmd, '--version'])
         assert p.stdout == '%s %s\n' % (cmd, version) and p.stderr == ''
     # Log files (when configured) rotate, and the daemons reopen them.
