@@ -28,7 +28,9 @@ SUITE = 'bookworm'
 # What a controller machine or a hypervisor has besides our packages.
 BASE = ['systemd', 'systemd-sysv', 'dbus', 'openvswitch-common',
         'openvswitch-switch', 'python3', 'openssl', 'iproute2',
-        'wireguard-go', 'wireguard-tools', 'ca-certificates']
+        'wireguard-go', 'wireguard-tools', 'ca-certificates',
+        # virtualwire-python's libvirt-python (vw-host-agent) links it.
+        'libvirt0']
 
 
 def _run(cmd, log=None, timeout=900, **kw):

@@ -351,6 +351,8 @@ def test_a_host_renews_its_certificate_without_a_restart(installed):
         old = x509.load_pem_x509_certificate(f.read().encode())
     va = h1.add_vm('rna', [('rna-nic', '192.0.2.11/24')])
     vb = h2.add_vm('rnb', [('rnb-nic', '192.0.2.12/24')])
+    for vnic, host in (('rna-nic', h1), ('rnb-nic', h2)):   # strict
+        installed.vwctl('vnics', 'place', vnic, host.name)
     cid = json.loads(installed.vwctl('--json', 'connect', 'rna-nic',
                                      'rnb-nic').stdout)['connector_id']
     wait_until(lambda: va.ping('192.0.2.12', count=1)[1] == 1, 30,
@@ -489,6 +491,8 @@ def test_the_intent_cluster_upgrades_under_traffic_with_the_packaged_tool(
         h1, h2 = lab.hosts
         va = h1.add_vm('pua', [('pua-nic', '192.0.2.1/24')])
         vb = h2.add_vm('pub', [('pub-nic', '192.0.2.2/24')])
+        for vnic, host in (('pua-nic', h1), ('pub-nic', h2)):  # strict
+            installed.vwctl('vnics', 'place', vnic, host.name)
         cid = json.loads(installed.vwctl('--json', 'connect', 'pua-nic',
                                          'pub-nic').stdout)['connector_id']
         wait_until(lambda: va.ping('192.0.2.2', count=1)[1] == 1, 30,
@@ -560,6 +564,10 @@ def test_a_guest_migrates_with_the_installed_libvirt_hook(installed):
                                                        out.lstrip('/')),
                                hook=hook)
     vnic = '6f1c2a52-4a8e-4d8e-9f39-2b0c4d6e8a10'
+    # Strict placement: the cloud places both; the move is believed on
+    # the two hosts' word (the hook on h2, the agent on h1).
+    for v, host in ((vnic, h1), ('pkgfar-nic', h2)):
+        installed.vwctl('vnics', 'place', v, host.name)
     g = h1.define_guest('pkgmig', [(vnic, '10.88.0.1/24')])
     far = h2.add_vm('pkgfar', [('pkgfar-nic', '10.88.0.2/24')])
     installed.vwctl('connect', vnic, 'pkgfar-nic')

@@ -176,21 +176,25 @@ class Agent:
                 time.sleep(0.2)
 
 
+class ConfigError(Exception):
+    pass
+
+
 def _settings(path):
     cp = configparser.ConfigParser(inline_comment_prefixes=(';', '#'))
     if not cp.read(path) or not cp.has_section('controller'):
-        raise SystemExit('vw-host-agent: no [controller] section in %s'
+        raise ConfigError('vw-host-agent: no [controller] section in %s'
                          % path)
     c = cp['controller']
     for key in ('url', 'token_file', 'host'):
         if not c.get(key):
-            raise SystemExit('vw-host-agent: %s: [controller] %s is '
+            raise ConfigError('vw-host-agent: %s: [controller] %s is '
                              'required' % (path, key))
     url = c['url']
     if not c.getboolean('insecure_plaintext_lab', False) and any(
             not u.strip().lower().startswith('https://')
             for u in url.split(',')):
-        raise SystemExit('vw-host-agent: %s: url must be https:// (plain '
+        raise ConfigError('vw-host-agent: %s: url must be https:// (plain '
                          'http only with insecure_plaintext_lab = yes)'
                          % path)
     return c
@@ -211,14 +215,20 @@ def main(argv=None):
     logging.basicConfig(level=logging.INFO,
                         format='%(asctime)s %(name)s %(levelname)s '
                                '%(message)s')
-    c = _settings(args.config)
+    try:
+        c = _settings(args.config)
+    except ConfigError as e:
+        raise SystemExit(str(e)) from None
     import libvirt
     from virtualwire.cli.client import Client, read_token_file
 
     def client():
-        return Client(c['url'], read_token_file(c['token_file']),
-                      timeout=c.getfloat('timeout', 3.0),
-                      ca_cert=c.get('ca_cert') or None)
+        # Read again each time, as the hook does: a new token or
+        # controller address needs no restart.
+        now = _settings(args.config)
+        return Client(now['url'], read_token_file(now['token_file']),
+                      timeout=now.getfloat('timeout', 3.0),
+                      ca_cert=now.get('ca_cert') or None)
     # Libvirt prints every failed call; jobStats of an incoming migration
     # fails by design ("available only on the source host").
     libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
