@@ -9,7 +9,8 @@ import pytest
 
 BIN = os.path.dirname(sys.executable)
 COMMANDS = ['virtualwire-controller', 'virtualwire-collector', 'vwctl',
-            'virtualwire-extender', 'virtualwire-intent-db', 'vw-host-setup', 'vw-pki', 'vwlab']
+            'virtualwire-extender', 'virtualwire-intent-db', 'vw-host-agent',
+            'vw-host-setup', 'vw-pki', 'vwlab']
 
 
 def _console_scripts():
