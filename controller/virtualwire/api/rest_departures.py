@@ -4,13 +4,10 @@ hook has announced it arriving (`announce_migration`). When both have
 spoken, the words the pair authorizes (`core.departures`) are written to
 the intent database as the cloud's placement, by the two hosts, and are in
 force on this instance before the answer."""
-import logging
 import time
 from typing import Any
 
 from virtualwire.api.render import json_response, read_json_object
-
-LOG = logging.getLogger(__name__)
 
 
 class DepartureHandlers:
