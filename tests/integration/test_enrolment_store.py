@@ -91,6 +91,9 @@ def test_a_request_waits_for_the_operator_and_only_its_poller_learns(
                                       sign('h9'))
     assert (state, cert) == ('pending', None) and secret
     fp = enrolment.fingerprint(enrolment.load_csr(csr))
+    # The other's replica hears of the request a moment later.
+    wait_until(lambda: other.pending(), 10,
+               what='the request seen through the other controller')
     assert [(p['name'], p['fingerprint'], p['state'], p['peer'])
             for p in other.pending()] == [('h9', fp, 'pending', '10.0.0.9')]
     # A second request for h9 while one waits: refused, saying whose key.
