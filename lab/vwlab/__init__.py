@@ -24,6 +24,7 @@ from vwlab.controllers import ControllerMixin
 from vwlab.host import LabHost
 from vwlab import antispoof, gateways
 from vwlab.pki import LabPki
+from vwlab.placements import LabPlacements
 from vwlab.simhosts import SimHosts
 from vwlab.sites import CONTROLLER_PUBLIC_IP, Sites, parse_extenders
 
@@ -46,7 +47,7 @@ class Lab(ControllerMixin):
                  libvirt=False, extenders=None, gateways=None,
                  ovs_nice=OVS_NICE, tls=True, controllers=1, collector=True,
                  carrier='gre', packet_socket_buffer=None,
-                 placement='insecure-trust-hosts'):
+                 placement='strict'):
         # Niceness of each host's ovsdb-server and ovs-vswitchd: -10 as
         # ovs-ctl (Debian's services) starts them; 0 reproduces a switch
         # that competes with QEMU as an equal (bench_migration --ovs-nice).
@@ -59,9 +60,10 @@ class Lab(ControllerMixin):
         self.packet_socket_buffer = packet_socket_buffer
         self.prefix = prefix or 'vw' + secrets.token_hex(3)
         # The controller's --placement: 'strict' (the product's default)
-        # needs every vNIC placed by the cloud (`place_vnic`); most lab
-        # tests plug vNICs as a lab does, trusting the hosts.
+        # needs every vNIC placed by the cloud: lab hosts place what they
+        # plug (vwlab.placements); 'insecure-trust-hosts' for baselines.
         self.placement = placement
+        self.placements = LabPlacements(self)
         self.libvirt = libvirt
         self.n_hosts = n_hosts
         self.sites = sites

@@ -132,6 +132,8 @@ class ControllerMixin:
         self._write_vwctl_config()
         if self.collector_on and self.collector_proc is None:
             self.start_collector()
+        if self.placements.waiting:        # plugged while none ran
+            self.placements.flush()
         return self.instances[k]
 
     # -- the collector process -------------------------------------------

@@ -155,20 +155,28 @@ class LabHost:
         return sh(['cat', '/sys/class/net/br-phy/address'], ns=self.ns).strip()
 
     # ---- stand-in VMs --------------------------------------------------
-    def add_vm(self, name, nics, bridge='br-int'):
+    def place(self, vnic_id, bridge='br-int'):
+        """The cloud's word that `vnic_id` runs here (only our bridge's
+        vNICs are VirtualWire's)."""
+        if bridge == 'br-int':
+            self.lab.placements.place(vnic_id, self.name)
+
+    def add_vm(self, name, nics, bridge='br-int', place=True):
         """nics: [(vnic_id, ip_cidr or None)]. The VM is a namespace; each
         NIC a veth whose host side is plugged into `bridge` as libvirt
-        plugs a tap."""
+        plugs a tap (each placed here first, as the cloud would, unless
+        place=False: a host plugging what is not its own)."""
         vm_ns = '%s-%s' % (self.lab.prefix, name)
         sh(['ip', 'netns', 'add', vm_ns])
         vm_uuid = str(uuid_mod.uuid4())
         vm = Vm(name, self, vm_ns, uuid=vm_uuid)
         self.vms[name] = vm
         for i, (vnic_id, cidr) in enumerate(nics):
-            self.plug(vm, vnic_id, 'eth%d' % i, cidr, vm_uuid, bridge=bridge)
+            self.plug(vm, vnic_id, 'eth%d' % i, cidr, vm_uuid, bridge=bridge,
+                      place=place)
         return vm
 
-    def add_paused_vm(self, name, nics, vm_uuid=''):
+    def add_paused_vm(self, name, nics, vm_uuid='', place=True):
         """A VM that sends nothing until told to, like a migrating guest
         on its destination before RESUME: a namespace with IPv6 off (no
         router solicitation or MLD report when a NIC comes up) holding
@@ -182,7 +190,8 @@ class LabHost:
         self.vms[name] = vm
         vm_uuid = vm_uuid or secrets.token_hex(16)
         for i, (vnic_id, mac) in enumerate(nics):
-            self.plug(vm, vnic_id, 'eth%d' % i, mac=mac, vm_uuid=vm_uuid)
+            self.plug(vm, vnic_id, 'eth%d' % i, mac=mac, vm_uuid=vm_uuid,
+                      place=place)
         return vm
 
     def remove_vm(self, vm):
@@ -193,7 +202,9 @@ class LabHost:
         sh(['ip', 'netns', 'del', vm.ns], check=False)
 
     def plug(self, vm, vnic_id, ifname, cidr=None, vm_uuid='', mtu=1500,
-             mac=None, bridge='br-int'):
+             mac=None, bridge='br-int', place=True):
+        if place:
+            self.place(vnic_id, bridge)
         self._nic_seq += 1
         # Not libvirt's vnetN: a libvirt guest on this host takes those.
         port = 'vwveth%d' % self._nic_seq
@@ -222,7 +233,8 @@ class LabHost:
                             'cidr': cidr}
         return vm.nics[vnic_id]
 
-    def add_guest(self, name, nics, memory_mb=128, boot_timeout=60):
+    def add_guest(self, name, nics, memory_mb=128, boot_timeout=60,
+                  place=True):
         """Boot the lab guest under QEMU (TCG, single-threaded: see the lab
         notes) with one virtio-net NIC per (vnic_id, ip_cidr); waits until
         its /init says it is ready."""
@@ -256,6 +268,8 @@ class LabHost:
             '-display', 'none', '-pidfile', g.pidfile, '-daemonize']
            + net_args, ns=self.ns)
         for vnic_id, info in g.nics.items():
+            if place:
+                self.place(vnic_id)
             sh(['ip', 'link', 'set', info['port'], 'up'], ns=self.ns)
             self.vsctl('add-port', 'br-int', info['port'], '--', 'set',
                        'interface', info['port'],
@@ -268,7 +282,7 @@ class LabHost:
         return g
 
     def define_guest(self, name, nics, boot_timeout=60, beacon=None,
-                     bridge='br-int', memory_mb=128, cmdline=()):
+                     bridge='br-int', memory_mb=128, cmdline=(), place=True):
         """Start the lab guest through this host's libvirtd, NICs as
         <interface type='bridge'><virtualport type='openvswitch'> with an
         interfaceid each, on `bridge`. nics: [(interfaceid (a UUID),
@@ -295,6 +309,8 @@ class LabHost:
             os.unlink(g.console)
         spec = []
         for vnic_id, cidr in nics:
+            if place:
+                self.place(vnic_id, bridge)
             self._nic_seq += 1
             mac = '52:54:00:%02x:%02x:%02x' % (
                 self.index, 0x40 | self._nic_seq >> 8 & 63,

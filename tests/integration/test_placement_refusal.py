@@ -51,7 +51,7 @@ def test_a_host_cannot_take_a_vnic_the_cloud_placed_elsewhere(lab, api):
         stream.start()
         # h3 plugs a port claiming prb-nic, with the victim's address,
         # and sends from it: ARP, pings, whatever a guest sends.
-        evil = h3.add_vm('prx', [('prb-nic', '10.61.0.2/24')])
+        evil = h3.add_vm('prx', [('prb-nic', '10.61.0.2/24')], place=False)
         evil.ping('10.61.0.1', count=5, interval=0.3)
         stream.join(60)
         assert out['sent']['sent'] == 8000, out

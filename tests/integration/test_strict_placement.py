@@ -12,7 +12,7 @@ from conftest import _seq, wait_until
 from vwlab.guest_crash import once_more_if_the_guest_crashed
 from migration_helpers import probe_report, vwctl, wire_hosts
 
-STRICT, TRUST = 'strict', 'insecure-trust-hosts'
+STRICT = 'strict'
 
 
 def _set_placement(api, value):
@@ -35,7 +35,7 @@ def test_strict_placement_believes_the_cloud_and_both_hosts(lab, api,
         once_more_if_the_guest_crashed(
             lambda d: _strict_move(lab, api), tmp_path)
     finally:
-        _set_placement(api, TRUST)
+        _set_placement(api, lab.placement)
 
 
 def _strict_move(lab, api):
@@ -48,7 +48,8 @@ def _strict_move(lab, api):
     made, g, wid = [], None, None
     try:
         # Nobody's until the cloud says: plugged on h2, it is refused.
-        made.append((h2, h2.add_vm('su%d' % n, [(loose, '10.84.0.2/24')])))
+        made.append((h2, h2.add_vm('su%d' % n, [(loose, '10.84.0.2/24')],
+                                   place=False)))
         wait_until(lambda: (loose, 'h2', None) in _refused(api), 10,
                    what='the unplaced vNIC refused')
         view = api.ok('GET', '/v1/vnics/%s' % loose)
