@@ -6,7 +6,7 @@ import uuid as uuid_mod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, Optional
 
-from vwlab.shell import (HOST_SETUP, MGMT_NET,
+from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, MGMT_NET,
                          UNDERLAY_MTU, LabError, kill_pidfile, niced, sh)
 from vwlab.pki import OVSDB_SERVER_SSL
 from vwlab.sites import LINK_NET
@@ -139,6 +139,10 @@ class LabHost:
             '--tunnel-ip', self.tunnel_ip,
             '--controller', self.lab.of_targets(self.scheme),
             '--manager', 'p%s:6640:%s' % (self.scheme, self.mgmt_ip),
+            # Only the controllers' address reaches it (not, e.g., a
+            # machine holding the collector's certificate).
+            '--manager-from', CONTROLLER_IP,
+            '--guard-file', os.path.join(self.dir, 'ovsdb-guard.nft'),
             '--site', self.site,
             '--carrier', self.lab.carrier,
             '--datapath-type', 'netdev', '--bridge', 'br-int',

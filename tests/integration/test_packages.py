@@ -24,7 +24,7 @@ from wire_traffic import stream_across
 
 UNITS = ['virtualwire-intent-db.service', 'virtualwire-controller.service',
          'virtualwire-collector.service', 'virtualwire-extender.service',
-         'virtualwire-host-agent.service']
+         'virtualwire-host-agent.service', 'virtualwire-ovsdb-guard.service']
 PKI = '/etc/virtualwire/pki'
 with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))), 'controller', 'virtualwire', 'store',

@@ -19,7 +19,7 @@ from conftest import wait_until
 from wire_traffic import Stream
 from vwlab import rogue as rogue_mod
 from vwlab.pki import LabPki
-from vwlab.shell import CONTROLLER_IP
+from vwlab.shell import CONTROLLER_IP, sh
 
 SECONDS = 40            # the stream outlasts every attack
 
@@ -225,25 +225,58 @@ def _ovsdb_client(ns, remote, creds=None, timeout=8):
     return p.returncode, (p.stdout + p.stderr).strip()
 
 
-def test_a_hosts_ovsdb_answers_only_the_controllers_certificate(
-        lab, rogue, tmp_path):
+def _guard_resets(host):
+    """Connections the host's OVSDB guard turned away (its nft counter)."""
+    out = sh(['nft', 'list', 'table', 'inet', 'virtualwire_ovsdb'],
+             ns=host.ns)
+    return int(re.search(r'counter packets (\d+)', out).group(1))
+
+
+def test_a_hosts_ovsdb_answers_only_the_controllers(lab, api, rogue,
+                                                    tmp_path):
     """Host OVSDB is pssl: and trusts only the controller CA: another
     host's key (a compromised hypervisor), another CA's certificate and
-    plain TCP all fail; the controller's certificate reads it."""
-    target = 'ssl:%s:6640' % lab.host('h1').mgmt_ip
+    plain TCP all fail. That CA also signs the collector, whose key would
+    open every host's OVSDB (ovsdb-server and ovs-vswitchd share one CA,
+    and the switch must accept the collector): vw-host-setup's guard lets
+    only the controllers' address reach it, so the collector's key, even
+    the controller's, from any other machine opens nothing; the
+    controller itself still manages h1."""
+    h1 = lab.host('h1')
+    target = 'ssl:%s:6640' % h1.mgmt_ip
     other = LabPki(str(tmp_path / 'other-ca')).init()
     okey, ocert = other.issue('controller', role='controller')
     h2key, h2cert = lab.pki.files('h2')
     ckey, ccert = lab.pki.files('controller')
+    colkey, colcert = lab.pki.files('collector')
     ca = lab.pki.host_ca
+    before = _guard_resets(h1)
     for what, remote, creds in (
-            ('plain TCP', 'tcp:%s:6640' % lab.host('h1').mgmt_ip, None),
+            ('plain TCP', 'tcp:%s:6640' % h1.mgmt_ip, None),
             ("h2's certificate", target, (h2key, h2cert, ca)),
-            ('another CA', target, (okey, ocert, ca))):
+            ('another CA', target, (okey, ocert, ca)),
+            ("the collector's certificate", target, (colkey, colcert, ca)),
+            ("the controller's certificate", target, (ckey, ccert, ca))):
         rc, out = _ovsdb_client(rogue.ns, remote, creds)
         assert rc != 0 and 'Open_vSwitch' not in out, (what, out)
-    rc, out = _ovsdb_client(rogue.ns, target, (ckey, ccert, ca))
+    assert _guard_resets(h1) >= before + 5
+    # The guard is what stops the collector's key: without it, that key
+    # opens h1's OVSDB from the rogue machine (and could rewrite h1's
+    # switch); with it back, from the file the boot unit loads, it does not.
+    sh(['nft', 'delete', 'table', 'inet', 'virtualwire_ovsdb'], ns=h1.ns)
+    try:
+        rc, out = _ovsdb_client(rogue.ns, target, (colkey, colcert, ca))
+        assert rc == 0 and 'Open_vSwitch' in out, out
+    finally:
+        sh(['nft', '-f', os.path.join(h1.dir, 'ovsdb-guard.nft')], ns=h1.ns)
+    rc, out = _ovsdb_client(rogue.ns, target, (colkey, colcert, ca))
+    assert rc != 0 and 'Open_vSwitch' not in out, out
+    # From the controllers' address, the controller's certificate reads it,
+    # and the controller's own session to h1's OVSDB never stopped.
+    rc, out = _ovsdb_client(lab.mgmt_ns, target, (ckey, ccert, ca))
     assert rc == 0 and 'Open_vSwitch' in out, out
+    h = {x['name']: x for x in api.ok('GET', '/v1/hosts')['hosts']}['h1']
+    assert h['connected'] and h['synced'], h
 
 
 def test_openflow_refuses_a_peer_without_a_host_certificate(lab, api,
