@@ -32,6 +32,7 @@ from bench_scale import plan, wait_flows                   # noqa: E402
 from common import Api, summary, write_result             # noqa: E402
 
 from vwlab import Lab, SimHosts                             # noqa: E402
+from vwlab.simhosts import SIM_PLACEMENT                  # noqa: E402
 
 TICK = os.sysconf('SC_CLK_TCK')
 
@@ -52,7 +53,7 @@ def main():
                     help='result name under bench/results')
     args = ap.parse_args()
     pairs, per = plan(args.hosts, args.wires)
-    with Lab(0) as lab:
+    with Lab(0, placement=SIM_PLACEMENT) as lab:
         lab.start_controller()
         sim = SimHosts(lab, args.hosts, per, name='sim', mgmt_index=200)
         sim.up(progress=lambda m: print('  ' + m, flush=True))

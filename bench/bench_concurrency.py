@@ -31,6 +31,7 @@ from bench_scale import expected_flows, wait_flows           # noqa: E402
 from common import Api, summary, write_result               # noqa: E402
 
 from vwlab import Lab, SimHosts                               # noqa: E402
+from vwlab.simhosts import SIM_PLACEMENT                  # noqa: E402
 
 
 def connect_phase(lab, sim, pairs, clients):
@@ -128,7 +129,7 @@ def main():
     p.add_argument('--reconnect-flows', type=int, default=2000)
     args = p.parse_args()
     per = 6 * -(-args.wires // args.hosts)
-    with Lab(0) as lab:
+    with Lab(0, placement=SIM_PLACEMENT) as lab:
         lab.start_controller()
         sim = SimHosts(lab, args.hosts, per, name='sim', mgmt_index=200)
         print('building %d simulated hosts x %d vNICs' % (args.hosts, per),
@@ -155,7 +156,7 @@ def main():
             remove_all(api, ids)
     # Part 2: one bridge with `reconnect_flows` flows.
     ends = args.reconnect_flows // 2 - 1
-    with Lab(0) as lab:
+    with Lab(0, placement=SIM_PLACEMENT) as lab:
         lab.start_controller()
         sim = SimHosts(lab, 2, ends, name='big', mgmt_index=200)
         sim.up()

@@ -33,6 +33,7 @@ from common import Api, summary, write_result               # noqa: E402
 
 from virtualwire.core import ids                                    # noqa: E402
 from vwlab import Lab, SimHosts                      # noqa: E402
+from vwlab.simhosts import SIM_PLACEMENT                  # noqa: E402
 
 N = 16
 
@@ -51,7 +52,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--trials', type=int, default=10)
     args = ap.parse_args()
-    with Lab(2) as lab:
+    with Lab(2, placement=SIM_PLACEMENT) as lab:
         h1, h2 = lab.hosts
         lab.start_controller()
         sims = SimHosts(lab, N, 1, name='rw')

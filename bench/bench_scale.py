@@ -25,6 +25,7 @@ from common import Api, ofctl_flow, summary, write_result  # noqa: E402
 
 from virtualwire.pipeline import wire as fl                          # noqa: E402
 from vwlab import Lab, SimHosts                    # noqa: E402
+from vwlab.simhosts import SIM_PLACEMENT                  # noqa: E402
 from virtualwire.core.model import Encap, Host, VnicPort, Wire    # noqa: E402
 from virtualwire.core.world import World    # noqa: E402
 
@@ -195,7 +196,7 @@ def main():
                     help='result name (default: scale or scale-batch)')
     args = ap.parse_args()
     pairs, per = plan(args.hosts, args.wires)
-    with Lab(0) as lab:
+    with Lab(0, placement=SIM_PLACEMENT) as lab:
         lab.start_controller()
         print('building %d simulated hosts x %d vNICs (controller-connected)'
               % (args.hosts, per), flush=True)

@@ -21,12 +21,13 @@ from bench_scale import connect_all, plan                    # noqa: E402
 from common import summary, write_result                    # noqa: E402
 
 from vwlab import Lab, SimHosts                              # noqa: E402
+from vwlab.simhosts import SIM_PLACEMENT                  # noqa: E402
 
 MODES = ('tls', 'plain')
 
 
 def latency_lab(tls, interval_us):
-    lab = Lab(2, tls=tls).__enter__()
+    lab = Lab(2, tls=tls, placement=SIM_PLACEMENT).__enter__()
     return (lab,) + prepare(lab, interval_us)
 
 
@@ -52,7 +53,7 @@ def latencies(trials, interval_us):
 
 def setup_seconds(tls, hosts, wires):
     pairs, per = plan(hosts, wires)
-    with Lab(0, tls=tls) as lab:
+    with Lab(0, tls=tls, placement=SIM_PLACEMENT) as lab:
         lab.start_controller()
         sim = SimHosts(lab, hosts, per, name='sim', mgmt_index=200)
         sim.up(progress=lambda m: print('  ' + m, flush=True))

@@ -157,6 +157,13 @@ def build_parser():
     p.add_argument('--collector-ca', default='', metavar='PEM',
                    help="the CA of the collector's certificate (the "
                         'controller CA); default: system CAs')
+    p.add_argument('--collector-listen', action='append', default=[],
+                   metavar='pssl:PORT[:IP]',
+                   help='the local intent database also listens here for '
+                        'the collector (repeatable): a certificate of '
+                        '--collector-ca may write the counter base there '
+                        'and nothing else (RBAC); from the server\'s next '
+                        'start; needs the TLS files, not with --intent-db')
     p.add_argument('--audit-log', default='', metavar='FILE',
                    help='append a JSON line per change asked for, refused '
                         'ones included (default: STATE_DIR/audit.log)')
@@ -311,9 +318,30 @@ def check_intent_remote(args, prog='virtualwire-controller'):
             'remotes are unix:, ssl: or (lab) tcp:'))
 
 
+def check_collector_listen(args, prog='virtualwire-controller'):
+    """--collector-listen: pssl: listeners of the local database only,
+    with the files its TLS needs."""
+    from virtualwire.store import collector_access
+    if not args.collector_listen:
+        return
+    why = ('the intent database is elsewhere (--intent-db): give its '
+           'servers --collector-remote' if args.intent_db else
+           'needs --private-key, --certificate and --collector-ca (the '
+           "collector's CA)" if not (args.private_key and args.certificate
+                                     and args.collector_ca) else None)
+    for t in args.collector_listen:
+        try:
+            collector_access.check_target(t)
+        except ValueError as e:
+            why = why or str(e)
+    if why:
+        sys.exit('%s: --collector-listen: %s' % (prog, why))
+
+
 def main(argv=None):
     args = parse_args(argv)
     check_intent_remote(args)
+    check_collector_listen(args)
     hub = process.start(args)
     process.on_sighup(hub, args, lambda: parse_args(argv),
                       logging.getLogger('virtualwire'))
@@ -345,7 +373,9 @@ def main(argv=None):
     rest_host, rest_port = _split(args.rest_listen, '--rest-listen')
     token = read_or_create_token(args.token_file or
                                  os.path.join(args.state_dir, 'api-token'))
-    remote = args.intent_db or local_ovsdb.ensure(args.state_dir)
+    remote = args.intent_db or local_ovsdb.ensure(
+        args.state_dir, args.collector_listen,
+        (args.private_key, args.certificate, args.collector_ca))
 
     if tls_files is not None:
         configure_ovs_streams(tls_files)

@@ -11,8 +11,10 @@ for hooks on HOOK_PORT + k; every instance reads the operator's one token.
 import json
 import os
 import secrets
+import socket
 import subprocess
 import sys
+import time
 
 import requests
 
@@ -25,6 +27,14 @@ from vwlab.sites import CONTROLLER_PUBLIC_IP, RENDEZVOUS_PORT
 COLLECTOR_OF_OFFSET = 50
 COLLECTOR_NICE = 5
 
+
+
+def port_open(host, port):
+    try:
+        with socket.create_connection((host, port), 0.5):
+            return True
+    except OSError:
+        return False
 
 
 class ControllerMixin:
@@ -41,6 +51,9 @@ class ControllerMixin:
         self.collector_of_port = of_port + COLLECTOR_OF_OFFSET
         self.collector_proc = None
         self.collector_port = None
+        # The local intent database's listener for the collector (TLS
+        # labs with one instance): its certificate writes only counters.
+        self.collector_db_port = None
 
     @property
     def controller(self):
@@ -118,6 +131,7 @@ class ControllerMixin:
                # watch should move while they watch.
                '--stats-interval', '1',
                '--placement', self.placement] + self.collector_args() + \
+            self.collector_listen_args() + \
             (['--rendezvous-listen', '%s:%d' % (CONTROLLER_PUBLIC_IP,
                                                 RENDEZVOUS_PORT)]
              if self.clouds and k == 0 else []) + list(extra)
@@ -165,17 +179,42 @@ class ControllerMixin:
                 '--collector-token-file', self.collector_token_file] + (
             ['--collector-ca', self.pki.controller_ca] if self.pki else [])
 
+    def collector_listen_args(self):
+        """The local intent database's listener for the collector (RBAC
+        role collector: store.collector_access), in a TLS lab whose one
+        instance keeps the database."""
+        if not (self.pki and self.collector_on and
+                self.intent_cluster is None):
+            return []
+        self.collector_db_port = self.collector_db_port or free_port()
+        return ['--collector-listen', 'pssl:%d:127.0.0.1'
+                % self.collector_db_port]
+
+    def _collector_intent_args(self):
+        if self.intent_cluster is not None:
+            return ['--intent-db', self.intent_cluster.remote,
+                    '--intent-db-ca', self.pki.controller_ca]
+        if self.collector_db_port is None:
+            return ['--intent-db', 'unix:' + os.path.join(
+                self.state_dir(0), 'intent.sock')]
+        # Served by the controller's own ovsdb-server, under its name; the
+        # collector checks the name before it starts: wait for it.
+        end = time.time() + 60
+        while not port_open('127.0.0.1', self.collector_db_port):
+            if time.time() > end:
+                raise LabError('the intent database never listened for the '
+                               'collector on port %d' % self.collector_db_port)
+            time.sleep(0.1)
+        return ['--intent-db', 'ssl:127.0.0.1:%d' % self.collector_db_port,
+                '--intent-db-ca', self.pki.controller_ca,
+                '--intent-db-name', 'controller']
+
     def start_collector(self):
         """Run `virtualwire-collector` (in the lab as in production: its
         OpenFlow side in the management namespace, its API on 127.0.0.1,
         reading the controllers' intent database)."""
         self.collector_args()           # port and token
-        if self.intent_cluster is not None:
-            intent = ['--intent-db', self.intent_cluster.remote,
-                      '--intent-db-ca', self.pki.controller_ca]
-        else:
-            intent = ['--intent-db', 'unix:' + os.path.join(
-                self.state_dir(0), 'intent.sock')]
+        intent = self._collector_intent_args()
         if self.pki is None:
             tls = ['--insecure-plaintext-lab']
         else:

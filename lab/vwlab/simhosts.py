@@ -9,6 +9,12 @@ from virtualwire.store.rawrpc import transact
 from vwlab.pki import OVSDB_SERVER_SSL
 from vwlab.shell import MGMT_NET, sh
 
+# Simulated hosts write their vNICs' rows straight into OVSDB and nobody
+# places them, so a lab that runs them trusts hosts (placement is the
+# cloud's word per vNIC; what strict placement adds per claim is a lookup
+# in core.placement). Benchmarks built on them say so.
+SIM_PLACEMENT = 'insecure-trust-hosts'
+
 
 class SimHosts:
     """Many simulated hypervisors for control-plane scale. Bridges are

@@ -19,13 +19,15 @@ Settings as the daemons' (`config_file`): /etc/virtualwire/intent-db.yaml,
 every key a flag.
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
 
 from virtualwire import config_file, process, version
 from virtualwire.store.intent import SCHEMA_PATH
-from virtualwire.store import intent_db_restore, schema_version
+from virtualwire.store import (collector_access, intent_db_restore,
+                               schema_version)
 from virtualwire.store.errors import StoreError
 
 DB_NAME = 'VirtualWire'
@@ -45,6 +47,12 @@ def build_parser():
                    metavar='pssl:PORT[:IP]',
                    help='also listen here for controllers on other '
                         'machines (repeatable); needs the TLS files')
+    p.add_argument('--collector-remote', action='append', default=[],
+                   metavar='pssl:PORT[:IP]',
+                   help='listen here for the collector (repeatable; the '
+                        'same on every member): its certificate may write '
+                        'the counter base and nothing else (RBAC role '
+                        'collector); needs the TLS files')
     p.add_argument('--cluster-local', default='', metavar='ssl:IP:PORT',
                    help='this member\'s RAFT address: the database is a '
                         'cluster member, not a standalone file')
@@ -96,8 +104,14 @@ def _tls(args):
     if any(files) and not all(files):
         raise ServiceError('TLS needs --private-key, --certificate and '
                            '--ca-cert together')
+    for t in args.collector_remote:
+        try:
+            collector_access.check_target(t)
+        except ValueError as e:
+            raise ServiceError('--collector-remote: %s' % e)
     ssl = [t for t in [args.cluster_local] + args.cluster_remote +
-           args.remote if t.startswith(('ssl:', 'pssl:'))]
+           args.remote + args.collector_remote
+           if t.startswith(('ssl:', 'pssl:'))]
     if ssl and not all(files):
         raise ServiceError('%s needs --private-key, --certificate and '
                            '--ca-cert' % ssl[0])
@@ -131,6 +145,9 @@ def server_command(args, tls):
                                        'intent-db.ctl'),
            '--no-chdir', '-vconsole:info']     # stderr: the journal
     cmd += ['--remote=' + r for r in args.remote]
+    # The listeners the database itself lists (the collector's, with their
+    # RBAC role: store.collector_access), written by `wait`.
+    cmd += ['--remote=' + collector_access.REMOTE]
     if tls:
         cmd += ['--private-key=' + args.private_key,
                 '--certificate=' + args.certificate,
@@ -160,6 +177,20 @@ def run(args):
     os.execvp(cmd[0], cmd)
 
 
+def grant_collector(args, remote):
+    """Make the database list exactly --collector-remote as the
+    collector's listeners (a schema before 1.15.0 has no such rows: said,
+    and left for `upgrade`)."""
+    have = _run(_client(args, 'get-schema-version', remote, DB_NAME))
+    if schema_version.compare(have, '1.15.0') == 'older':
+        return ('collector listeners need schema 1.15.0 (the database is '
+                'at %s): run upgrade' % have)
+    _run(_client(args, 'transact', remote, json.dumps(
+        collector_access.ops(args.collector_remote, DB_NAME))))
+    return 'collector listeners: %s' % (
+        ', '.join(args.collector_remote) or 'none')
+
+
 def _client(args, *rest):
     return ['ovsdb-client', '--timeout=%d' % args.timeout] + list(rest)
 
@@ -173,6 +204,7 @@ def main(argv=None):
             run(args)
         elif args.verb == 'wait':
             _run(_client(args, 'wait', remote, DB_NAME, 'connected'))
+            print(grant_collector(args, remote))
         elif args.verb == 'upgrade':
             before = _run(_client(args, 'get-schema-version', remote,
                                   DB_NAME))
@@ -190,6 +222,7 @@ def main(argv=None):
             _run(_client(args, 'convert', remote, args.schema))
             print('%s converted from %s to %s' % (DB_NAME, before, _run(
                 _client(args, 'get-schema-version', remote, DB_NAME))))
+            print(grant_collector(args, remote))
         elif args.verb == 'backup':
             with open(args.file, 'w') as f:
                 f.write(_run(_client(args, 'backup', remote, DB_NAME)) + '\n')

@@ -3,12 +3,13 @@
 It runs detached with a pidfile, as a service of its own: a controller
 restart leaves it (and the wires in it) untouched.
 """
+import json
 import logging
 import os
 import subprocess
 import time
 
-from virtualwire.store import schema_version
+from virtualwire.store import collector_access, schema_version
 from virtualwire.store.intent import SCHEMA_PATH
 
 
@@ -26,8 +27,11 @@ def _alive(pidfile):
         return None
 
 
-def ensure(state_dir):
-    """Returns the remote ('unix:...') of a running intent ovsdb-server."""
+def ensure(state_dir, collector=(), tls=None):
+    """Returns the remote ('unix:...') of a running intent ovsdb-server.
+    collector: its pssl: listeners for the collector (RBAC role
+    `collector`, store.collector_access), served with tls = (key,
+    certificate, the collector's CA) when the server starts here."""
     os.makedirs(state_dir, exist_ok=True)
     db = os.path.join(state_dir, 'intent.db')
     sock = os.path.join(state_dir, 'intent.sock')
@@ -42,6 +46,7 @@ def ensure(state_dir):
                      'VirtualWire'])
         if _up(have, ours):
             _run(['ovsdb-client', 'convert', remote, SCHEMA_PATH])
+        _grant(remote, collector)
         return remote
     if not os.path.exists(db):
         # Not silent: against switches that hold wires this is the start
@@ -51,16 +56,30 @@ def ensure(state_dir):
         _run(['ovsdb-tool', 'create', db, SCHEMA_PATH])
     elif _up(_run(['ovsdb-tool', 'db-version', db]), ours):
         _run(['ovsdb-tool', 'convert', db, SCHEMA_PATH])
-    _run(['ovsdb-server', db, '--remote=punix:' + sock,
+    served = []
+    if collector:
+        key, cert, ca = tls
+        served = ['--remote=' + collector_access.REMOTE,
+                  '--private-key=' + key, '--certificate=' + cert,
+                  '--ca-cert=' + ca]
+    _run(['ovsdb-server', db, '--remote=punix:' + sock] + served + [
           '--pidfile=' + pidfile,
           '--unixctl=' + os.path.join(state_dir, 'intent-ovsdb.ctl'),
           '--log-file=' + os.path.join(state_dir, 'intent-ovsdb.log'),
           '--detach', '--no-chdir'])
     for _ in range(100):
         if os.path.exists(sock):
+            _grant(remote, collector)
             return remote
         time.sleep(0.05)
     raise LocalOvsdbError('ovsdb-server did not create %s' % sock)
+
+
+def _grant(remote, collector):
+    """The database lists exactly `collector` as the collector's
+    listeners (none: the rows go)."""
+    _run(['ovsdb-client', 'transact', remote,
+          json.dumps(collector_access.ops(list(collector)))])
 
 
 def _up(have, ours):
