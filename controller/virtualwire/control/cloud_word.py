@@ -11,9 +11,9 @@ the port stays plugged.
 
 What this protects against: a compromised hypervisor that plugs a port
 with another host's vNIC id (it used to take the wire over on its first
-frame). What it does not: a vNIC the cloud has not placed is still
-claimed by whoever plugs it, and the host the cloud names can do what
-that host's switch can."""
+frame). What it does not: with placement insecure-trust-hosts (labs'
+baselines), a vNIC the cloud has not placed is claimed by whoever plugs
+it; and the host the cloud names can do what that host's switch can."""
 import collections
 import logging
 
