@@ -173,3 +173,29 @@ def test_a_guest_back_and_forth_needs_a_fresh_report_each_way():
     depart(h, source='h3', to=h.ip('h2'))
     assert h.send('h2', 6, eth_type=0x8035) == [('h1', 1)]
     assert h.intent.placements.words()['f'].host == 'h2'
+
+
+def test_a_move_made_while_the_controller_was_away_is_believed_later():
+    """The controller was down while the guest moved: no hook announced
+    it. Its source's agent says it again when the controller is back;
+    the destination's word is then its own switch holding the guest's
+    port (libvirt's vm-id), refused until then."""
+    h, w = strict_pair()
+    h.host('h3', ('f', 7), ('other', 8), vm=VM)      # the guest arrived
+    h.host('h2')                                     # and left its source
+    assert h.send('h3', 7, eth_type=0x8035) == []    # no word yet
+    depart(h, to=h.ip('h3'))
+    assert h.intent.placements.words()['f'].host == 'h3'
+    assert h.call(h.ctl.departure_settled, VM, 'h2')
+    assert h.send('h3', 7, eth_type=0x8035) == [('h1', 1)]
+    assert h.send('h1', 1) == [('h3', 7)]
+    assert h.call(h.ctl.wire_view, w['id'])['host_b'] == 'h3'
+
+
+def test_a_port_of_another_guest_is_not_the_destinations_word():
+    h, _w = strict_pair()
+    h.host('h3', ('f', 7), vm=str(uuid.uuid4()))   # not the guest leaving
+    depart(h, to=h.ip('h3'))
+    assert h.intent.placements.words()['f'].host == 'h2'
+    assert h.send('h3', 7, eth_type=0x8035) == []
+    assert not h.call(h.ctl.departure_settled, VM, 'h2')

@@ -127,3 +127,54 @@ def test_a_stream_never_seen_is_reported_without_its_peer(monkeypatch):
     a.poll()
     assert [d for _m, _p, d in client.posts] == [{
         'host': 'h1', 'vm_uuid': dom.uuid, 'vnics': ['v-one', 'v-two']}]
+
+
+class FlakyClient:
+    """The controller down, then up but without the destination's word,
+    then settling the report."""
+    def __init__(self):
+        self.posts, self.answers = [], [
+            ConnectionError('controller down'),
+            {'moved': [], 'settled': False},
+            {'moved': ['v-one', 'v-two'], 'settled': True}]
+
+    def call(self, method, path, doc):
+        self.posts.append(doc)
+        a = self.answers.pop(0) if self.answers else {'settled': True}
+        if isinstance(a, Exception):
+            raise a
+        return a
+
+
+def test_an_unsettled_report_is_said_again_until_the_controller_settles_it(
+        monkeypatch):
+    dom = Dom('4c7b9b5f-60c7-4301-a062-8fa189c74355')
+    client = FlakyClient()
+    a = agent.Agent(Conn([dom]), lambda: client, 'h1', post_retries=1)
+    monkeypatch.setattr(agent, 'qemu_pid', lambda name: 42)
+    monkeypatch.setattr(agent, 'stream_peer', lambda pid: '198.18.0.12')
+    a.poll()                                   # refused: controller down
+    assert len(client.posts) == 1 and dom.uuid in a.unsettled
+    dom.out = False                            # the job ends meanwhile
+    t0 = a.unsettled[dom.uuid][2]
+    a.say_again(t0 + 0.5)                      # not yet due
+    assert len(client.posts) == 1
+    a.say_again(t0 + agent.RETRY_EVERY)        # taken, not settled
+    a.say_again(t0 + 2 * agent.RETRY_EVERY)    # settled
+    a.say_again(t0 + 3 * agent.RETRY_EVERY)
+    assert len(client.posts) == 3 and a.unsettled == {}
+    assert all(p['vm_uuid'] == dom.uuid and p['to_address'] ==
+               '198.18.0.12' for p in client.posts)
+
+
+def test_a_report_nobody_settles_is_given_up_after_the_window(monkeypatch):
+    dom = Dom('4c7b9b5f-60c7-4301-a062-8fa189c74356')
+    client = FlakyClient()
+    client.answers = [{'moved': [], 'settled': False}] * 1000
+    a = agent.Agent(Conn([dom]), lambda: client, 'h1', post_retries=1)
+    monkeypatch.setattr(agent, 'qemu_pid', lambda name: 42)
+    monkeypatch.setattr(agent, 'stream_peer', lambda pid: '198.18.0.12')
+    a.poll()
+    t0 = a.unsettled[dom.uuid][2]
+    a.say_again(t0 + agent.RETRY_WINDOW + 1)
+    assert a.unsettled == {} and len(client.posts) == 1

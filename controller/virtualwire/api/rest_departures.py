@@ -26,8 +26,12 @@ class DepartureHandlers:
             else doc.get('host') if isinstance(doc.get('host'), str) else ''
         words = self._call(self.ctl.report_departure, host, doc)
         moved = self._write_words(words)
-        return json_response(200, {'vm_uuid': doc['vm_uuid'],
-                                   'moved': sorted(moved)})
+        # settled: the agent may stop saying it (else it says it again
+        # until it is, within the pairing window).
+        return json_response(200, {
+            'vm_uuid': doc['vm_uuid'], 'moved': sorted(moved),
+            'settled': bool(moved) or self._call(
+                self.ctl.departure_settled, doc['vm_uuid'], host)})
 
     def _write_words(self, words):
         """Write each authorized Word (the source's report and the

@@ -39,21 +39,37 @@ class CloudWord:
         """{vnic: Word} that migration `m` (announced by its destination)
         may take now that its source reported the guest leaving; each
         vNIC it may not is logged, counted and listed."""
+        return self.authorize_to(m.vm_uuid, m.destination, m.vnics,
+                                 addresses, now, m.id)
+
+    def authorize_to(self, vm_uuid, destination, vnics, addresses, now,
+                     what):
+        """The same for a guest's `vnics` arriving at `destination` by
+        whatever word (`what`: the migration's id, or how the destination
+        said so)."""
         p = self.tables.placement
         words, why = self.departures.authorize(
-            m.vm_uuid, m.destination, addresses,
-            [v for v in m.vnics if p.strict or v in p.words], p.words, now)
+            vm_uuid, destination, addresses,
+            [v for v in vnics if p.strict or v in p.words], p.words, now)
         for w in why:
-            LOG.warning('migration %s of %s to %s not believed: %s', m.id,
-                        m.vm_uuid, m.destination, w)
-            self.departures_refused[m.destination] += 1
+            LOG.warning('migration %s of %s to %s not believed: %s', what,
+                        vm_uuid, destination, w)
+            self.departures_refused[destination] += 1
             self.recent_departure_refusals.append(
-                {'migration': m.id, 'destination': m.destination,
-                 'why': w})
+                {'migration': what, 'destination': destination, 'why': w})
         for v, word in sorted(words.items()):
             LOG.info('vNIC %s may move %s -> %s: both hosts say so', v,
                      word.previous, word.host)
         return words
+
+    def settled(self, vm_uuid, host):
+        """Whether `host`'s report of guest `vm_uuid` leaving needs no more
+        saying: spent by a move, or every vNIC it named placed elsewhere."""
+        d = self.departures.pending.get(vm_uuid)
+        if d is None or d.host != host:
+            return True
+        words = self.tables.placement.words
+        return all(v in words and words[v].host != host for v in d.vnics)
 
     def apply(self, changes):
         """{vnic: Word or None}: returns placement events for the caller

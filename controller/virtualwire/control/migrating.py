@@ -105,19 +105,53 @@ class MigrationHandlers(ControllerState):
                  ' to %s' % d.to_address if d.to_address else '')
         return self.words_for_move(d.vm_uuid)
 
+    def departure_settled(self, vm_uuid, host):
+        """Whether the agent of `host` may stop reporting guest `vm_uuid`
+        leaving (its report spent, or every vNIC placed elsewhere)."""
+        self.loop.assert_owner()
+        return self.cloud_word.settled(parse_vm_uuid(vm_uuid), host)
+
     def words_for_move(self, vm_uuid):
         """{vnic: Word} the announced migration of `vm_uuid` may take, if
         its source has reported the guest leaving (else {})."""
         self.loop.assert_owner()
         m = self.migrations.active.get(vm_uuid)
         if m is None or m.found_by != 'hook':
+            return self._words_for_refused(vm_uuid)
+        return self.cloud_word.authorize(
+            m, self._addresses(m.destination), self.clock())
+
+    def _words_for_refused(self, vm_uuid):
+        """No hook announced the guest (the controller was down when it
+        ran): the destination's word is then its own OVSDB, which holds
+        the guest's ports (libvirt's vm-id) refused for want of a word."""
+        d = self.cloud_word.departures.pending.get(vm_uuid)
+        if d is None:
             return {}
-        dest = self.tables.hosts.get(m.destination)
+        by_host: dict = {}
+        for v in sorted(d.vnics):
+            for h in sorted(self.tables.placement.refused.get(v, {})):
+                host = self.tables.hosts.get(h)
+                port = host.vnic_map().get(v) if host else None
+                if h != d.host and port is not None and \
+                        port.vm_id == vm_uuid:
+                    by_host.setdefault(h, []).append(v)
+        words: dict = {}
+        for h, vnics in sorted(by_host.items()):
+            words.update(self.cloud_word.authorize_to(
+                vm_uuid, h, vnics, self._addresses(h), self.clock(),
+                'found on %s' % h))
+        return words
+
+    def _addresses(self, name):
+        """The addresses a host's migration stream may come to: its
+        tunnel endpoints and its switch's connection."""
+        dest = self.tables.hosts.get(name)
         addresses = {e.ip for e in dest.encaps} if dest else set()
         s = self.sessions.get(dest.dpid) if dest else None
         if s is not None and isinstance(s.dp.address, tuple):
             addresses.add(s.dp.address[0])
-        return self.cloud_word.authorize(m, addresses, self.clock())
+        return addresses
 
     def migration_released(self, vm_uuid, host):
         """A host's hook: the guest left `host`."""

@@ -19,8 +19,11 @@ Settings are the hook's (`/etc/virtualwire/hook.conf`, [controller]:
 url, ca_cert, token_file, host; `insecure_plaintext_lab` for a lab's
 http://). The token is this hypervisor's credential: it may report only
 for this host. The agent never changes a guest: if the controller is
-unreachable the migration goes on, and the vNIC waits at its
-destination until the cloud places it (`vwctl vnics place`).
+unreachable the migration goes on, and the report is said again every
+RETRY_EVERY seconds for RETRY_WINDOW: back in time, the controller pairs
+it with the destination's own switch holding the guest's ports; later,
+the vNIC waits at its destination until the cloud places it (`vwctl
+vnics place`).
 """
 import argparse
 import configparser
@@ -38,6 +41,13 @@ LOG = logging.getLogger('vw-host-agent')
 CONFIG = '/etc/virtualwire/hook.conf'
 MIGRATION_PORTS = range(49152, 49216)   # libvirt's default migration ports
 PEER_WAIT = 2.0     # s a job is given for its stream to connect
+# A report the controller did not take, or took without settling (the
+# destination had not spoken yet, or the controller was down), is said
+# again this often while the controller's pairing window lasts
+# (core.departures.WINDOW): a move made while it was away is then
+# believed when it is back.
+RETRY_EVERY = 2.0
+RETRY_WINDOW = 120.0
 
 
 def vnics_of(xml_text):
@@ -109,6 +119,8 @@ class Agent:
         self.post_retries = post_retries
         self.reported = set()           # UUIDs reported, until their job ends
         self.first_seen = {}            # UUID -> when its job was first seen
+        # UUID -> [report, name, first said, last said]: not settled yet.
+        self.unsettled: dict = {}
         self.lock = threading.Lock()
 
     def on_iteration(self, _conn, dom, _iteration, _opaque):
@@ -145,6 +157,26 @@ class Agent:
             self.reported &= out
             for uuid in set(self.first_seen) - out:
                 del self.first_seen[uuid]
+        self.say_again()
+
+    def say_again(self, now=None):
+        """Say each unsettled report again, every RETRY_EVERY seconds,
+        until the controller settles it or RETRY_WINDOW has passed."""
+        now = time.monotonic() if now is None else now
+        with self.lock:
+            due = [(u, e) for u, e in self.unsettled.items()
+                   if now - e[3] >= RETRY_EVERY]
+        for uuid, entry in due:
+            doc, name, first, _last = entry
+            if now - first > RETRY_WINDOW:
+                LOG.warning('guest %s (%s): the controller never settled '
+                            'its leaving; given up (place its vNICs with '
+                            'vwctl vnics place)', name, uuid)
+                with self.lock:
+                    self.unsettled.pop(uuid, None)
+                continue
+            entry[3] = now
+            self._post(uuid, name, doc, attempts=1)
 
     def leaving(self, dom, wait_for_peer=False):
         uuid = dom.UUIDString()
@@ -162,18 +194,29 @@ class Agent:
         doc = {'host': self.host, 'vm_uuid': uuid, 'vnics': vnics}
         if peer:
             doc['to_address'] = peer
-        for attempt in range(self.post_retries):
+        now = time.monotonic()
+        with self.lock:
+            self.unsettled[uuid] = [doc, dom.name(), now, now]
+        self._post(uuid, dom.name(), doc, self.post_retries)
+
+    def _post(self, uuid, name, doc, attempts):
+        for attempt in range(attempts):
             try:
                 r = self.client().call('POST',
                                        '/v1/migrations/departures', doc)
-                LOG.info('guest %s (%s) leaving%s: reported; moved %s',
-                         dom.name(), uuid, ' to %s' % peer if peer else '',
-                         ', '.join(r.get('moved', [])) or 'nothing yet')
-                return
             except Exception as e:          # CliError, or worse: say why
                 LOG.warning('reporting guest %s leaving failed (%d/%d): %s',
-                            dom.name(), attempt + 1, self.post_retries, e)
+                            name, attempt + 1, attempts, e)
                 time.sleep(0.2)
+                continue
+            LOG.info('guest %s (%s) leaving%s: reported; moved %s', name,
+                     uuid, ' to %s' % doc['to_address']
+                     if 'to_address' in doc else '',
+                     ', '.join(r.get('moved', [])) or 'nothing yet')
+            if r.get('settled', True):
+                with self.lock:
+                    self.unsettled.pop(uuid, None)
+            return
 
 
 class ConfigError(Exception):
