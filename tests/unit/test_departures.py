@@ -199,3 +199,27 @@ def test_a_port_of_another_guest_is_not_the_destinations_word():
     assert h.intent.placements.words()['f'].host == 'h2'
     assert h.send('h3', 7, eth_type=0x8035) == []
     assert not h.call(h.ctl.departure_settled, VM, 'h2')
+
+
+def test_a_restart_mid_move_keeps_the_source_until_the_guest_leaves():
+    """The words were written (both hosts said so), then the controller
+    restarted before the guest left: its source is still the guest's,
+    and its leaving completes the migration (it once was refused at the
+    restart, so the record never completed)."""
+    h, w = strict_pair()
+    announce(h)
+    depart(h, to=h.ip('h3'))
+    h.host('h3', ('f', 7), vm=VM)
+    n = Harness(intent=h.intent, runtime=h.runtime, fabric=h.fabric,
+                strict=True)
+    for name in ('h1', 'h2', 'h3'):
+        n.reconnect(name)
+    n.host('h1', ('g', 1), connect=False)
+    n.host('h2', ('f', 5), connect=False, vm=VM)
+    n.host('h3', ('f', 7), connect=False, vm=VM)
+    assert n.call(n.ctl.status)['refused_claims'] == []
+    assert n.send('h3', 7, eth_type=0x8035) == [('h1', 1)]
+    n.host('h2', connect=False)                       # the guest left
+    [m] = n.call(n.ctl.migration_views)
+    assert m['state'] == 'completed', m
+    assert n.call(n.ctl.wire_view, w['id'])['host_b'] == 'h3'

@@ -175,9 +175,14 @@ class Placement:
         now forbids become refusals, and refusals it now allows become
         claims (a destination plugged before the cloud authorized the
         move). Returns (changed, events)."""
+        move = self.moves.get(vnic)
         if word is not None and word.previous is not None and \
-                word.previous not in self.claims.get(vnic, {}):
-            word = Word(word.host)       # nothing to move from there
+                word.previous not in self.claims.get(vnic, {}) and \
+                not (move is not None and move.source == word.previous):
+            # Nothing to move from there. (A move restored at a restart,
+            # before any host is read, keeps its source: it is the guest's
+            # until the guest leaves it, and its leaving ends the move.)
+            word = Word(word.host)
         if word is None:
             self.words.pop(vnic, None)
         else:
