@@ -30,7 +30,9 @@ BASE = ['systemd', 'systemd-sysv', 'dbus', 'openvswitch-common',
         'openvswitch-switch', 'python3', 'openssl', 'iproute2',
         'wireguard-go', 'wireguard-tools', 'ca-certificates',
         # virtualwire-python's libvirt-python (vw-host-agent) links it.
-        'libvirt0']
+        'libvirt0',
+        # virtualwire-host's OVSDB guard (vw-host-setup --manager-from).
+        'nftables']
 
 
 def _run(cmd, log=None, timeout=900, **kw):

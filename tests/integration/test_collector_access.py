@@ -80,8 +80,8 @@ def test_the_collectors_key_writes_counters_and_nothing_else(lab, api,
 
     def saved():
         got = _transact(lab, [{'op': 'select', 'table': 'Counters',
-                               'where': [['name', '==', 'wire:%d'
-                                          % w['connector_id']]],
+                               'where': [['name', '==',
+                                          'wire:%d' % w['id']]],
                                'columns': ['snapshot']}], creds)
         return got[0]['rows']
     wait_until(saved, 20, what="the new wire's counts saved by the collector")

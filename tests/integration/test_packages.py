@@ -501,8 +501,11 @@ def test_the_intent_cluster_upgrades_under_traffic_with_the_packaged_tool(
         sent, got, up = stream_across(va, vb, '192.0.2.2',
                                       lambda: members[1].run('upgrade'))
         assert up.returncode == 0, up.stderr
-        assert up.stdout.strip() == \
-            'VirtualWire converted from 1.10.0 to %s' % NOW, up.stdout
+        # Converted, and the collector's listeners written as configured
+        # (none here: store.collector_access).
+        assert up.stdout.strip().splitlines() == [
+            'VirtualWire converted from 1.10.0 to %s' % NOW,
+            'collector listeners: none'], up.stdout
         assert sent['sent'] == 10000, sent
         assert got['received'] == sent['sent'] and \
             got['duplicates'] == 0, got
