@@ -232,4 +232,5 @@ def test_a_hypervisor_reports_only_its_own_guests_leaving(api):
     assert status == 422 and 'vm_uuid' in out['error']['message'], out
     status, out = api('POST', '/v1/migrations/departures',
                       dict(doc, host='h2', vnics=['b']), token=tok)
-    assert status == 200 and out == {'vm_uuid': vm, 'moved': []}, out
+    assert status == 200 and out == {'vm_uuid': vm, 'moved': [],
+                                     'settled': False}, out
