@@ -223,3 +223,16 @@ def test_a_restart_mid_move_keeps_the_source_until_the_guest_leaves():
     [m] = n.call(n.ctl.migration_views)
     assert m['state'] == 'completed', m
     assert n.call(n.ctl.wire_view, w['id'])['host_b'] == 'h3'
+
+
+def test_a_report_said_again_after_its_move_is_not_kept():
+    """The agent repeats a report until it is settled: one that arrives
+    after its move is over is not kept, so the guest's next move is not
+    judged against it."""
+    h, _w = strict_pair()
+    depart(h, to=h.ip('h3'))
+    announce(h)
+    assert h.intent.placements.words()['f'].host == 'h3'
+    depart(h, to=h.ip('h3'))                    # said again, late
+    assert h.call(h.ctl.departure_settled, VM, 'h2')
+    assert VM not in h.ctl.cloud_word.departures.pending

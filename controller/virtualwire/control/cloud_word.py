@@ -62,14 +62,17 @@ class CloudWord:
                      word.previous, word.host)
         return words
 
+    def moved_on(self, d):
+        """Whether every vNIC of report `d` is placed off its host
+        already: the move it reports is over."""
+        words = self.tables.placement.words
+        return all(v in words and words[v].host != d.host for v in d.vnics)
+
     def settled(self, vm_uuid, host):
         """Whether `host`'s report of guest `vm_uuid` leaving needs no more
         saying: spent by a move, or every vNIC it named placed elsewhere."""
         d = self.departures.pending.get(vm_uuid)
-        if d is None or d.host != host:
-            return True
-        words = self.tables.placement.words
-        return all(v in words and words[v].host != host for v in d.vnics)
+        return d is None or d.host != host or self.moved_on(d)
 
     def apply(self, changes):
         """{vnic: Word or None}: returns placement events for the caller

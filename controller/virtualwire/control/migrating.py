@@ -100,6 +100,9 @@ class MigrationHandlers(ControllerState):
         to write (the intent database, then `on_words`)."""
         self.loop.assert_owner()
         d = departures.parse(doc, host, self.clock())
+        if self.cloud_word.departures.said_again(
+                d, self.cloud_word.moved_on(d)):
+            return {}       # the agent's repeat, after its move was made
         self.cloud_word.departures.report(d)
         LOG.info('%s reports guest %s leaving%s', host, d.vm_uuid,
                  ' to %s' % d.to_address if d.to_address else '')

@@ -79,6 +79,9 @@ class Departures:
 
     def __init__(self):
         self.pending: Dict[str, Departure] = {}     # vm_uuid -> report
+        # vm_uuid -> (source, when) of the last report a move spent: the
+        # agent may say it again before it hears it was (`said_again`).
+        self.spent: Dict[str, Tuple[str, float]] = {}
 
     def report(self, d: Departure):
         self.pending[d.vm_uuid] = d
@@ -86,6 +89,17 @@ class Departures:
     def expire(self, now):
         for k in [k for k, d in self.pending.items() if now - d.at > WINDOW]:
             del self.pending[k]
+        for k in [k for k, (_h, at) in self.spent.items()
+                  if now - at > WINDOW]:
+            del self.spent[k]
+
+    def said_again(self, d: Departure, moved_on: bool) -> bool:
+        """Whether `d` repeats a report its move already spent (its vNICs
+        all placed off its host since: `moved_on`). Kept, it would be
+        judged against the guest's next move."""
+        self.expire(d.at)
+        spent = self.spent.get(d.vm_uuid)
+        return moved_on and spent is not None and spent[0] == d.host
 
     def authorize(self, vm_uuid: str, destination: str,
                   destination_addresses, vnics, words: Dict[str, Word],
@@ -122,4 +136,5 @@ class Departures:
                 out[v] = next_word(word, destination)
         if out:
             del self.pending[vm_uuid]      # spent: one report, one move
+            self.spent[vm_uuid] = (d.host, now)
         return out, why
