@@ -12,8 +12,8 @@ pssl: only (over a unix socket every write is refused).
 
 What it does not stop: the collector's key used on the controllers'
 listener. Keep that listener where only controllers and members reach
-it (docs/install.rst: the intent database's guard), as the hosts' OVSDB
-guard does.
+it (docs/security.rst, "What each certificate of the controller CA may
+do"), as the hosts' OVSDB guard does for theirs.
 
 `ops(targets)` is pure: the ovsdb transaction (for `ovsdb-client
 transact` or `store.rawrpc`) that makes the rows say exactly that, run
