@@ -10,13 +10,12 @@ all state is owned by one loop (`control.loop`) under either hub.
 import argparse
 import logging
 import os
-import secrets
 import socket
 import sys
 
 from virtualwire.core import shared_settings
 from virtualwire.metrics import loss
-from virtualwire import config_file, process, version
+from virtualwire import config_file, daemon, version
 
 
 def parse_args(argv=None):
@@ -38,7 +37,7 @@ def build_parser():
                         '--insecure-plaintext-lab (whoever reaches it can '
                         'write wires and credentials); default: start a '
                         'local ovsdb-server in --state-dir')
-    process.add_intent_db_tls(p)
+    daemon.add_intent_db_tls(p)
     p.add_argument('--of-listen', default='0.0.0.0:6653',
                    help='OpenFlow listen address HOST:PORT')
     tls = p.add_argument_group(
@@ -50,7 +49,7 @@ def build_parser():
         'OVSDBs are read over ssl: and must present their host\'s '
         'certificate. Files are re-read when they change (rotation needs '
         'no restart).')
-    process.add_tls_files(tls, 'the CA whose certificates hosts present')
+    daemon.add_tls_files(tls, 'the CA whose certificates hosts present')
     tls.add_argument('--host-ca-key', default='', metavar='PEM',
                      help="the host CA's key: hosts then enrol through "
                           'this controller (vw-host-setup enroll) with a '
@@ -167,7 +166,7 @@ def build_parser():
     p.add_argument('--audit-log', default='', metavar='FILE',
                    help='append a JSON line per change asked for, refused '
                         'ones included (default: STATE_DIR/audit.log)')
-    process.add_log_arguments(p)
+    daemon.add_log_arguments(p)
     return p
 
 
@@ -218,106 +217,6 @@ def _settle_ms(text):
     return _bounded_int(text, 0, 1000, '--activation-settle-ms')
 
 
-def _poll_forever(hub, watch, what, every=1.0):
-    """watch.poll() every `every` seconds, off the loop, for good."""
-    while True:
-        try:
-            watch.poll()
-        except Exception:
-            logging.getLogger('virtualwire').exception('reading %s failed',
-                                                       what)
-        hub.sleep(every)
-
-
-def _split(hostport, what):
-    host, sep, port = hostport.rpartition(':')
-    if not sep or not port.isdigit():
-        sys.exit('virtualwire-controller: %s must be HOST:PORT, got %r'
-                 % (what, hostport))
-    return host.strip('[]') or '0.0.0.0', int(port)
-
-
-def read_or_create_token(path):
-    if os.path.exists(path):
-        with open(path) as f:
-            token = f.read().strip()
-        if token:
-            return token
-    os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
-    token = secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, 'w') as f:
-        f.write(token + '\n')
-    return token
-
-
-def load_tls(args, prog='virtualwire-controller'):
-    """TlsFiles from the three options, or None with the lab flag; exits
-    saying what is missing otherwise."""
-    given = [o for o in ('private_key', 'certificate', 'ca_cert')
-             if getattr(args, o)]
-    if args.insecure_plaintext_lab:
-        if given:
-            sys.exit('%s: --insecure-plaintext-lab '
-                     'and TLS files (--%s) exclude each other'
-                     % (prog, given[0].replace('_', '-')))
-        return None
-    if len(given) < 3:
-        missing = [o for o in ('private_key', 'certificate', 'ca_cert')
-                   if o not in given]
-        sys.exit('%s: TLS needs --private-key, '
-                 '--certificate and --ca-cert (missing: %s; make them with '
-                 'vw-pki), or --insecure-plaintext-lab for a lab '
-                 'without TLS' % (prog, ', '.join('--' + m.replace('_', '-')
-                                                  for m in missing)))
-    from virtualwire.southbound.tls import TlsFiles
-    try:
-        return TlsFiles(args.private_key, args.certificate, args.ca_cert)
-    except (OSError, ValueError) as e:
-        sys.exit('%s: TLS files: %s' % (prog, e))
-
-
-def trusted_intent_remote(remote, args, prog='virtualwire-controller'):
-    """The ssl: members opened through `store.tls_remote` (the database's
-    CA and name checked in the handshake); exits saying why when no member
-    can be trusted."""
-    from virtualwire.store import tls_remote
-    tls_remote.configure(args.intent_db_ca, args.intent_db_name)
-    bad = tls_remote.why_not(remote)
-    members = [p for p in remote.split(',') if p.startswith('ssl:')]
-    for part, why in sorted(bad.items()):
-        logging.getLogger('virtualwire').warning(
-            'intent database member %s refused: %s', part, why)
-    if len(bad) == len(members):
-        sys.exit('%s: no member of --intent-db can be '
-                 'trusted as %s (CA %s):\n%s' % (
-                     prog, args.intent_db_name, args.intent_db_ca, '\n'.join(
-                         '  %s: %s' % kv for kv in sorted(bad.items()))))
-    return tls_remote.translate(remote)
-
-
-def check_intent_remote(args, prog='virtualwire-controller'):
-    """A remote intent database over plain TCP lets anyone who reaches it
-    write wires, or a credential whose token they chose: only in a lab."""
-    for part in filter(None, args.intent_db.split(',')):
-        kind = part.split(':', 1)[0]
-        if kind == 'unix':
-            continue
-        if kind == 'tcp' and args.insecure_plaintext_lab:
-            continue
-        if kind == 'ssl' and args.intent_db_ca and args.certificate:
-            continue
-        sys.exit('%s: --intent-db %s: %s' % (
-            prog, part, 'plain TCP lets whoever reaches the database write wires '
-            'and credentials; use ssl: (with --intent-db-ca), the local '
-            'database (no --intent-db) or a unix: socket, or '
-            '--insecure-plaintext-lab in a lab' if kind == 'tcp' else
-            'ssl: needs --intent-db-ca (the CA of the database servers\' '
-            'certificates) and the controller\'s own --private-key, '
-            '--certificate, --ca-cert' if kind == 'ssl' else
-            'remotes are unix:, ssl: or (lab) tcp:'))
-
-
 def check_collector_listen(args, prog='virtualwire-controller'):
     """--collector-listen: pssl: listeners of the local database only,
     with the files its TLS needs."""
@@ -340,13 +239,13 @@ def check_collector_listen(args, prog='virtualwire-controller'):
 
 def main(argv=None):
     args = parse_args(argv)
-    check_intent_remote(args)
+    daemon.check_intent_remote(args)
     check_collector_listen(args)
-    hub = process.start(args)
-    process.on_sighup(hub, args, lambda: parse_args(argv),
+    hub = daemon.start(args)
+    daemon.on_sighup(hub, args, lambda: parse_args(argv),
                       logging.getLogger('virtualwire'))
     # After the patch: contexts must be eventlet's to wrap green sockets.
-    tls_files = load_tls(args)
+    tls_files = daemon.load_tls(args)
     from os_ken import cfg
     from os_ken.base.app_manager import AppManager
 
@@ -360,7 +259,7 @@ def main(argv=None):
     from virtualwire.listen_guard import Refusals
     from virtualwire.southbound import of_listener
     from virtualwire.southbound.host_ovsdb import HostDbs
-    from virtualwire.southbound.tls import configure_ovs_streams
+    from virtualwire.tls import configure_ovs_streams
     from virtualwire.store import local as local_ovsdb
     from virtualwire.store.intent import IntentStore
     from virtualwire.store.leadership import Leadership
@@ -369,9 +268,9 @@ def main(argv=None):
     from virtualwire.metrics.exporter import MembersCollector
     from virtualwire.store.runtime import RuntimeStore
 
-    of_host, of_port = _split(args.of_listen, '--of-listen')
-    rest_host, rest_port = _split(args.rest_listen, '--rest-listen')
-    token = read_or_create_token(args.token_file or
+    of_host, of_port = daemon.split_listen(args.of_listen, '--of-listen')
+    rest_host, rest_port = daemon.split_listen(args.rest_listen, '--rest-listen')
+    token = daemon.read_or_create_token(args.token_file or
                                  os.path.join(args.state_dir, 'api-token'))
     remote = args.intent_db or local_ovsdb.ensure(
         args.state_dir, args.collector_listen,
@@ -380,7 +279,7 @@ def main(argv=None):
     if tls_files is not None:
         configure_ovs_streams(tls_files)
     if 'ssl:' in remote:
-        remote = trusted_intent_remote(remote, args)
+        remote = daemon.trusted_intent_remote(remote, args)
     loop = Loop()
     intent = IntentStore(remote)
     runtime = RuntimeStore(intent.client)
@@ -440,15 +339,15 @@ def main(argv=None):
     server = make_server(rest_host, rest_port, api, tls=tls_files,
                          refusals=refusals)
     if args.southbound_netns:
-        from virtualwire.southbound import netns
+        from virtualwire import netns
         netns.enter(args.southbound_netns)
     servers = [server]
     if args.rendezvous_listen:
         from virtualwire.southbound.rendezvous import Rendezvous
-        Rendezvous(*_split(args.rendezvous_listen,
+        Rendezvous(*daemon.split_listen(args.rendezvous_listen,
                            '--rendezvous-listen')).start()
     if args.southbound_rest_listen:
-        sb_host, sb_port = _split(args.southbound_rest_listen,
+        sb_host, sb_port = daemon.split_listen(args.southbound_rest_listen,
                                   '--southbound-rest-listen')
         servers.append(make_server(sb_host, sb_port, standby.southbound(api),
                                    tls=tls_files, name='southbound_rest',
@@ -481,16 +380,16 @@ def main(argv=None):
                                     **mgr.create_contexts())
     services.append(hub.spawn(loop.run))
     loop.every(1.0, controller.tick)
-    services.append(hub.spawn(_poll_forever, hub, controller.settings,
+    services.append(hub.spawn(daemon.poll_forever, hub, controller.settings,
                               'the shared settings'))
     # Revoked certificates: sessions presenting one are hung up at once.
     from virtualwire.control.admission import REVOCATION_POLL, RevocationWatch
-    services.append(hub.spawn(_poll_forever, hub, RevocationWatch(
+    services.append(hub.spawn(daemon.poll_forever, hub, RevocationWatch(
         intent.revocations,
         lambda entries: loop.post(controller.on_revocations, entries)),
         'the revocation list', REVOCATION_POLL))
     # The cloud's word on placement, as other instances and tools write it.
-    services.append(hub.spawn(_poll_forever, hub, PlacementWatch(
+    services.append(hub.spawn(daemon.poll_forever, hub, PlacementWatch(
         intent.placements, lambda ch: loop.post(controller.on_words, ch)),
         'the vNIC placements'))
     from virtualwire.control.holding import POLL
@@ -510,7 +409,7 @@ def main(argv=None):
         if controller.active:
             loop.call(controller.collector.save, timeout=2.0)
         runtime.stop(timeout=3.0)
-    process.run_until_stopped(hub, services, mgr, save,
+    daemon.run_until_stopped(hub, services, mgr, save,
                               logging.getLogger('virtualwire'))
 
 

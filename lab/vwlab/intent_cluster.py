@@ -2,7 +2,7 @@
 ovsdb-servers (three members by default) with our schema, every
 connection TLS, the members' own and the controllers'. Each member's
 certificate comes from the controller CA and names
-`virtualwire-intent-db` (what controllers check, `store.tls_remote`).
+`virtualwire-intent-db` (what controllers check, `ovsdb.tls_remote`).
 Members listen on loopback of the namespace the lab runs in (where the
 controllers keep their intent connections: `southbound.netns`)."""
 import os

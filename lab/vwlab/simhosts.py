@@ -5,7 +5,7 @@ import subprocess
 # Imported here, in the main thread: `ovs` imports eventlet, and eventlet
 # first imported in a worker thread leaves the pool unable to join it
 # (SimHosts.up hung in ThreadPoolExecutor.shutdown).
-from virtualwire.store.rawrpc import transact
+from virtualwire.ovsdb.rawrpc import transact
 from vwlab.pki import OVSDB_SERVER_SSL
 from vwlab.shell import MGMT_NET, sh
 

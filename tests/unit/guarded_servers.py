@@ -18,7 +18,7 @@ def main(key, cert, ca):
     from virtualwire.api.server import make_server
     from virtualwire.listen_guard import Limits, Refusals
     from virtualwire.southbound import of_listener
-    from virtualwire.southbound.tls import TlsFiles
+    from virtualwire.tls import TlsFiles
 
     tls = TlsFiles(key, cert, ca)
     refusals = Refusals()

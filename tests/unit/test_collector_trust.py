@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from virtualwire.collectord.fleet import Fleet
 from virtualwire.collectord.switch_trust import SwitchTrust
 from virtualwire.core import ids
-from virtualwire.southbound.tls import Identity
+from virtualwire.tls import Identity
 from virtualwire.store.revocations import certificate_entry, host_entry
 
 CID = 7

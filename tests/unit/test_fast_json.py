@@ -4,7 +4,7 @@ and strings holding brackets, come out as json.loads reads them."""
 import json
 import random
 
-from virtualwire.southbound.fast_json import FastParser
+from virtualwire.ovsdb.fast_json import FastParser
 
 MESSAGES = [
     {'id': 1, 'result': {'Interface': {'u1': {'new': {

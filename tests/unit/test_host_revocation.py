@@ -17,7 +17,7 @@ from cryptography.x509.oid import NameOID
 from virtualwire.api.rest import RestApi
 from virtualwire.core import enrolment, revocation
 from virtualwire.core.ids import derived_dpid
-from virtualwire.southbound.tls import Identity
+from virtualwire.tls import Identity
 from virtualwire.store.revocations import certificate_entry, host_entry
 from virtualwire.testing.harness import TUN, Harness
 

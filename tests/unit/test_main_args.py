@@ -2,7 +2,7 @@
 and says what is missing."""
 import pytest
 
-from virtualwire import main
+from virtualwire import daemon, main
 
 
 def _refusal(argv, check):
@@ -13,23 +13,23 @@ def _refusal(argv, check):
 
 
 def test_no_tls_files_and_no_lab_flag_is_refused_saying_what_is_missing():
-    msg = _refusal(['--private-key', 'k.pem'], main.load_tls)
+    msg = _refusal(['--private-key', 'k.pem'], daemon.load_tls)
     assert '--certificate, --ca-cert' in msg and 'vw-pki' in msg and \
         '--insecure-plaintext-lab' in msg
 
 
 def test_the_lab_flag_and_tls_files_exclude_each_other():
     msg = _refusal(['--insecure-plaintext-lab', '--ca-cert', 'c.pem'],
-                   main.load_tls)
+                   daemon.load_tls)
     assert 'exclude each other' in msg
-    assert main.load_tls(main.parse_args(['--insecure-plaintext-lab'])) \
+    assert daemon.load_tls(main.parse_args(['--insecure-plaintext-lab'])) \
         is None
 
 
 def test_unreadable_tls_files_are_named(tmp_path):
     msg = _refusal(['--private-key', str(tmp_path / 'k'), '--certificate',
                     str(tmp_path / 'c'), '--ca-cert', str(tmp_path / 'a')],
-                   main.load_tls)
+                   daemon.load_tls)
     assert 'cannot read %s' % (tmp_path / 'k') in msg
 
 
@@ -41,7 +41,7 @@ def test_unreadable_tls_files_are_named(tmp_path):
 ])
 def test_a_plain_remote_intent_database_is_refused(remote, words):
     assert words in _refusal(['--intent-db', remote],
-                             main.check_intent_remote)
+                             daemon.check_intent_remote)
 
 
 def test_a_unix_intent_database_or_tcp_in_a_lab_is_accepted():
@@ -51,7 +51,7 @@ def test_a_unix_intent_database_or_tcp_in_a_lab_is_accepted():
                  ['--intent-db', 'ssl:10.0.0.1:6641,ssl:10.0.0.2:6641',
                   '--intent-db-ca', 'ca.pem', '--private-key', 'k',
                   '--certificate', 'c', '--ca-cert', 'a']):
-        main.check_intent_remote(main.parse_args(argv))
+        daemon.check_intent_remote(main.parse_args(argv))
 
 
 @pytest.mark.parametrize('argv,words', [

@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from virtualwire import process
+from virtualwire.daemon import lifecycle as process
 from virtualwire.main import parse_args
 
 
@@ -61,7 +61,7 @@ def file_logging(tmp_path):
 def test_a_log_file_is_reopened_after_logrotate_moved_it(tmp_path,
                                                           file_logging):
     path, log_file, args = file_logging
-    process._logging(args)
+    process.configure_logging(args)
     logging.getLogger('virtualwire.x').warning('before')
     log_file.rename(tmp_path / 'controller.log.1')      # logrotate
     process.reload(args, lambda: parse_args(['--config', str(path)]),
@@ -92,7 +92,7 @@ def test_json_logs_on_request_switched_by_a_reload(file_logging):
     import json
     path, log_file, args = file_logging
     log = logging.getLogger('virtualwire.x')
-    process._logging(args)
+    process.configure_logging(args)
     log.warning('as text')
     path.write_text('log-file: %s\nlog-format: json\n' % log_file)
     process.reload(args, lambda: parse_args(['--config', str(path)]), log)

@@ -3,7 +3,7 @@
 native hub, a threading wsgiref server. The listen socket is opened at
 construction.
 
-HTTPS when given `tls` (southbound.tls.TlsFiles): each accepted connection
+HTTPS when given `tls` (virtualwire.tls.TlsFiles): each accepted connection
 is wrapped with the context current at that moment (certificates rotate
 without a restart) and its handshake runs in the connection's own thread,
 under its timeout, never in the accept loop.

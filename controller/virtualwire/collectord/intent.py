@@ -16,8 +16,8 @@ import logging
 
 import ovs.db.idl
 
-from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
-from virtualwire.store import rawrpc
+from virtualwire.ovsdb.idl import IdlClient, fetch_schema
+from virtualwire.ovsdb import rawrpc
 from virtualwire.store.intent import DB_NAME
 from virtualwire.store.revocations import TABLE as REVOCATIONS
 from virtualwire.store.revocations import RevocationStore

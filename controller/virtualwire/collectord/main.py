@@ -12,7 +12,7 @@ import logging
 import os
 
 from virtualwire.metrics import loss
-from virtualwire import config_file, process, version
+from virtualwire import config_file, daemon, version
 
 
 def parse_args(argv=None):
@@ -37,7 +37,7 @@ def build_parser():
                    help='the controllers\' intent database (as their '
                         '--intent-db; default: the local one of a '
                         'controller on this machine, %(default)s)')
-    process.add_intent_db_tls(p)
+    daemon.add_intent_db_tls(p)
     p.add_argument('--of-listen', default='0.0.0.0:6654',
                    help='OpenFlow listen address HOST:PORT, where switches '
                         'connect (default: %(default)s)')
@@ -60,23 +60,22 @@ def build_parser():
         'TLS', 'a certificate from the controller CA (hosts trust only '
         'that CA: vw-pki issue DIR collector --role controller), and the '
         'host CA whose certificates switches present')
-    process.add_tls_files(tls, 'the only CA whose certificates peers may show')
+    daemon.add_tls_files(tls, 'the only CA whose certificates peers may show')
     tls.add_argument('--insecure-plaintext-lab', action='store_true',
                      help='plain TCP OpenFlow and HTTP: a lab on one '
                           'machine only')
-    process.add_log_arguments(p)
+    daemon.add_log_arguments(p)
     return p
 
 
 def main(argv=None):
     args = parse_args(argv)
     prog = 'virtualwire-collector'
-    from virtualwire import main as ctl_main
-    ctl_main.check_intent_remote(args, prog)
-    hub = process.start(args)
-    process.on_sighup(hub, args, lambda: parse_args(argv),
+    daemon.check_intent_remote(args, prog)
+    hub = daemon.start(args)
+    daemon.on_sighup(hub, args, lambda: parse_args(argv),
                       logging.getLogger('virtualwire'))
-    tls_files = ctl_main.load_tls(args, prog)
+    tls_files = daemon.load_tls(args, prog)
     from os_ken import cfg
     from os_ken.base.app_manager import AppManager
 
@@ -90,12 +89,13 @@ def main(argv=None):
     from virtualwire.control.loop import Loop
     from virtualwire.listen_guard import Refusals
     from virtualwire.southbound import of_listener
-    from virtualwire.southbound.tls import configure_ovs_streams
+    from virtualwire.tls import configure_ovs_streams
 
     log = logging.getLogger('virtualwire.collector')
-    of_host, of_port = ctl_main._split(args.of_listen, '--of-listen')
-    rest_host, rest_port = ctl_main._split(args.rest_listen, '--rest-listen')
-    token = ctl_main.read_or_create_token(
+    of_host, of_port = daemon.split_listen(args.of_listen, '--of-listen', prog)
+    rest_host, rest_port = daemon.split_listen(args.rest_listen, '--rest-listen',
+                                             prog)
+    token = daemon.read_or_create_token(
         args.token_file or os.path.join(args.state_dir, 'collector-token'))
     loop = Loop('collector')
     fleet = Fleet(ofapp.send, interval=args.stats_interval,
@@ -105,14 +105,14 @@ def main(argv=None):
     refusals = Refusals()       # every listener's, for /metrics
     api = CollectorApi(loop, fleet, token, refusals=refusals)
     # The API socket and the intent database's first: they stay in our
-    # namespace (reconnections too: store.tls_remote).
+    # namespace (reconnections too: ovsdb.tls_remote).
     server = make_server(rest_host, rest_port, api, tls=tls_files,
                          refusals=refusals)
     if tls_files is not None:
         configure_ovs_streams(tls_files)
     remote = args.intent_db
     if 'ssl:' in remote:
-        remote = ctl_main.trusted_intent_remote(remote, args, prog)
+        remote = daemon.trusted_intent_remote(remote, args, prog)
     # The database may come up after us (a controller starting its local
     # one): wait for it, saying so.
     waited = 0
@@ -153,11 +153,11 @@ def main(argv=None):
                                                    RevocationWatch)
         watch = RevocationWatch(intent.revocations, lambda entries:
                                 loop.post(fleet.on_revocations, entries))
-        ctl_main._poll_forever(hub, watch, 'the revocation list',
+        daemon.poll_forever(hub, watch, 'the revocation list',
                                REVOCATION_POLL)
 
     if args.southbound_netns:
-        from virtualwire.southbound import netns
+        from virtualwire import netns
         netns.enter(args.southbound_netns)
     cfg.CONF(args=['--ofp-listen-host', of_host,
                    '--ofp-tcp-listen-port', str(of_port)], project='os_ken')
@@ -186,7 +186,7 @@ def main(argv=None):
     def save():     # counts read since the last save (a restart goes on)
         if intent.has_lock:
             intent.save(loop.call(fleet.snapshot, timeout=2.0)).result(3.0)
-    process.run_until_stopped(hub, services, mgr, save, log)
+    daemon.run_until_stopped(hub, services, mgr, save, log)
 
 
 if __name__ == '__main__':

@@ -20,7 +20,7 @@ from os_ken.ofproto import ofproto_v1_4 as ofp
 from os_ken.ofproto import ofproto_v1_4_parser as parser
 
 from virtualwire.southbound.lazy_stats import install as lazy_stats
-from virtualwire.southbound.tls import peer_names
+from virtualwire.tls import peer_names
 
 NX_VENDOR = 0x00002320
 NXT_ROLE_REQUEST = 10

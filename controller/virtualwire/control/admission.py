@@ -2,7 +2,7 @@
 
 A host is known by name: its bridge's `external_ids:vw-host-name`, read
 from its OVSDB. Under TLS every connection carries the names of its
-verified certificate (`southbound.tls.peer_names`, an *identity*):
+verified certificate (`virtualwire.tls.peer_names`, an *identity*):
 
 - a host OVSDB's report of host NAME is believed only if that OVSDB
   server's certificate names NAME: a machine holding another host's

@@ -6,7 +6,7 @@ What signing protects against: the certificate names the host only by
 the name the request was approved or the join token issued for. Every
 other name and extension a CSR asks for is ignored, so an enrolling host
 cannot ask for another host's name (or a wildcard) and be admitted as it
-(`southbound.tls` admits a switch as the names its certificate carries).
+(`virtualwire.tls` admits a switch as the names its certificate carries).
 What it does not: a request awaiting approval could come from anyone
 who reaches the controller; the operator compares the fingerprint the
 host printed with the one `vwctl hosts pending` shows before approving.

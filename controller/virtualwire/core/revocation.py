@@ -1,4 +1,4 @@
-"""Is a certificate revoked? Pure: from its identity (southbound.tls.Identity:
+"""Is a certificate revoked? Pure: from its identity (virtualwire.tls.Identity:
 names, SHA-256 fingerprint, not-before) and the revocation list's entries
 (store.revocations), as every channel that takes host certificates asks.
 

@@ -8,7 +8,7 @@ import sys
 from virtualwire.extender.agent import Agent
 from virtualwire.extender.network_io import ControllerClient, check_urls
 from virtualwire.extender.switch import Switch
-from virtualwire import config_file, version
+from virtualwire import config_file, daemon, version
 
 LOG = logging.getLogger('virtualwire.extender')
 
@@ -55,6 +55,7 @@ def build_parser():
                         "migration's stream after them. Default: unshaped "
                         "(nothing caps a link, and nothing keeps the wires "
                         "ahead of other traffic on it)")
+    daemon.add_log_arguments(p)
     return p
 
 
@@ -72,10 +73,8 @@ def main(argv=None):
             not args.ca_cert:
         p.error('an https:// controller needs --ca-cert (the controller '
                 'CA, pinned)')
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format='%(asctime)s %(levelname)s %(message)s')
-    with open(args.token_file) as f:
-        token = f.read().strip()
+    daemon.configure_logging(args)
+    token = daemon.read_token(args.token_file)
     host, _, port = args.rendezvous.rpartition(':')
     agent = Agent(args.name, args.state_dir,
                   ControllerClient(args.controller, token,

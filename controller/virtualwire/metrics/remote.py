@@ -25,7 +25,7 @@ from os_ken.lib import hub
 from virtualwire.core import errors
 from virtualwire.metrics.counters import DIRECTIONS
 from virtualwire.metrics.figures import flat
-from virtualwire.southbound import netns
+from virtualwire import netns
 
 LOG = logging.getLogger(__name__)
 TIMEOUT = 10.0

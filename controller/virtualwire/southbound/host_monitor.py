@@ -20,8 +20,8 @@ import ovs.poller
 
 from os_ken.lib import hub
 
-from virtualwire.southbound import fast_json
-from virtualwire.southbound.monitor_session import MonitorSession
+from virtualwire.ovsdb import fast_json
+from virtualwire.ovsdb.monitor_session import MonitorSession
 
 LOG = logging.getLogger(__name__)
 fast_json.install()
@@ -185,7 +185,7 @@ class HostMonitor:
     def peer_names(self):
         """The names of the connected server's verified certificate (an
         ssl: remote), else None. Call with `lock` held."""
-        from virtualwire.southbound.tls import peer_names
+        from virtualwire.tls import peer_names
         return peer_names(self.monitor.socket())
 
     def _pump(self):

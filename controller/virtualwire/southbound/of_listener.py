@@ -29,7 +29,7 @@ from os_ken.lib import hub
 from virtualwire import listen_guard
 from virtualwire.listen_guard import (DEADLINE, Deadline, GuardedListener,
                                       Limits, Refusals)
-from virtualwire.southbound.tls import HANDSHAKE_TIMEOUT
+from virtualwire.tls import HANDSHAKE_TIMEOUT
 
 LOG = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from os_ken.controller.handler import (CONFIG_DISPATCHER, DEAD_DISPATCHER,
                                        MAIN_DISPATCHER, set_ev_cls)
 from os_ken.ofproto import ofproto_v1_4
 
-from virtualwire.southbound.tls import peer_expiry, peer_names
+from virtualwire.tls import peer_expiry, peer_names
 
 
 class VirtualWireApp(app_manager.OSKenApp):

@@ -1,9 +1,9 @@
 """What the stores can refuse, as domain errors."""
 from virtualwire.core import errors
+from virtualwire.ovsdb.errors import DatabaseUnavailable
 
-
-class StoreError(errors.Unavailable):
-    """The database did not take a write (or did not answer)."""
+# The bottom layer's error, under the name the stores' callers know.
+StoreError = DatabaseUnavailable
 
 
 class VnicTaken(errors.Conflict):

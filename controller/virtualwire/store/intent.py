@@ -22,7 +22,7 @@ import ovs.db.idl
 
 from virtualwire.core import ids, links
 from virtualwire.core.model import ExtenderLink
-from virtualwire.southbound.ovsdb_idl import IdlClient, fetch_schema
+from virtualwire.ovsdb.idl import IdlClient, fetch_schema
 from virtualwire.store import txn as store_txn
 from virtualwire.store import wire_writes
 from virtualwire.store.placements import PlacementStore

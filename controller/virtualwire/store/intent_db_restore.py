@@ -27,7 +27,8 @@ import subprocess
 import tempfile
 import time
 
-from virtualwire.store import rawrpc, schema_version
+from virtualwire.store import schema_version
+from virtualwire.ovsdb import rawrpc
 
 DB = 'VirtualWire'
 LIST_SINCE = '1.13.0'       # the schema that brought Revocation

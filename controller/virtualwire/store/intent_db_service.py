@@ -24,7 +24,7 @@ import os
 import subprocess
 import sys
 
-from virtualwire import config_file, process, version
+from virtualwire import config_file, daemon, version
 from virtualwire.store.intent import SCHEMA_PATH
 from virtualwire.store import (collector_access, intent_db_restore,
                                schema_version)
@@ -64,7 +64,7 @@ def build_parser():
                                '(vw-pki issue --role controller, named as '
                                "controllers' --intent-db-name) and the CA "
                                'its peers and clients present')
-    process.add_tls_files(tls, 'the only CA whose certificates peers may show')
+    daemon.add_tls_files(tls, 'the only CA whose certificates peers may show')
     p.add_argument('--schema', default=SCHEMA_PATH,
                    help='the schema to create or convert to (default: the '
                         "installed package's)")

@@ -15,7 +15,7 @@ import time
 
 from os_ken.lib import hub
 
-from virtualwire.store import rawrpc
+from virtualwire.ovsdb import rawrpc
 from virtualwire.store.errors import StoreError
 
 LOG = logging.getLogger(__name__)

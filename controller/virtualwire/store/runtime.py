@@ -20,7 +20,8 @@ import ovs.db.idl
 from os_ken.lib import hub
 
 from virtualwire.future import Future
-from virtualwire.store import counter_rows, host_rows, rawrpc
+from virtualwire.store import counter_rows, host_rows
+from virtualwire.ovsdb import rawrpc
 from virtualwire.store.errors import StoreError
 from virtualwire.store.intent import DB_NAME
 

@@ -20,7 +20,8 @@ from typing import Dict, List, Optional
 
 from virtualwire.core import errors
 from virtualwire.core.topology_plan import Guest, GuestNic, Plan
-from virtualwire.store import rawrpc, wire_writes
+from virtualwire.store import wire_writes
+from virtualwire.ovsdb import rawrpc
 from virtualwire.store.errors import StoreError
 
 DB = 'VirtualWire'

@@ -23,8 +23,8 @@ import ovs.poller
 from os_ken.lib import hub
 
 from virtualwire.core.model import Wire
-from virtualwire.southbound import fast_json
-from virtualwire.southbound.monitor_session import MonitorSession
+from virtualwire.ovsdb import fast_json
+from virtualwire.ovsdb.monitor_session import MonitorSession
 
 LOG = logging.getLogger(__name__)
 fast_json.install()

@@ -15,7 +15,7 @@ import time
 
 from virtualwire.core import ids
 from virtualwire.core.model import Wire
-from virtualwire.store import rawrpc
+from virtualwire.ovsdb import rawrpc
 from virtualwire.store.errors import StoreError, VnicTaken
 
 LOG = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ import ssl
 import ovs.socket_util
 import ovs.stream
 
-from virtualwire.southbound import netns
+from virtualwire import netns
 
 SCHEME = 'vwdb-ssl'
 
@@ -44,7 +44,7 @@ class _IntentDbStream(ovs.stream.SSLStream):
 
 def configure(ca_file, server_name):
     """Open the intent database's `ssl:` remotes with this CA and name
-    (after `southbound.tls.configure_ovs_streams` set our key and
+    (after `virtualwire.tls.configure_ovs_streams` set our key and
     certificate)."""
     _IntentDbStream.ca_file = ca_file
     _IntentDbStream.server_name = server_name

@@ -1,7 +1,7 @@
 """The southbound network namespace (a management VRF): OpenFlow, host
 OVSDB and rendezvous sockets open there, REST stays where the controller
 started, and so do the intent database's connections, reconnections
-included (`store.tls_remote` opens its sockets through `at_home`).
+included (`ovsdb.tls_remote` opens its sockets through `at_home`).
 
 A socket belongs to the namespace its creating thread is in when it is
 made, so `at_home` switches the thread there for the socket() call only;

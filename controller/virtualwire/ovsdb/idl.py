@@ -14,7 +14,7 @@ import ovs.stream
 
 from os_ken.lib import hub
 
-from virtualwire.southbound import fast_json
+from virtualwire.ovsdb import fast_json
 
 LOG = logging.getLogger(__name__)
 fast_json.install()
@@ -99,7 +99,7 @@ class IdlClient:
         """The names of the connected server's verified certificate (an
         ssl: remote), else None. Call with `lock` held, right after the
         IDL delivered what this connection sent."""
-        from virtualwire.southbound.tls import peer_names
+        from virtualwire.tls import peer_names
         rpc = getattr(getattr(self.idl, '_session', None), 'rpc', None)
         stream = getattr(rpc, 'stream', None)
         return peer_names(getattr(stream, 'socket', None))

@@ -1,8 +1,8 @@
-"""What both daemons (`virtualwire-controller`, `virtualwire-collector`)
-do to start, reload and stop: logging, the os-ken hub patched before
-anything opens a socket, SIGHUP re-reading the settings file, and a stop
-on SIGTERM/SIGINT that first saves what would be lost (counters read
-since the last save)."""
+"""What the daemons (`virtualwire-controller`, `virtualwire-collector`;
+the extender agent its logging) do to start, reload and stop: logging,
+the os-ken hub patched before anything opens a socket, SIGHUP re-reading
+the settings file, and a stop on SIGTERM/SIGINT that first saves what
+would be lost (counters read since the last save)."""
 import logging
 import os
 import signal
@@ -13,7 +13,7 @@ def start(args):
     """Logging from --log-level/--log-file, then the hub (eventlet unless
     OSKEN_HUB_TYPE says otherwise) patched; returns os-ken's hub."""
     os.environ.setdefault('OSKEN_HUB_TYPE', 'eventlet')
-    _logging(args)
+    configure_logging(args)
     import warnings
     warnings.filterwarnings('ignore', message=r'(?s).*Eventlet is deprecated')
     # eventlet's WSGI server logs every request at INFO: keep that for debug.
@@ -84,7 +84,7 @@ def add_log_arguments(p):
                         'applied again on SIGHUP (default: %(default)s)')
 
 
-def _logging(args):
+def configure_logging(args):
     """The root logger from --log-level and --log-file (reopened: after
     logrotate moved it, SIGHUP writes to a new file of that name)."""
     global _handler
@@ -113,7 +113,7 @@ def reload(args, parse, log):
                      if getattr(new, k) != getattr(args, k, None))
     for k in RELOADABLE:
         setattr(args, k, getattr(new, k))
-    _logging(args)
+    configure_logging(args)
     from virtualwire.core.shared_settings import SETTINGS
     shared = [k for k in changed if k.replace('_', '-') in SETTINGS]
     later = [k for k in changed if k not in RELOADABLE and k not in shared]

@@ -16,7 +16,7 @@ import os
 import ovs.poller
 import ovs.stream
 
-from virtualwire.store.errors import StoreError
+from virtualwire.ovsdb.errors import DatabaseUnavailable as StoreError
 
 _decoder = json.JSONDecoder()
 
