@@ -27,12 +27,14 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, '..', 'lab'),
                 os.path.join(HERE, '..', 'controller'),
-                os.path.join(HERE, '..', 'tests', 'integration')]
+                os.path.join(HERE, '..', 'tests')]
 
 from common import write_result                               # noqa: E402
-from conftest import Api, wait_until                          # noqa: E402
-from held_move import brief, move, raced                      # noqa: E402
-from vwlab import Lab, loss_audit                             # noqa: E402
+from vwtest import Api, wait_until                          # noqa: E402
+from vwtest.held_move import brief, move, raced                      # noqa: E402
+from vwlab.guest_crash import GuestCrashed                     # noqa: E402
+from vwlab import Lab                                         # noqa: E402
+from forensics import loss_audit                              # noqa: E402
 
 HOLD_BYTES = 64 << 10      # 64 KiB: ~600 probe frames
 
@@ -61,12 +63,12 @@ def main():
         for h in lab.hosts:            # for OVS's own tunnel races
             h.log_datapath_flow_changes()
         for i in range(args.moves):
-            out = move(lab, api, g, far, '10.87.0.1', at[i % 2],
-                       at[(i + 1) % 2], 64)
-            if out is None:
+            try:
+                r, m, stop, resume = move(lab, api, g, far, '10.87.0.1',
+                                          at[i % 2], at[(i + 1) % 2], 64)
+            except GuestCrashed:
                 rows.append({'move': i + 1, 'guest_broke': True})
                 break
-            r, m, stop, resume = out
             row = dict(brief(r, m['held'][nic], stop, resume, g),
                        move=i + 1, switches=m['switches'])
             lost = [(q, t) for q, t in r['lost_sent_at']

@@ -34,10 +34,10 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, '..', 'lab'),
                 os.path.join(HERE, '..', 'controller'),
-                os.path.join(HERE, '..', 'tests', 'integration')]
+                os.path.join(HERE, '..', 'tests')]
 
 from common import write_result                              # noqa: E402
-from conftest import Api, wait_until                         # noqa: E402
+from vwtest import Api, wait_until                         # noqa: E402
 from virtualwire.cli import migration_profile as mp           # noqa: E402
 from vwlab import Lab, guest_crash                           # noqa: E402
 

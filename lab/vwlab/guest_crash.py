@@ -15,8 +15,6 @@ The lab's emulator wrapper keeps guests off that path (their RAM is no
 multiple of 256 KiB: guest/qemu-tcg-single); these checks stay, for a
 guest started without it and for whatever else breaks a TCG guest.
 """
-import warnings
-
 MARKS = ('Kernel panic', 'BUG:', 'Oops', 'is not a head',
          'general protection fault', 'invalid opcode', 'vw-guest: ready')
 
@@ -99,17 +97,3 @@ def check_running(guest, frames, taps, windows):
             'guest %s sent nothing for %.1f s from %.3f (after RESUME) while '
             'its taps were handed %d frames' % (guest.name, s[1], s[0],
                                                    s[2]))
-
-
-def once_more_if_the_guest_crashed(run, directory):
-    """run(directory / 'run1'); if its guest crashed or stalled, say so (a
-    warning in the test report) and run(directory / 'run2') with new
-    guests. A second crash fails: the lab cannot judge the network then,
-    and that is not hidden."""
-    for k in (1, 2):
-        (directory / ('run%d' % k)).mkdir(parents=True)
-    try:
-        return run(directory / 'run1')
-    except GuestCrashed as e:
-        warnings.warn('%s; run again with a new guest' % e, stacklevel=2)
-    return run(directory / 'run2')

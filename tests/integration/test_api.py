@@ -138,7 +138,7 @@ def test_connect_show_list_disconnect(api):
 
 
 def test_wires_survive_a_controller_restart(api, lab):
-    from conftest import wait_until
+    from vwtest import wait_until
     w = api.connect('keep-a', 'keep-b')
     try:
         lab.stop_controller()

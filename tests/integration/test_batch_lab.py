@@ -6,7 +6,7 @@ wrong line changes nothing."""
 import subprocess
 import sys
 
-from conftest import flows_of
+from vwtest import flows_of
 
 
 def vwctl(lab, *args, stdin=None):

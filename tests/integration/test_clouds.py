@@ -11,13 +11,13 @@ import time
 import requests
 from scapy.all import IP, UDP, Dot1Q, Ether, Raw
 
-from conftest import LINKS, Api, links_up, wait_until
+from vwtest import LINKS, Api, links_up, wait_until
 from vwlab import extenders
 from vwlab.pki import LabPki
 from vwlab.shell import CONTROLLER_IP
 from vwlab.capture import Capture, frames
 from virtualwire.extender.wireguard import wg_name
-from wire_traffic import sniff_while, special_frames, tcp_transfer, udp_stream
+from vwtest.wire_traffic import sniff_while, special_frames, tcp_transfer, udp_stream
 
 MITM_PORT = 8799
 

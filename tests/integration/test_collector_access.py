@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from conftest import wait_until
+from vwtest import wait_until
 from vwlab.pki import LabPki
 from vwlab.shell import free_port
 

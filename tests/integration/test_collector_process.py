@@ -12,8 +12,8 @@ import time
 
 import requests
 
-from conftest import wait_until
-from wire_traffic import udp_stream
+from vwtest import wait_until
+from vwtest.wire_traffic import udp_stream
 
 
 def _roles(host):

@@ -13,7 +13,7 @@ import uuid
 import requests
 
 from vwlab.browser import Browser
-from wire_traffic import udp_stream
+from vwtest.wire_traffic import udp_stream
 
 RATE = 300
 STEPS = ['announced', 'tap_appeared', 'activated', 'sisters_moved',

@@ -4,8 +4,8 @@ import time
 from scapy.all import Dot1Q, Ether, Raw
 
 from virtualwire.core import ids
-from conftest import _seq, flows_of, wait_until
-from wire_traffic import sniff_while, special_frames, tcp_transfer, udp_stream
+from vwtest import seq, flows_of, wait_until
+from vwtest.wire_traffic import sniff_while, special_frames, tcp_transfer, udp_stream
 
 
 def cookie_hex(wid):
@@ -172,7 +172,7 @@ def test_a_wire_written_by_another_writer_is_built_and_removed(lab, api):
     several writers): a wire another writer stores gets flows and carries
     traffic; its deletion there takes it down here."""
     from virtualwire.store.intent import IntentStore
-    n = next(_seq)
+    n = next(seq)
     va = lab.host('h1').add_vm('ow%da' % n, [('ow%da-nic' % n,
                                              '192.0.2.1/24')])
     lab.host('h2').add_vm('ow%db' % n, [('ow%db-nic' % n, '192.0.2.2/24')])

@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from conftest import wait_until
+from vwtest import wait_until
 from virtualwire.core import enrolment, errors
 from virtualwire.store import local as local_ovsdb
 from virtualwire.store.intent import IntentStore

@@ -4,7 +4,7 @@ import re
 import threading
 import time
 
-from conftest import flows_of, wait_until
+from vwtest import flows_of, wait_until
 from test_dataplane import cookie_hex, udp_stream
 
 

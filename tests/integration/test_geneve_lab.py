@@ -13,10 +13,10 @@ import uuid
 import pytest
 from scapy.all import Ether, Raw
 
-from conftest import Api, flows_of, wait_until
-from migration_helpers import wire_hosts
+from vwtest import Api, flows_of, wait_until
+from vwtest.migration import wire_hosts
 from vwlab import Lab
-from wire_traffic import sniff_while, special_frames, tcp_transfer, \
+from vwtest.wire_traffic import sniff_while, special_frames, tcp_transfer, \
     udp_stream
 
 from virtualwire.core import ids

@@ -1,7 +1,7 @@
 """A real QEMU guest (built from Debian packages, TCG) on wires: its vNICs
 are taps plugged as libvirt plugs them, and a sequenced 1 kHz UDP stream
 echoed by the guest crosses a tunnelled and a collapsed wire both ways."""
-from conftest import _seq, wait_until
+from vwtest import seq, wait_until
 
 
 def _echo(vm, dst, seconds=2):
@@ -10,7 +10,7 @@ def _echo(vm, dst, seconds=2):
 
 
 def test_qemu_guest_on_tunnelled_and_collapsed_wires(lab, api):
-    n = next(_seq)
+    n = next(seq)
     g = lab.host('h1').add_guest('g%d' % n, [('g%d-eth0' % n, '10.61.0.1/24'),
                                              ('g%d-eth1' % n, '10.62.0.1/24')])
     far = lab.host('h2').add_vm('gf%d' % n, [('gf%d-nic' % n,

@@ -14,9 +14,9 @@ import time
 import pytest
 import requests
 
-from conftest import wait_until
+from vwtest import wait_until
 from vwlab import Lab
-from wire_traffic import udp_stream
+from vwtest.wire_traffic import udp_stream
 
 
 class Instances:

@@ -14,11 +14,11 @@ import uuid
 
 import pytest
 
-from conftest import Api, flows_of, wait_until
+from vwtest import Api, flows_of, wait_until
 from virtualwire.core import ids
 from vwlab import Lab
 from vwlab.qemu_events import EventWatch, stop_resume_windows
-from migration_helpers import (GUEST_BEFORE_STOP, MARGIN, domstate,
+from vwtest.migration import (GUEST_BEFORE_STOP, MARGIN, domstate,
                                dual_send, migrate_bg, probe_report,
                                wire_hosts)
 

@@ -6,8 +6,8 @@ fires in a real Prometheus for a host whose certificate is near its end
 import os
 import time
 
-from conftest import wait_until
-from migration_helpers import vwctl
+from vwtest import wait_until
+from vwtest.migration import vwctl
 from test_metrics import RULES
 from vwlab.prometheus import Prometheus
 

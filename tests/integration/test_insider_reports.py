@@ -12,10 +12,10 @@ wire h1 > h2 that must lose nothing:
 import re
 import time
 
-from conftest import flows_of, wait_until
+from vwtest import flows_of, wait_until
 from vwlab import rogue as rogue_mod
 from vwlab.shell import CONTROLLER_IP
-from wire_traffic import Stream
+from vwtest.wire_traffic import Stream
 
 GUEST = '5eed0039-0000-4000-8000-000000000039'
 

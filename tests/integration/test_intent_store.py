@@ -84,7 +84,7 @@ def test_counters_are_saved_as_rows_and_only_changed_ones_are_written(
     save writing only what changed (not one row of everything); a base
     saved in the old single row is read, and replaced by rows."""
     import json
-    from virtualwire.store import rawrpc
+    from virtualwire.ovsdb import rawrpc
     from virtualwire.store.runtime import RuntimeStore
     rt = RuntimeStore(stores(db).client)
 
@@ -124,7 +124,7 @@ def test_a_hosts_state_is_a_row_per_vnic_and_a_plug_writes_one(db, stores):
     host back; a snapshot from before the rows (vNICs inside) still
     reads, and is then split."""
     from virtualwire.core.model import Encap, Host, VnicPort, host_to_json
-    from virtualwire.store import rawrpc
+    from virtualwire.ovsdb import rawrpc
     from virtualwire.store.runtime import RuntimeStore
 
     def make(n, name='h1'):
@@ -179,7 +179,8 @@ def test_a_bulk_deletion_removes_exactly_its_wires_rows(db, stores):
     uuid (ovsdb-server scans for any other condition): the wires deleted
     lose their Wire and Binding rows (their vNICs can be wired again),
     every other wire keeps both."""
-    from virtualwire.store import rawrpc, wire_writes
+    from virtualwire.store import wire_writes
+    from virtualwire.ovsdb import rawrpc
     s = stores(db)
     n = wire_writes.BULK_DELETE + 36
     made = s.apply_batch([('a%d' % i, 'b%d' % i) for i in range(n)], [])
@@ -211,7 +212,7 @@ def test_a_database_of_schema_1_8_is_converted_and_its_hosts_read(
     from dataclasses import asdict
 
     from virtualwire.core.model import Encap, Host, VnicPort, host_to_json
-    from virtualwire.store import rawrpc
+    from virtualwire.ovsdb import rawrpc
     from virtualwire.store.host_rows import COLUMNS
     from virtualwire.store.intent import SCHEMA_PATH
     from virtualwire.store.runtime import RuntimeStore

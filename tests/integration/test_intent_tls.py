@@ -18,7 +18,7 @@ import time
 import pytest
 import requests
 
-from conftest import wait_until
+from vwtest import wait_until
 from virtualwire.store.intent import SCHEMA_PATH
 from virtualwire.testing.ports import free_ports
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from loss_watch import DIRS, LossWatch, check_against, quiet, truth
+from vwtest.loss_watch import DIRS, LossWatch, check_against, quiet, truth
 from vwlab.browser import Browser
 
 MIB16 = 16 * 1024 * 1024

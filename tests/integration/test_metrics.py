@@ -13,11 +13,11 @@ import time
 
 import requests
 
-from conftest import wait_until
-from loss_watch import DIRS, LossWatch
+from vwtest import wait_until
+from vwtest.loss_watch import DIRS, LossWatch
 from vwlab.drops import UnderlayDrop
 from vwlab.prometheus import Prometheus
-from wire_traffic import udp_stream
+from vwtest.wire_traffic import udp_stream
 
 COUNTERS = ('entered_packets', 'entered_bytes', 'delivered_packets',
             'delivered_bytes')

@@ -6,25 +6,22 @@ import time
 import uuid
 
 
-from conftest import _seq, wait_until
+from vwtest import seq, switchover, wait_until
 from vwlab import guest_crash
-from vwlab.guest_crash import (check_guest, check_running,
-                               once_more_if_the_guest_crashed)
+from vwlab.guest_crash import check_guest
 from vwlab.capture import HostCaptures, guest_taps
-from vwlab.guest_drops import tap_counters
 from vwlab.qemu_events import EventWatch, stop_resume_windows
 from vwlab.shell import sh
-from migration_helpers import audit, heads, probe_report, vwctl, wire_hosts
+from vwtest.migration import probe_report, vwctl, wire_hosts
 
 
-def test_wires_follow_a_live_migrated_guest(lab, api, tmp_path):
-    once_more_if_the_guest_crashed(
-        lambda d: _wires_follow(lab, api, d), tmp_path)
+def test_wires_follow_a_live_migrated_guest(lab, api, guest_retry):
+    guest_retry.run(lambda d: _wires_follow(lab, api, d))
 
 
 def _wires_follow(lab, api, tmp_path):
     h1, h2, h3 = lab.hosts
-    n = next(_seq)
+    n = next(seq)
     e0, e1 = str(uuid.uuid4()), str(uuid.uuid4())
     g = h1.define_guest('mig%d' % n, [(e0, '10.81.0.1/24'),
                                       (e1, '10.82.0.1/24')])
@@ -39,20 +36,20 @@ def _wires_follow(lab, api, tmp_path):
             wait_until(lambda: vm.ping(dst, count=1)[1] == 1, 20,
                        what='guest answers on %s' % dst)
         booted = guest_crash.marks(g.console_text())
-        for h in lab.hosts:
+        for h in lab.hosts:           # OVS's tunnel race, by its evidence
             h.log_datapath_flow_changes()
         caps = HostCaptures(lab.hosts, tmp_path).__enter__()
         # Each stream's own NIC's taps: a datagram delivered into the
         # guest's other NIC is the network's mistake, not the guest's.
-        taps = {v: guest_taps(h1, g.name, g.nics[v]['mac']) for v in (e0, e1)}
+        on = {v: [guest_taps(h1, g.name, g.nics[v]['mac'])] for v in (e0, e1)}
         watch = EventWatch([h1, h2]).__enter__()
         streams = [vm.tool_bg('udp-echo', '--dst', dst, '--rate', 1000,
                               '--seconds', 12)
                    for vm, dst in ((far, '10.81.0.1'), (near, '10.82.0.1'))]
         time.sleep(1)
         lab.migrate(g, h1, h2)
-        for v in taps:
-            taps[v] |= guest_taps(h2, g.name, g.nics[v]['mac'])
+        for v in on:
+            on[v].append(guest_taps(h2, g.name, g.nics[v]['mac']))
         caps.note_interfaces()
         wait_until(lambda: wire_hosts(api, w_far) ==
                    ('tunnelled', {'h2', 'h3'}), 15, what='far wire on h2')
@@ -91,36 +88,26 @@ def _wires_follow(lab, api, tmp_path):
             p.stdout
         wait_until(lambda: wire_hosts(api, w_near) ==
                    ('collapsed', {'h1'}), 15, what='near wire collapses')
-        for v in taps:
-            taps[v] |= guest_taps(h1, g.name, g.nics[v]['mac'])
+        for v in on:
+            on[v].append(guest_taps(h1, g.name, g.nics[v]['mac']))
         reports = [probe_report(p) for p in streams]
         caps.stop()
         watch.__exit__(None, None, None)
         windows = stop_resume_windows(watch.events, g.name)
         assert [(w[1], w[3]) for w in windows] == [('h1', 'h2'),
                                                    ('h2', 'h1')], windows
-        why = '%s %s guest console: %s' % (
-            [{k: r[k] for k in ('sent', 'echoed', 'duplicates', 'lost_tail',
-                                'lost_runs')} for r in reports],
-            windows, g.console_text()[-1500:])
         check_guest(g, booted)
-        grams = caps.datagrams(heads(reports))
-        # A guest that ran nothing for seconds while its taps got the
-        # streams (CI once: 4.5 s after the move back) says nothing of the
-        # network either; a wire that fails alone is still judged below.
-        every = set().union(*taps.values())
-        check_running(g, caps.frames_on(every), every, windows)
-        for r, (v, peer, gip) in zip(reports, (
-                (e0, '10.81.0.2', '10.81.0.1'), (e1, '10.82.0.2', '10.82.0.1'))):
-            assert r['duplicates'] == 0, why
-            # Nothing lost once the moves are over: the tail is clean.
-            assert r['lost_tail'] == 0, why
-            # Every datagram lost died of the guest's pause, not the network.
-            causes, bad = audit(lab, r, grams, gip, peer, taps[v], windows,
-                                 caps.overruns())
-            assert not bad, 'stream to %s: %s %s; h1 taps now: %s; %s' % (
-                gip, causes, bad[:3], {t: tap_counters(h1, t) for _h, t in
-                                       guest_taps(h1, g.name)}, why)
+        grams = caps.datagrams(switchover.heads_near(reports, windows))
+        races = switchover.races(lab.hosts)
+        for r, (v, gip) in zip(reports, ((e0, '10.81.0.1'),
+                                         (e1, '10.82.0.1'))):
+            # Each move, each stream: the destination handed the guest the
+            # stream within the goal, and the network lost nothing else.
+            rows = [switchover.judge(r, grams, gip, on[v][i], on[v][i + 1], w,
+                                     races) for i, w in enumerate(windows)]
+            print('stream to %s: %s' % (gip, rows))
+            for row in rows:
+                switchover.check(row)
         # The hooks announced both moves and reported both departures.
         moves = [(m['destination'], m['state'], sorted(m['sources'].values()))
                  for m in api.ok('GET', '/v1/migrations')['migrations']
@@ -160,7 +147,7 @@ def test_vwctl_migrate_says_what_is_wrong(lab):
 
 def test_a_four_vnic_guest_migrates_with_all_four_wires(lab, api):
     h1, h2, h3 = lab.hosts
-    n = next(_seq)
+    n = next(seq)
     nics = [str(uuid.uuid4()) for _ in range(4)]
     g = h1.define_guest('four%d' % n, [(v, '10.9%d.0.1/24' % i)
                                        for i, v in enumerate(nics)])

@@ -17,10 +17,10 @@ import shutil
 import pytest
 from cryptography import x509
 
-from conftest import wait_until
+from vwtest import wait_until
 from vwlab import Lab, packages
 from vwlab.shell import CONTROLLER_IP, LAB_ROOT
-from wire_traffic import stream_across
+from vwtest.wire_traffic import stream_across
 
 UNITS = ['virtualwire-intent-db.service', 'virtualwire-controller.service',
          'virtualwire-collector.service', 'virtualwire-extender.service',

@@ -10,9 +10,9 @@ import threading
 
 import requests
 
-from conftest import wait_until
-from migration_helpers import vwctl
-from wire_traffic import udp_stream
+from vwtest import wait_until
+from vwtest.migration import vwctl
+from vwtest.wire_traffic import udp_stream
 
 
 def as_token(lab, token_file, method, path, **kw):

@@ -15,12 +15,12 @@ import sys
 import threading
 import time
 
-from conftest import wait_until
+from vwtest import wait_until
 from vwlab import rogue as rogue_mod
 from vwlab.libvirt_host import HOOK_PORT
 from vwlab.preauth_flood import TIMED_GET
 from vwlab.shell import CONTROLLER_IP, MGMT_NET, sh
-from wire_traffic import udp_stream
+from vwtest.wire_traffic import udp_stream
 
 DEADLINE = 10.0                 # virtualwire.listen_guard.DEADLINE
 SOURCES = '%s.100-249' % MGMT_NET

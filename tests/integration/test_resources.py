@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from conftest import wait_until
+from vwtest import wait_until
 from vwlab import rogue as rogue_mod
 from vwlab.libvirt_host import HOOK_PORT
 from vwlab.preauth_flood import TIMED_GET

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import wait_until
+from vwtest import wait_until
 from virtualwire.core import credentials, errors
 from virtualwire.store import local as local_ovsdb
 from virtualwire.store.intent import SCHEMA_PATH, IntentStore

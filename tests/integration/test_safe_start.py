@@ -7,8 +7,8 @@ import shutil
 import subprocess
 import time
 
-from conftest import flows_of, wait_until
-from migration_helpers import vwctl
+from vwtest import flows_of, wait_until
+from vwtest.migration import vwctl
 from test_dataplane import cookie_hex
 from virtualwire.store import local
 from vwlab.shell import read_text

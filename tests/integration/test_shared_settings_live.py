@@ -8,8 +8,8 @@ import subprocess
 
 import requests
 
-from conftest import wait_until
-from migration_helpers import vwctl
+from vwtest import wait_until
+from vwtest.migration import vwctl
 
 
 def row(lab):

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from conftest import wait_until
-from wire_traffic import Stream
+from vwtest import wait_until
+from vwtest.wire_traffic import Stream
 from vwlab import rogue as rogue_mod
 from vwlab.pki import LabPki
 from vwlab.shell import CONTROLLER_IP, sh
@@ -163,7 +163,7 @@ def test_a_revoked_certificate_is_cut_within_a_second_and_refused_after(
     and a 1 kHz stream crosses h1 > h2: h3's session is hung up within a
     second, its switch's reconnections with that certificate are refused,
     the stream loses nothing; a certificate issued after lets h3 back."""
-    from migration_helpers import vwctl
+    from vwtest.migration import vwctl
     va, vb, w = pair('h1', 'h2', '192.0.2.13/24', '192.0.2.14/24')
     h3 = lab.host('h3')
     fp = _host(api, 'h3')['certificate_sha256']

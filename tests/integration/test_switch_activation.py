@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from conftest import _seq, wait_until
+from vwtest import seq, wait_until
 
 PORT = 9000
 
@@ -21,7 +21,7 @@ def _arrival(vm, *args):
 
 def test_the_destination_switches_over_on_its_own_learn(lab, api):
     h1, h2, h3 = lab.hosts
-    n = next(_seq)
+    n = next(seq)
     mac = '52:54:00:ad:%02x:01' % (n & 255)
     vnic = 'sw%d-nic' % n
     far = h3.add_vm('swf%d' % n, [('swf%d-nic' % n, '10.95.0.2/24')])
@@ -95,7 +95,7 @@ def test_one_vnics_first_frame_switches_its_whole_guest_over(lab, api):
     runs there), in the same revalidation: no second vNIC waiting for its
     own announce and for OVS's next pass."""
     h1, h2, h3 = lab.hosts
-    n = next(_seq)
+    n = next(seq)
     guest = '%032x' % (0xab0000 + n)
     nics = [('sg%d-a' % n, '52:54:00:ae:%02x:01' % (n & 255)),
             ('sg%d-b' % n, '52:54:00:ae:%02x:02' % (n & 255))]

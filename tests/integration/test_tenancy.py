@@ -18,7 +18,7 @@ import uuid
 
 import requests
 
-from conftest import flows_of, wait_until
+from vwtest import flows_of, wait_until
 from virtualwire.testing import isolation
 from vwlab.browser import Browser
 from vwlab.prometheus import Prometheus

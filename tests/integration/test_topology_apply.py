@@ -13,12 +13,12 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import flows_of, wait_until
+from vwtest import flows_of, wait_until
 from virtualwire.cli import vwctl
 from virtualwire.core import ids
 from virtualwire.core.topology_file import parse
 from vwlab import topology as lab_topology
-from wire_traffic import udp_stream
+from vwtest.wire_traffic import udp_stream
 
 SHOP = """\
 # A three-tier shop: the client reaches the web and database tier only

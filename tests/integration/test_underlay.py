@@ -46,7 +46,7 @@ def test_a_host_spoofing_a_peers_tunnel_address_is_stopped_by_the_fabric(
     underlay's source-address check does, as a data-center switch's would."""
     from scapy.all import Ether, Raw
     from vwlab import antispoof
-    from wire_traffic import sniff_while
+    from vwtest.wire_traffic import sniff_while
     va, vb, w = pair('h1', 'h2')
     h1, h2, h3 = lab.hosts
     before = antispoof.dropped(lab.ul_ns).get(h3.name, 0)

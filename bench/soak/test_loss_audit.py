@@ -1,7 +1,7 @@
 """The loss audit gives each lost datagram of a migration stream one cause,
 from where the captures saw it."""
 from vwlab.capture import Datagram
-from vwlab.loss_audit import (explain, guest_state, handed_to_guest,
+from forensics.loss_audit import (explain, guest_state, handed_to_guest,
                               last_seen, ovs_glitches, summary, tunnel_dips)
 
 G, P, PORT = '10.0.0.1', '10.0.0.2', 7000

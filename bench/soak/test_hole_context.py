@@ -2,7 +2,7 @@
 loss, timed against a reference."""
 import time
 
-from vwlab.hole_context import around
+from forensics.hole_context import around
 
 OVS = """\
 2026-11-23T01:34:20.420Z|00001|bridge|INFO|bridge br-int: added interface \

@@ -1,17 +1,17 @@
 """What the live-migration integration tests share: the probe's report,
-a wire's hosts and flows, the loss audit of a migration's captures, a
-migration in the background and a domain's state."""
+a wire's hosts and flows, a migration in the background, a domain's
+state, and three guests moved together (Ensemble). How a move is judged:
+vwtest.switchover; why a datagram died: bench/forensics."""
 import json
 import subprocess
 import sys
 
-from conftest import flows_of
+from vwtest import flows_of
 from virtualwire.core import ids
-from vwlab import guest_crash, loss_audit
+from vwlab import guest_crash
 
-# Lost datagrams are followed through packet captures (lab.loss_audit): one
-# the network did not deliver must have been sent within the guest's
-# STOP->RESUME window, give or take MARGIN: a datagram sent just before
+# A datagram the network did not deliver must have been sent within the
+# guest's STOP->RESUME window, give or take MARGIN: a datagram sent just before
 # STOP can still be dropped at the paused destination, and one sent just
 # after RESUME can meet the destination before it is activated. Usually
 # 1-3 ms here (the switch's learn delivers within a millisecond of the
@@ -19,12 +19,6 @@ from vwlab import guest_crash, loss_audit
 # measured tail has reached 6-11 ms: docs/benchmarks.rst, migration): the
 # margin covers that, the benchmark reports the tail itself.
 MARGIN = 0.015
-# Two TCG guests moving at once on 2 cores (the ensemble test): CI on
-# b892fc9 saw a destination activated 19 ms after RESUME (QEMU's announce
-# late under load; 4 datagrams at 15.6-18.7 ms). Issue 42 works on the tail.
-ENSEMBLE_MARGIN = 0.030
-
-
 # One the network did deliver to the running guest and the guest never
 # answered is the guest's, but only just before its STOP (QEMU stops with
 # it queued): anything else says the guest is not answering at all.
@@ -45,53 +39,6 @@ def vwctl(lab, *args, timeout=120):
     return subprocess.run([sys.executable, '-m', 'virtualwire.cli',
                            '--config', lab.vwctl_config] + list(args),
                           capture_output=True, text=True, timeout=timeout)
-
-
-def heads(reports):
-    """Payload heads (sequence numbers) of the datagrams the reports lost:
-    the only ones worth reading back from the captures."""
-    return {q.to_bytes(8, 'big') for r in reports
-            for q, _ in r['lost_sent_at']}
-
-
-def duplicate_heads(reports):
-    """Payload heads of the sequence numbers echoed twice."""
-    return {q.to_bytes(8, 'big') for r in reports
-            for q in r['duplicate_seqs']}
-
-
-def check_duplicates(report, grams, guest_ip, taps, allowed=0):
-    """Fail on a duplicate the network made (vwlab.duplicate_audit: the
-    guest handed a request twice, or its one echo doubled on the way),
-    beyond `allowed` (what held frames say they could not place); one
-    the guest sent twice itself is its own. Returns {seq: cause}."""
-    from vwlab import duplicate_audit
-    causes = duplicate_audit.explain(report['duplicate_seqs'], grams,
-                                     guest_ip, 7000, taps)
-    ours = [q for q, c in causes.items() if c in duplicate_audit.OURS]
-    # Beyond the 100 listed, nothing is known: all count as ours.
-    ours_n = len(ours) + report['duplicates'] - len(causes)
-    assert ours_n <= allowed, str((guest_ip, report['duplicates'], causes,
-                                   'allowed', allowed))
-    return causes
-
-
-def audit(lab, report, grams, guest_ip, peer_ip, taps, windows,
-           overruns=None, margin=MARGIN):
-    """(lost runs by cause, the lost datagrams nothing excuses). The hosts
-    must have been logging datapath flow changes (for OVS's own glitches);
-    overruns: HostCaptures.overruns(), drops the kernel counted on starved
-    switches (an overloaded lab, not a wrong flow)."""
-    glitches = {h.name: loss_audit.ovs_glitches(h.vswitchd_log())
-                for h in lab.hosts}
-    verdicts = loss_audit.explain(
-        [tuple(x) for x in report['lost_sent_at']], grams, guest_ip, peer_ip,
-        7000, taps, {(h.name, 'br-phy') for h in lab.hosts}, windows, margin,
-        glitches, overruns)
-    bad = [v for v in verdicts if v.cause == 'network' or (
-        v.cause == 'guest' and not any(stop - GUEST_BEFORE_STOP <= v.at <= stop
-                                       for stop, _, _, _ in windows))]
-    return loss_audit.summary(verdicts, windows), bad
 
 
 def migrate_bg(guest, src, dst):
@@ -184,7 +131,7 @@ class Ensemble:
         """(vwctl's result, reports, {guest: [window]}, captures, taps).
         rate: each stream's datagrams per second."""
         import time
-        from conftest import wait_until
+        from vwtest import wait_until
         from vwlab.capture import HostCaptures, guest_taps
         from vwlab.qemu_events import EventWatch, stop_resume_windows
         lab, hosts = self.lab, [self.src, dst, self.far_host]
@@ -222,6 +169,26 @@ class Ensemble:
         windows = {g.name: stop_resume_windows(watch.events, g.name)
                    for g in self.guests}
         return p, reports, windows, caps, taps
+
+    def judged(self, reports, windows, caps, taps, dst, rate=1000):
+        """{guest name: vwtest.switchover row} of each guest QEMU's TCG
+        fault did not break; GuestCrashed if it broke them all."""
+        from vwtest import switchover
+        broken = self.broken()
+        if len(broken) == len(self.guests):
+            raise guest_crash.GuestCrashed('every guest broke: %s' % broken)
+        grams = caps.datagrams(switchover.heads_near(
+            reports, [w for ws in windows.values() for w in ws]))
+        races = switchover.races(self.lab.hosts)
+        src_taps = {t for t in taps if t[0] == self.src.name}
+        dst_taps = {t for t in taps if t[0] == dst.name}
+        out = {}
+        for g, r, ip in zip(self.guests, reports, self.ips):
+            if g.name not in broken:
+                [w] = windows[g.name]
+                out[g.name] = switchover.judge(r, grams, ip, src_taps,
+                                               dst_taps, w, races, rate)
+        return out
 
     def broken(self):
         """Guests QEMU's TCG fault crashed (guest_crash: their console)."""

@@ -1,6 +1,6 @@
 """Who made an echo's duplicate, read from the guest's taps (pure)."""
 from vwlab.capture import Datagram
-from vwlab.duplicate_audit import OURS, explain
+from forensics.duplicate_audit import OURS, explain
 
 GUEST, FAR = '10.91.0.1', '10.91.0.2'
 TAPS = {('h1', 'vnet0'), ('h2', 'vnet3')}

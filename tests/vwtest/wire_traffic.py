@@ -11,7 +11,7 @@ from scapy.all import ARP, LLC, STP, Dot1Q, Ether, Raw
 from scapy.contrib.lldp import (LLDPDUChassisID, LLDPDUEndOfLLDPDU,
                                 LLDPDUPortID, LLDPDUTimeToLive)
 
-from conftest import wait_until
+from vwtest import wait_until
 
 
 def tcp_transfer(src, dst, dst_ip, nbytes, port=5001):

@@ -8,32 +8,22 @@ import signal
 import time
 import uuid
 
-from conftest import Api, wait_until
-from vwlab import guest_crash, loss_audit, outage, routers
+from vwtest import Api, switchover, wait_until
+from vwlab import guest_crash, outage, routers
 from vwlab.capture import HostCaptures, guest_taps
 from vwlab.qemu_events import EventWatch, stop_resume_windows
 
-# Lost datagrams must have been sent within the guest's pause, widened by
-# MARGIN_S each side: datagrams in flight through the guest at STOP (the
-# echo crosses it twice), and the switch-over after RESUME (QEMU's announce
-# activates the destination). Earlier ones are allowed only where the
-# captures show the switch handed them into the guest's source tap: the
-# source QEMU, busy with its final pass, stops reading its taps up to
-# ~150 ms before it stops the guest, and what waits in a tap dies with it
-# (QEMU's, not the network's; held frames are to take them). Later ones
-# likewise where the captures show the switch handed them into the guest
-# on its destination and the guest never passed them on.
+# Around the move (vwtest.switchover.AROUND_S), lost datagrams must have
+# been sent within the guest's pause, widened by MARGIN_S each side:
+# datagrams in flight through the guest at STOP (the echo crosses it
+# twice), and the switch-over after RESUME. Others only if the captures
+# show the switch handed them (either leg) into a tap of the guest: the
+# guest had them (the source QEMU stops reading its taps up to ~150 ms
+# before STOP; what waits there dies with it: QEMU's, not the network's).
 MARGIN_S = 0.05
 # After the move, longer than the dead interval (4 s) and the hold time
 # (3 s): an adjacency the pause broke has been seen to break by then.
 SETTLE_S = 6.0
-# OVS 3.1's userspace tunnel race (README, "Live migration"): a switch drops
-# tunnelled traffic for a few ms when an interface appears (libvirt
-# plugging the destination's tap at the start of the copy), seen in its
-# log as tunnel datapath flows re-translated without their tunnel action
-# and put back. A datagram sent this close to such a window may have met
-# it on either leg of its echo.
-RACE_SLACK_S = 0.02
 # The lab's TCG guest at times runs nothing for seconds after RESUME
 # although its tap gets every datagram (docs/benchmarks.rst): a router
 # that does not run loses its OSPF neighbour after the dead interval, as
@@ -47,9 +37,9 @@ BEHIND_R1, BEHIND_R2 = '10.201.1.1/24', '10.202.1.1/24'
 
 def routed_move(lab, src, dst, r1_host, r2_host, tag, rate, workdir,
                 **migrate):
-    """Returns None if the guest's QEMU broke (TCG's virtio fault, or a
-    stall after RESUME: not judged), else the move's figures, every check
-    passed. workdir: for the captures on the guest's taps."""
+    """The move's figures, every check passed; GuestCrashed if the guest's
+    QEMU broke (TCG's virtio fault, or a stall after RESUME: not judged).
+    workdir: for the captures on the guest's taps."""
     api = Api(lab)
     e0, e1 = str(uuid.uuid4()), str(uuid.uuid4())
     g = src.define_guest('rtr%s' % tag, [(e0, '10.211.1.1/30'),
@@ -93,14 +83,13 @@ def routed_move(lab, src, dst, r1_host, r2_host, tag, rate, workdir,
             caps.note_interfaces()
             time.sleep(SETTLE_S)
         stream.send_signal(signal.SIGINT)
-        from migration_helpers import probe_report
+        from vwtest.migration import probe_report
         r = probe_report(stream)
         caps.stop()
         crashed = guest_crash.crash_lines(g.console_text())
         if crashed:
-            print('router guest %s crashed (QEMU TCG fault), not judged: '
-                  '%s' % (g.name, crashed[:2]))
-            return None
+            raise guest_crash.GuestCrashed('router guest %s crashed: %s' % (
+                g.name, crashed[:2]))
         after = (r1.changes(), r2.changes(), routers.guest_changes(g))
         [(stop, s_host, resume, d_host)] = stop_resume_windows(ev.events,
                                                                g.name)
@@ -111,20 +100,16 @@ def routed_move(lab, src, dst, r1_host, r2_host, tag, rate, workdir,
                                        for q, _t in r['lost_sent_at']})
         edges = outage.delivery_edges(grams, dst_ip, src_taps, dst_taps,
                                       stop, resume)
-        # Either leg of the echo handed into the guest on its source.
-        into_source = {d.payload[:8] for d in grams
-                       if d.outgoing and (d.host, d.iface) in src_taps}
         silent = max([t - resume for _q, t in r['lost_sent_at']
                       if resume < t < resume + SETTLE_S], default=0.0)
         first = edges['first_into_dest_ms']
         if silent > STALL_S and first is not None and \
                 first <= SWITCHOVER_S * 1e3:
-            print('router guest %s: delivered into from %.1f ms after '
-                  'RESUME, silent for %.1f s (the TCG stall): not judged; '
-                  'its neighbours logged %s' % (g.name, first, silent,
-                                                 after[0][len(before[0]):] +
-                                                 after[1][len(before[1]):]))
-            return None
+            raise guest_crash.GuestStalled(
+                'router guest %s: delivered into from %.1f ms after RESUME, '
+                'silent for %.1f s; its neighbours logged %s' % (
+                    g.name, first, silent, after[0][len(before[0]):] +
+                    after[1][len(before[1]):]))
         # The wires followed: the one to R2 collapsed beside it when the
         # guest came to R2's host, the other re-pointed.
         states = {w: api.wire(w) for w in wires}
@@ -144,23 +129,22 @@ def routed_move(lab, src, dst, r1_host, r2_host, tag, rate, workdir,
         assert sent[0] < stop - 0.5 and sent[-1] > resume + 1.0, (
             'the probe did not span the move')
         assert r['duplicates'] == 0, r['duplicates']
-        races = [w for h in lab.hosts
-                 for w in loss_audit.ovs_glitches(h.vswitchd_log())]
-        outside = [(q, t) for q, t in r['lost_sent_at']
-                   if not stop - MARGIN_S <= t <= resume + MARGIN_S]
-        unread = [(q, t) for q, t in outside if t < stop and
-                  q.to_bytes(8, 'big') in into_source]
-        outside = [x for x in outside if x not in unread]
-        raced = [(q, t) for q, t in outside if any(
-            a - RACE_SLACK_S <= t <= b + RACE_SLACK_S for a, b in races)]
-        outside = [x for x in outside if x not in raced]
-        # (seen once in CI: 21 of a burst 0.8 s after RESUME, the 12 between
-        # passed on in reverse order: the guest's own kernel or QEMU.)
-        in_guest = loss_audit.handed_to_guest(outside, grams, dst_taps,
-                                              after=resume)
-        outside = [x for x in outside if x not in in_guest]
-        assert not outside, ('lost outside the pause +-%d ms, not handed '
-                             'to the guest: %s (OVS tunnel races %s)' % (
+        races = switchover.races(lab.hosts)
+        handed = {d.payload[:8] for d in grams if d.outgoing and
+                  (d.host, d.iface) in set(src_taps) | set(dst_taps)}
+        switched = resume + max(MARGIN_S, (first or 0.0) / 1e3)
+        near = [(q, t) for q, t in r['lost_sent_at']
+                if stop - switchover.AROUND_S <= t <=
+                resume + switchover.AROUND_S and
+                not stop - MARGIN_S <= t <= switched]
+        raced = [(q, t) for q, t in near if any(
+            a - switchover.RACE_SLACK_S <= t <= b + switchover.RACE_SLACK_S
+            for a, b in races)]
+        outside = [(q, t) for q, t in near if (q, t) not in raced and
+                   q.to_bytes(8, 'big') not in handed]
+        assert not outside, ('lost around the move, outside the pause '
+                             '+-%d ms, never handed to the guest: %s (OVS '
+                             'tunnel races %s)' % (
                                  MARGIN_S * 1e3,
                                  [(q, round((t - stop) * 1e3, 1))
                                   for q, t in outside[:20]],
@@ -172,12 +156,10 @@ def routed_move(lab, src, dst, r1_host, r2_host, tag, rate, workdir,
         out = {'took_s': round(took, 1), 'network_ms': edges['network_ms'],
                'pause_ms': round((resume - stop) * 1e3, 1),
                'lost': r['lost'], 'rate': rate,
-               'handed_to_guest_on_source': len(unread),
                'lost_before_stop_ms': round(max(
                    [stop - t for _q, t in r['lost_sent_at'] if t < stop],
                    default=0) * 1e3, 1),
-               'lost_to_ovs_tunnel_race': len(raced),
-               'dropped_in_guest_after_resume': len(in_guest)}
+               'lost_to_ovs_tunnel_race': len(raced)}
         print('router guest %s -> %s: %s; OSPF and BGP kept (%d, %d state '
               'changes before, none during)' % (src.name, dst.name, out,
                                                 len(before[0]),

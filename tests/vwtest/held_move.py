@@ -4,15 +4,15 @@ report, the controller's record of what it held, STOP and RESUME, and
 which losses OVS's own userspace tunnel race explains."""
 import time
 
-from conftest import wait_until
-from migration_helpers import probe_report
-from vwlab import guest_crash, loss_audit
+from vwtest import wait_until
+from vwtest.migration import probe_report
+from vwlab import guest_crash, ovs_log
 from vwlab.overruns import Overruns
 from vwlab.qemu_events import EventWatch, stop_resume_windows
 from vwlab.switch_counters import SwitchCounters
 
 # A datagram lost within this of an OVS tunnel race on the destination
-# (loss_audit.ovs_glitches: a datapath flow briefly re-translated without
+# (ovs_log.ovs_glitches: a datapath flow briefly re-translated without
 # its tunnel action) never reached the destination's switch as ours.
 RACE_SLACK_S = 0.02
 
@@ -40,7 +40,7 @@ def held_record(api, guest_name, since):
 def move(lab, api, g, far, ip, src, dst, size):
     """Migrate g src -> dst under a 1 kHz echo stream of `size`-byte
     datagrams from `far`: (the probe's report, the migration record, STOP,
-    RESUME), or None if the guest's QEMU broke (TCG virtio fault). The
+    RESUME); GuestCrashed if the guest's QEMU broke (TCG fault). The
     record gains `switches`: what both switches counted dropped (the
     kernel's overruns of their sockets, OVS's drop and failure counters),
     which tells a frame the switch lost from one our flows did."""
@@ -60,10 +60,10 @@ def move(lab, api, g, far, ip, src, dst, size):
     watch.__exit__(None, None, None)
     overruns.__exit__(None, None, None)
     counters.__exit__(None, None, None)
-    if guest_crash.crash_lines(g.console_text()):
-        print('guest crashed (QEMU TCG fault), done again:',
-              g.console_text()[-300:])
-        return None
+    broken = guest_crash.crash_lines(g.console_text())
+    if broken:
+        raise guest_crash.GuestCrashed('guest %s crashed: %s' % (
+            g.name, broken[:2]))
     [(stop, _s, resume, _d)] = stop_resume_windows(watch.events, g.name)
     time.sleep(0.2)                    # a poll says the late ones
     m = wait_until(lambda: held_record(api, g.name, since), 10,
@@ -78,7 +78,7 @@ def raced(lost, dst):
     """The lost datagrams [(seq, sent_at)] sent while the destination's
     switch was in an OVS tunnel race (its log must hold datapath flow
     changes: Host.log_datapath_flow_changes), and the race windows."""
-    races = loss_audit.ovs_glitches(dst.vswitchd_log())
+    races = ovs_log.ovs_glitches(dst.vswitchd_log())
     hit = [(q, t) for q, t in lost if any(
         a - RACE_SLACK_S <= t <= b + RACE_SLACK_S for a, b in races)]
     return hit, races

@@ -1,0 +1,115 @@
+"""The labs the integration tests and the soak tier run on, as pytest
+fixtures: 3 namespace hosts with their own ovsdb-server/ovs-vswitchd
+(netdev datapath), the controller as a real process, VMs as namespaces
+plugged the way libvirt plugs them; and two clouds behind NATs joined by
+extenders. A conftest imports the ones it offers."""
+import uuid
+
+import pytest
+
+from vwlab import Lab, extenders, sites
+from vwtest import LINKS, Api, links_up, seq, wait_until
+
+@pytest.fixture(scope='session')
+def lab():
+    with Lab(3, libvirt=True) as lab:
+        lab.start_controller()
+        api = Api(lab)
+        try:
+            wait_until(api.synced, 60, what='controller and 3 hosts')
+        except AssertionError as e:
+            raise AssertionError('%s\n%s' % (e, lab.diagnostics()))
+        yield lab
+
+
+@pytest.fixture(scope='session')
+def api(lab):
+    return Api(lab)
+
+
+@pytest.fixture
+def pair(lab, api):
+    """make(host_a, host_b) -> (vm_a, vm_b, wire): two fresh one-NIC VMs
+    wired together, traffic flowing (ARP warmed by a ping)."""
+    made = []
+
+    def make(ha, hb, ip_a='192.0.2.1/24', ip_b='192.0.2.2/24'):
+        n = next(seq)
+        a_id, b_id = 'p%da-nic' % n, 'p%db-nic' % n
+        va = lab.host(ha).add_vm('p%da' % n, [(a_id, ip_a)])
+        vb = lab.host(hb).add_vm('p%db' % n, [(b_id, ip_b)])
+        w = api.connect(a_id, b_id)
+        made.append(w['id'])
+        api.wait_state(w['id'], 'collapsed' if ha == hb else 'tunnelled')
+        wait_until(lambda: va.ping(ip_b.split('/')[0], count=1)[1] == 1, 10,
+                   what='first ping over the wire')
+        return va, vb, w
+
+    yield make
+    for wid in made:
+        api.req('DELETE', '/v1/wires/%d' % wid)
+
+
+@pytest.fixture
+def wired_guest(lab, api):
+    """make(subnet) -> (guest on h1, far-end VM on h3, wire id), traffic
+    flowing; both removed afterwards."""
+    made = []
+
+    def make(subnet):
+        h1, _h2, h3 = lab.hosts
+        n = next(seq)
+        nic = str(uuid.uuid4())
+        g = h1.define_guest('wg%d' % n, [(nic, '%s.1/24' % subnet)])
+        far = h3.add_vm('wf%d' % n, [('wf%d-nic' % n, '%s.2/24' % subnet)])
+        wid = api.connect(nic, 'wf%d-nic' % n)['id']
+        made.append((g, wid))
+        api.wait_state(wid, 'tunnelled')
+        wait_until(lambda: far.ping(subnet + '.1', count=1)[1] == 1, 20,
+                   what='guest answers')
+        return g, far, wid
+    yield make
+    for g, wid in made:
+        api.req('DELETE', '/v1/wires/%d' % wid)
+        lab.destroy_guest(g)
+
+
+@pytest.fixture(scope='module')
+def clouds():
+    with Lab(3, sites=['cloud-a', 'cloud-b', 'cloud-a'],
+             extenders='xa:cloud-a:nat,xb:cloud-b:nat,xr:relay:public',
+             gateways='gw1:cloud-b', libvirt=True) as lab:
+        lab.start_controller()
+        api = Api(lab)
+        try:
+            wait_until(api.synced, 60, what='controller and 7 hosts')
+            extenders.connect(lab, LINKS)
+            wait_until(lambda: links_up(lab, {
+                (a, b): True for x, y in LINKS for a, b in ((x, y), (y, x))}),
+                30, what='every extender link up')
+            # Migration streams between clouds: routed through the
+            # extenders, over their encrypted link.
+            sites.route_sites(lab)
+        except AssertionError as e:
+            raise AssertionError('%s\n%s' % (e, lab.diagnostics()))
+        yield lab
+
+
+@pytest.fixture
+def cross(clouds):
+    """make() -> (vm in cloud-a on h1, vm in cloud-b on h2, wire view),
+    wired and answering; removed afterwards."""
+    api, made = Api(clouds), []
+
+    def make(n, ip_a='192.0.2.1/24', ip_b='192.0.2.2/24'):
+        va = clouds.host('h1').add_vm('ca%d' % n, [('ca%d-nic' % n, ip_a)])
+        vb = clouds.host('h2').add_vm('cb%d' % n, [('cb%d-nic' % n, ip_b)])
+        w = api.connect('ca%d-nic' % n, 'cb%d-nic' % n)
+        made.append(w['id'])
+        api.wait_state(w['id'], 'extended', timeout=20)
+        wait_until(lambda: va.ping(ip_b.split('/')[0], count=1)[1] == 1, 15,
+                   what='first ping across clouds')
+        return va, vb, api.wire(w['id'])
+    yield make
+    for wid in made:
+        api.req('DELETE', '/v1/wires/%d' % wid)
