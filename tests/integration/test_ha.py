@@ -89,7 +89,9 @@ def roles_on(host):
                                        c) for t, r, c in rows}
 
 
-def wait_roles(lab, leader, timeout=20):
+def wait_roles(lab, leader, timeout=20, slaves=()):
+    """Every switch reports the leader's port MASTER, no other MASTER, and
+    each port in `slaves` a connected SLAVE (it asks once it is up)."""
     want_master = lab.of_ports[leader]
 
     def ok():
@@ -100,10 +102,12 @@ def wait_roles(lab, leader, timeout=20):
             if any(r == 'master' for p, (r, _c) in seen.items()
                    if p != want_master):
                 return False
+            if any(seen.get(p) != ('slave', True) for p in slaves):
+                return False
         return True
     # ovs-vswitchd writes controller status to its database every few s.
-    wait_until(ok, timeout, 0.5, what='roles on every switch: %d master'
-               % want_master)
+    wait_until(ok, timeout, 0.5, what='roles on every switch: %d master, '
+               '%s slaves' % (want_master, list(slaves)))
 
 
 @pytest.fixture(scope='module')
@@ -145,7 +149,8 @@ def test_one_leads_the_other_stands_by_and_the_switches_say_so(ha):
     assert s_lead['role']['active'] and not s_other['role']['active']
     assert s_lead['role']['term'] == s_other['role']['term'] >= 1
     assert s_other['role']['leader']['holder'] == 'ctl%d' % lead
-    wait_roles(ha.lab, lead)
+    wait_roles(ha.lab, lead, slaves=(ha.lab.of_ports[other],
+                                     ha.lab.collector_of_port))
     for h in ha.lab.hosts:
         assert roles_on(h)[ha.lab.of_ports[other]] == ('slave', True)
         # The collector process reads as a SLAVE too.
