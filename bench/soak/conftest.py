@@ -11,7 +11,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 
-from vwtest.fixtures import api, lab, wired_guest  # noqa: E402,F401
+from vwtest.fixtures import api, clouds, lab, wired_guest  # noqa: E402,F401
 from vwtest.retry import guest_retry, pytest_terminal_summary  # noqa: E402,F401
 
 

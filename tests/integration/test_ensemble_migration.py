@@ -5,7 +5,7 @@ right state (the wire between two members collapsed again on the
 destination), each guest's switch-over meets the goal and the network
 loses nothing else around its move (vwtest.switchover), nothing is
 doubled, every wire carries a clean stream afterwards, and the progress
-view says what happened. Across clouds: test_clouds_migration."""
+view says what happened. Across clouds: bench/soak/test_soak_clouds.py."""
 from vwtest import seq, switchover, wait_until
 from vwtest.migration import Ensemble
 

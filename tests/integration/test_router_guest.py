@@ -2,7 +2,7 @@
 keeps its OSPF adjacency (1 s hello) and its BGP session (3 s hold): no
 neighbour changes state on either side, and a probe routed through it
 loses only inside the guest's pause (vwtest.router_move; across clouds:
-test_clouds_migration.py)."""
+bench/soak/test_soak_clouds.py)."""
 from vwtest import seq
 from vwtest.router_move import routed_move
 
