@@ -96,18 +96,26 @@ def make_root(root, debs, log, install=True):
     (not /tmp: the booted root mounts a tmpfs there). install=True:
     installed by apt, as an operator installs them (their maintainer
     scripts run); False: left for the operator's steps
-    (docs/install.rst) to install."""
+    (docs/install.rst) to install. No debs: an empty /srv/debs, for
+    `copy_debs` once they are built (the root is made meanwhile)."""
     shutil.rmtree(root, ignore_errors=True)
     names = [os.path.basename(d) for d in debs]
-    hooks = ['--customize-hook=mkdir -p "$1/srv/debs"',
-             '--customize-hook=copy-in %s /srv/debs' % ' '.join(names)]
-    if install:
+    hooks = ['--customize-hook=mkdir -p "$1/srv/debs"']
+    if names:
+        hooks += ['--customize-hook=copy-in %s /srv/debs' % ' '.join(names)]
+    if install and names:
         hooks += ['--customize-hook=chroot "$1" apt-get install -y -q '
                   + ' '.join('/srv/debs/' + n for n in names)]
     _run(['mmdebstrap', '--variant=apt', '--include=' + ','.join(BASE)] +
-         hooks + [SUITE, root], cwd=os.path.dirname(debs[0]), log=log,
-         timeout=1200)
+         hooks + [SUITE, root], cwd=os.path.dirname(debs[0]) if debs
+         else None, log=log, timeout=1200)
     return root
+
+
+def copy_debs(root, debs):
+    """The built packages into a root `make_root` made without them."""
+    for d in debs:
+        shutil.copy(d, os.path.join(root, 'srv', 'debs'))
 
 
 def doc_blocks(path):
