@@ -8,7 +8,7 @@ from vwtest import Api, seq, switchover, wait_until
 
 SWITCHOVER_MS = 50.0   # RESUME -> first delivery into the destination tap
 RATE = 250             # 4 ms apart: 1 kHz through the userspace extenders
-ATTEMPTS = 5           # starves two cores (test_clouds_migration.py)
+ATTEMPTS = 5           # starves two cores (tests/integration/clouds)
 
 
 def test_soak_three_guests_move_together_to_another_cloud(clouds,

@@ -74,7 +74,7 @@ def wired_guest(lab, api):
         lab.destroy_guest(g)
 
 
-@pytest.fixture(scope='module')
+@pytest.fixture(scope='package')
 def clouds():
     with Lab(3, sites=['cloud-a', 'cloud-b', 'cloud-a'],
              extenders='xa:cloud-a:nat,xb:cloud-b:nat,xr:relay:public',
