@@ -15,6 +15,7 @@ import ovs.stream
 from os_ken.lib import hub
 
 from virtualwire.ovsdb import fast_json
+from virtualwire.ovsdb.pump import Pump
 
 LOG = logging.getLogger(__name__)
 fast_json.install()
@@ -56,7 +57,7 @@ def os_strerror(err):
     return os.strerror(err) if isinstance(err, int) and err > 0 else str(err)
 
 
-class IdlClient:
+class IdlClient(Pump):
     def __init__(self, remote, helper, on_change=None, name=None,
                  idl_class=ovs.db.idl.Idl):
         self.remote = remote
@@ -71,23 +72,8 @@ class IdlClient:
         self.observe = None          # observe(seconds) per transaction
         self.on_run = None           # on_run(self) after every IDL run
 
-    def start(self):
-        self._thread = hub.spawn(self._pump)
-        return self
-
-    def stop(self, timeout=5.0):
-        """Close the connection and end the pump (under the native hub it
-        is a non-daemon thread: a client left running keeps the process
-        alive after main() returns)."""
-        with self.lock:
-            self._stopped = True
-            self.idl.close()
-        # Native threads are joined; green threads end on their own at the
-        # pump's next wake-up (<= 0.5 s) and never hold the process.
-        join = getattr(self._thread, 'join', None)
-        if join is not None:
-            join(timeout)
-        self._thread = None
+    def _close(self):
+        self.idl.close()
 
     @property
     def ran(self):

@@ -22,6 +22,7 @@ from os_ken.lib import hub
 
 from virtualwire.ovsdb import fast_json
 from virtualwire.ovsdb.monitor_session import MonitorSession
+from virtualwire.ovsdb.pump import Pump
 
 LOG = logging.getLogger(__name__)
 fast_json.install()
@@ -149,7 +150,7 @@ class RowStore:
         return recs
 
 
-class HostMonitor:
+class HostMonitor(Pump):
     """One host OVSDB, monitored over a reconnecting JSON-RPC session;
     on_change(self) after each batch of changes, from the pump's thread.
     `lock` guards `rows` and the session."""
@@ -168,19 +169,10 @@ class HostMonitor:
 
     def start(self):
         self.monitor.open(self.remote)
-        self._thread = hub.spawn(self._pump)
-        return self
+        return super().start()
 
-    def stop(self, timeout=5.0):
-        """Close the session; the pump ends at its next wake-up (<= 0.5
-        s). A native hub's thread is joined: it would hold the process."""
-        with self.lock:
-            self._stopped = True
-            self.monitor.close()
-        join = getattr(self._thread, 'join', None)
-        if join is not None:
-            join(timeout)
-        self._thread = None
+    def _close(self):
+        self.monitor.close()
 
     def peer_names(self):
         """The names of the connected server's verified certificate (an

@@ -25,6 +25,7 @@ from os_ken.lib import hub
 from virtualwire.core.model import Wire
 from virtualwire.ovsdb import fast_json
 from virtualwire.ovsdb.monitor_session import MonitorSession
+from virtualwire.ovsdb.pump import Pump
 
 LOG = logging.getLogger(__name__)
 fast_json.install()
@@ -77,7 +78,7 @@ class WireTable:
         return events
 
 
-class WireReplica:
+class WireReplica(Pump):
     """The Wire table over a session of our own to the member `follow`
     (an IdlClient) is connected to; on_change(self) after each batch of
     changes. `lock` guards `table`; `ran` is set each time the pump has
@@ -103,18 +104,8 @@ class WireReplica:
             waited += 0.02
         return self.ready
 
-    def start(self):
-        self._thread = hub.spawn(self._pump)
-        return self
-
-    def stop(self, timeout=5.0):
-        with self.lock:
-            self._stopped = True
-            self.monitor.close()
-        join = getattr(self._thread, 'join', None)
-        if join is not None:
-            join(timeout)
-        self._thread = None
+    def _close(self):
+        self.monitor.close()
 
     def _target(self):
         """The member the IDL is connected to now, or None."""
