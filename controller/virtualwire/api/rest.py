@@ -10,6 +10,7 @@ import routes
 import webob
 import webob.dec
 
+from virtualwire.api.controller_port import ControllerPort
 from virtualwire.api import dashboard, standby
 from virtualwire.api.audit import FIELDS, AuditLog
 from virtualwire.api.rate_limit import RateLimits
@@ -122,8 +123,8 @@ def _scope(req):
 
 class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
               EnrolmentHandlers, SettingsHandlers, DepartureHandlers):
-    def __init__(self, loop, controller, intent, runtime, token,
-                 audit_log=None, own_urls=None, signer=None):
+    def __init__(self, loop, controller: ControllerPort, intent, runtime,
+                 token, audit_log=None, own_urls=None, signer=None):
         self.loop, self.ctl = loop, controller
         self.signer = signer          # rest_enrolment.Signer or None
         # Where clients reach this instance: {'rest': .., 'southbound': ..}

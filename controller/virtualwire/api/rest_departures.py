@@ -7,12 +7,13 @@ force on this instance before the answer."""
 import time
 from typing import Any
 
+from virtualwire.api.controller_port import ControllerPort
 from virtualwire.api.render import json_response, read_json_object
 
 
 class DepartureHandlers:
     intent: Any
-    ctl: Any
+    ctl: ControllerPort
 
     def _call(self, fn, *args):
         raise NotImplementedError

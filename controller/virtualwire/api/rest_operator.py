@@ -8,6 +8,7 @@ from typing import Any
 
 import webob
 
+from virtualwire.api.controller_port import ControllerPort
 from virtualwire.api.render import json_response, read_json_object
 from virtualwire.core import credentials, errors, ids, tenancy
 
@@ -15,7 +16,7 @@ from virtualwire.core import credentials, errors, ids, tenancy
 class OperatorHandlers:
     intent: Any
     audit_log: Any
-    ctl: Any
+    ctl: ControllerPort
 
     def _call(self, fn, *args):
         raise NotImplementedError

@@ -5,12 +5,13 @@ operator; checked before it is stored, every instance applies it within
 a second)."""
 from typing import Any
 
+from virtualwire.api.controller_port import ControllerPort
 from virtualwire.api.render import json_response, read_json_object
 from virtualwire.core import errors, shared_settings
 
 
 class SettingsHandlers:
-    ctl: Any
+    ctl: ControllerPort
     intent: Any
 
     def _watch(self):

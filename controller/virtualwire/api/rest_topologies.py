@@ -14,6 +14,7 @@ from typing import Any
 
 import webob
 
+from virtualwire.api.controller_port import ControllerPort
 from virtualwire.api.render import error, json_response, read_json_object
 from virtualwire.api.rest_wires import wait_args
 from virtualwire.api.topology_parsing import TopologyParser, check_quota
@@ -40,7 +41,7 @@ def file_error(e):
 
 
 class TopologyHandlers:
-    ctl: Any
+    ctl: ControllerPort
     intent: Any
     topology_parser: TopologyParser
 

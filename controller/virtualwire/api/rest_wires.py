@@ -8,6 +8,7 @@ from typing import Any
 
 import webob
 
+from virtualwire.api.controller_port import ControllerPort
 from virtualwire.api.render import json_response, read_json_object
 from virtualwire.core import batch, errors, ids
 from virtualwire.store.errors import VnicTaken
@@ -73,7 +74,7 @@ def _for(scope, view):
 
 
 class WireHandlers:
-    ctl: Any
+    ctl: ControllerPort
     intent: Any
 
     def _call(self, fn, *args):

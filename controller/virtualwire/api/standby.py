@@ -18,6 +18,7 @@ import time
 
 from os_ken.lib import hub
 
+from virtualwire.api.controller_port import ControllerPort
 from virtualwire.api.render import json_response
 
 LISTENER = 'virtualwire.listener'
@@ -33,7 +34,7 @@ def southbound(app):
     return serve
 
 
-def redirect(req, ctl, own, wait=None):
+def redirect(req, ctl: ControllerPort, own, wait=None):
     """None (serve the request here), or the answer for a write that
     reached a standby: 307 to the leader, or 503 while none is known.
     own: {'rest': URL, 'southbound': URL} of this instance."""
