@@ -43,7 +43,10 @@ def start_agent(x, link_rate=None):
          '--rendezvous', '%s:%d' % (CONTROLLER_PUBLIC_IP, RENDEZVOUS_PORT),
          '--db', x.db, '--bridge', 'br-int',
          '--vswitchd-ctl', '%s/vswitchd.ctl' % x.dir,
-         '--interval', '0.5'] +
+         '--interval', '0.5',
+         # Shorter than an operator's defaults (15 s, 30 s): the NAT
+         # and relay tests wait on both.
+         '--reprobe-after', '8', '--relay-recheck', '12'] +
         ['--link-rate', LAB_LINK_RATE if link_rate is None else link_rate],
         stdout=log, stderr=subprocess.STDOUT, env=x.env())
     with open(os.path.join(state, 'agent.pid'), 'w') as f:

@@ -79,6 +79,23 @@ def test_a_required_flag_can_come_from_the_file(tmp_path):
         config_file.parse(extender_parser(), [], '')
 
 
+def test_the_extenders_nat_timings_are_settings_and_checked(tmp_path,
+                                                          capsys):
+    base = ['--name', 'x1', '--state-dir', '/s', '--controller',
+            'https://10.0.0.1:8781', '--token-file', '/t', '--rendezvous',
+            '10.0.0.1:3478']
+    a = config_file.parse(extender_parser(), base, '')
+    assert (a.reprobe_after, a.relay_recheck) == (15.0, 30.0)
+    path = write(tmp_path, 'reprobe-after: 8\nrelay-recheck: 12\n',
+                 'extender.yaml')
+    a = config_file.parse(extender_parser(), base + ['--config', path], '')
+    assert (a.reprobe_after, a.relay_recheck) == (8.0, 12.0)
+    with pytest.raises(SystemExit):
+        config_file.parse(extender_parser(), base + ['--reprobe-after', '0'],
+                          '')
+    assert 'seconds from 0.5 to 3600, got \'0\'' in capsys.readouterr().err
+
+
 def test_the_collectors_own_checks_still_apply(tmp_path):
     path = write(tmp_path, 'stats-interval: 0.5\n', 'collector.yaml')
     with pytest.raises(SystemExit):

@@ -53,8 +53,10 @@ def _device_changed(have: LinkSpec, want: LinkSpec) -> bool:
 
 class Agent:
     def __init__(self, name, state_dir, controller, rendezvous, switch,
-                 wireguard_bin='boringtun-cli', link_rate=''):
+                 wireguard_bin='boringtun-cli', link_rate='',
+                 reprobe_after=REPROBE_AFTER, relay_recheck=RELAY_RECHECK):
         self.link_rate = link_rate
+        self.reprobe_after, self.relay_recheck = reprobe_after, relay_recheck
         self.name, self.dir = name, state_dir
         self.controller, self.rendezvous = controller, rendezvous
         self.sw = switch
@@ -198,7 +200,7 @@ class Agent:
         the NAT may have a new public address)."""
         now = time.time()
         for peer, since in list(self.down_since.items()):
-            if now - since > REPROBE_AFTER and peer in self.procs:
+            if now - since > self.reprobe_after and peer in self.procs:
                 spec = self.procs[peer][0]
                 LOG.info('link to %s down for %.0f s: re-probing port %d',
                          peer, now - since, spec.local_port)
@@ -222,7 +224,7 @@ class Agent:
         once it is not: its port is probed afresh (its daemon stopped for
         that), and the report tells the controller."""
         relayed = [p for p, (spec, _) in self.procs.items() if spec.via]
-        if not relayed or now - self.relay_checked < RELAY_RECHECK:
+        if not relayed or now - self.relay_checked < self.relay_recheck:
             return
         self.relay_checked = now
         _ep, kind = probe(0, self.rendezvous, local_addresses())

@@ -5,7 +5,7 @@ import logging
 import signal
 import sys
 
-from virtualwire.extender.agent import Agent
+from virtualwire.extender.agent import RELAY_RECHECK, REPROBE_AFTER, Agent
 from virtualwire.extender.network_io import ControllerClient, check_urls
 from virtualwire.extender.switch import Switch
 from virtualwire import config_file, daemon, version
@@ -55,8 +55,28 @@ def build_parser():
                         "migration's stream after them. Default: unshaped "
                         "(nothing caps a link, and nothing keeps the wires "
                         "ahead of other traffic on it)")
+    p.add_argument('--reprobe-after', type=_seconds, default=REPROBE_AFTER,
+                   metavar='SECONDS',
+                   help='how long a link stays down before its port is '
+                        'probed again through the NAT (default: %(default)s)')
+    p.add_argument('--relay-recheck', type=_seconds, default=RELAY_RECHECK,
+                   metavar='SECONDS',
+                   help='while a link goes through a relay, how often the NAT '
+                        'is asked again whether a direct link would work '
+                        '(default: %(default)s)')
     daemon.add_log_arguments(p)
     return p
+
+
+def _seconds(text):
+    try:
+        v = float(text)
+    except ValueError:
+        v = 0.0
+    if not 0.5 <= v <= 3600:
+        raise argparse.ArgumentTypeError(
+            'seconds from 0.5 to 3600, got %r' % text)
+    return v
 
 
 def main(argv=None):
@@ -81,7 +101,8 @@ def main(argv=None):
                                    args.ca_cert or None), (host, int(port)),
                   Switch(args.db, bridge=args.bridge,
                          vswitchd_ctl=args.vswitchd_ctl),
-                  args.wireguard, args.link_rate)
+                  args.wireguard, args.link_rate, args.reprobe_after,
+                  args.relay_recheck)
 
     def bye(*_):
         agent.shutdown()
