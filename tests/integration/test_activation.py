@@ -100,7 +100,10 @@ def _announces_nothing(lab, api, tmp_path):
         why = 'first frame %.1f ms after RESUME, %s; lost %s; network %s' % (
             (first[0] - resume) * 1000, sorted(row.items()), r['lost_runs'],
             lost)
-        assert row['probed'], why
+        # The stream was sending when the guest's first frame came (it
+        # measured the switch-over; CI once starved it 22 ms across STOP,
+        # which judges nothing here).
+        assert outage.edge_gap(r, first[0]) == 0.0, why
         assert r['duplicates'] == 0, why
         assert not lost, why
         # The switch delivered on the destination from that frame on: the
