@@ -75,7 +75,11 @@ def _announces_nothing(lab, api, tmp_path):
         # ... the guest's first frame there is its own (the beacon's data,
         # or the ARP request it sends first if its neighbour entry went
         # stale), and that is what the controller recorded.
-        first = outage.first_frame_from_guest(rarps.path, on_dst, resume)
+        # From STOP, not RESUME: the guest runs on the destination a moment
+        # before QEMU stamps its RESUME event (a run once saw its ARP just
+        # before the stamp and took the beacon after it for the first
+        # frame), and it sends nothing there before it runs.
+        first = outage.first_frame_from_guest(rarps.path, on_dst, stop)
         assert first is not None and first[1] in ('ipv4', 'arp'), first
         [m] = [m for m in api.ok('GET', '/v1/migrations')['migrations']
                if m['vm_uuid'] == g.uuid]
