@@ -151,3 +151,18 @@ def parse(parser, argv, default):
                 a.required = False      # the file gives it
         parser.set_defaults(**values)
     return parser.parse_args(argv)
+
+
+def seconds(low, high, above=False):
+    """An argparse type: a number of seconds from `low` (or, `above`,
+    beyond it) to `high`, refused with the range and what was given."""
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            v = float('nan')
+        if not ((low < v) if above else (low <= v)) or not v <= high:
+            raise argparse.ArgumentTypeError('seconds %s %g to %g, got %r' % (
+                'above' if above else 'from', low, high, text))
+        return v
+    return parse

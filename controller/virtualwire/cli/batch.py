@@ -4,11 +4,11 @@ until every connected switch holds them. FILE ('-': stdin) has one change
 per line: `A B` connects A and B, `-ID` disconnects connector ID; `#`
 starts a comment. Up to 10,000 changes per call: a longer file is sent in
 chunks, each all or nothing, with progress."""
-import argparse
 import sys
 import time
 
 from virtualwire.cli.client import CliError
+from virtualwire import config_file
 
 CHUNK = 10000
 
@@ -92,21 +92,13 @@ def cmd_batch(c, a):
     return done, text
 
 
-def _seconds(text):
-    try:
-        v = float(text)
-    except ValueError:
-        v = -1.0
-    if not 0 < v <= 300:
-        raise argparse.ArgumentTypeError('0 to 300 seconds, got %r' % text)
-    return v
-
 
 def add_parser(sub):
     s = sub.add_parser('batch', help='connect and disconnect many wires in '
                        'one call (lines "A B" and "-ID"), all or nothing')
     s.add_argument('file', help="the changes, one per line ('-': stdin)")
-    s.add_argument('--timeout', type=_seconds, default=60.0,
+    s.add_argument('--timeout', type=config_file.seconds(0, 300, above=True),
+                   default=60.0,
                    metavar='SECONDS',
                    help='seconds to wait for the switches (default 60)')
     s.set_defaults(fn=cmd_batch)

@@ -55,28 +55,19 @@ def build_parser():
                         "migration's stream after them. Default: unshaped "
                         "(nothing caps a link, and nothing keeps the wires "
                         "ahead of other traffic on it)")
-    p.add_argument('--reprobe-after', type=_seconds, default=REPROBE_AFTER,
+    p.add_argument('--reprobe-after', type=config_file.seconds(0.5, 3600),
+                   default=REPROBE_AFTER,
                    metavar='SECONDS',
                    help='how long a link stays down before its port is '
                         'probed again through the NAT (default: %(default)s)')
-    p.add_argument('--relay-recheck', type=_seconds, default=RELAY_RECHECK,
+    p.add_argument('--relay-recheck', type=config_file.seconds(0.5, 3600),
+                   default=RELAY_RECHECK,
                    metavar='SECONDS',
                    help='while a link goes through a relay, how often the NAT '
                         'is asked again whether a direct link would work '
                         '(default: %(default)s)')
     daemon.add_log_arguments(p)
     return p
-
-
-def _seconds(text):
-    try:
-        v = float(text)
-    except ValueError:
-        v = 0.0
-    if not 0.5 <= v <= 3600:
-        raise argparse.ArgumentTypeError(
-            'seconds from 0.5 to 3600, got %r' % text)
-    return v
 
 
 def main(argv=None):

@@ -40,9 +40,10 @@ cut off from the collector for over a minute while its guests still
 receive frames of a wire new to it could show them lost. Pure: samples
 in, figures out.
 """
-import argparse
 import math
 from typing import Dict, List, Optional, Set
+
+from virtualwire import config_file
 
 DIRECTIONS = ('a_to_b', 'b_to_a')
 # s: the most a flow's counter may lag what it counted. OVS's default
@@ -228,27 +229,17 @@ def lower_bound(floor, pins, asked_at, lag, base=None):
 def add_arguments(p):
     """The controller's and the collector process's options: both judge
     loss the same way."""
-    p.add_argument('--counter-lag', type=_seconds, default=LAG,
+    p.add_argument('--counter-lag', type=config_file.seconds(0, 10, above=True),
+                   default=LAG,
                    metavar='SECONDS',
                    help="the most a switch's flow counters lag what they "
                         "counted: OVS's other_config:max-revalidator (500 "
                         'ms by default) plus a margin; a frame is judged '
                         'lost only after this and --max-flight (default: '
                         '%(default)s)')
-    p.add_argument('--max-flight', type=_seconds, default=FLIGHT,
+    p.add_argument('--max-flight', type=config_file.seconds(0, 10, above=True),
+                   default=FLIGHT,
                    metavar='SECONDS',
                    help='the longest a frame takes between the two ends of '
                         'a wire, queues and extenders included (default: '
                         '%(default)s)')
-
-
-def _seconds(text):
-    try:
-        v = float(text)
-    except ValueError:
-        v = -1.0
-    if not 0 < v <= 10:
-        raise argparse.ArgumentTypeError(
-            'must be a number of seconds above 0 and at most 10, got %r'
-            % text)
-    return v
