@@ -374,7 +374,8 @@ def main(argv=None):
     mgr.applications_cls['os_ken.controller.ofp_handler'] = \
         of_listener.handler_class(
             of_host, of_port, tls_files,
-            lambda peer, why: loop.post(controller.tls_refused, peer, why),
+            lambda peer, why: loop.post(
+                controller.admission.tls_refused, peer, why),
             refusals=refusals)
     services = mgr.instantiate_apps(controller=controller, loop=loop,
                                     **mgr.create_contexts())
@@ -394,7 +395,7 @@ def main(argv=None):
         'the vNIC placements'))
     from virtualwire.control.holding import POLL
     loop.every(POLL, controller.poll_held,
-               when=lambda: controller.polls_wanted)
+               when=lambda: controller.holding.polls_wanted)
     if tls_files is not None:       # a broken rotation is logged early
         loop.every(10.0, tls_files.refresh)
     # The collector paces itself (metrics.collector.BUDGET).

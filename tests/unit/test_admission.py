@@ -22,7 +22,7 @@ def _lab():
 
 
 def _refusals(h):
-    return h.call(h.ctl.status)['admission']['recent_refusals']
+    return h.call(h.ctl.views.status)['admission']['recent_refusals']
 
 
 def test_a_switch_whose_certificate_names_another_host_is_refused():
@@ -53,7 +53,7 @@ def test_a_switch_without_a_certificate_is_refused():
     h.settle()
     assert rogue.closed and 'no verified certificate' in \
         _refusals(h)[-1]['why']
-    assert h.call(h.ctl.status)['counters']['switches_refused'] == 1
+    assert h.call(h.ctl.views.status)['counters']['switches_refused'] == 1
 
 
 def test_a_second_connection_cannot_take_over_a_connected_datapath():
@@ -87,12 +87,12 @@ def test_the_same_switch_reconnecting_replaces_its_session():
     h.settle()
     assert h.ctl.sessions[D1].dp is again
     assert again.flows() == old.flows()            # dumped, then synced
-    assert h.call(h.ctl.status)['counters']['switch_takeovers_refused'] == 0
+    assert h.call(h.ctl.views.status)['counters']['switch_takeovers_refused'] == 0
 
 
 def test_a_reconnect_takes_over_a_session_that_does_not_answer():
     h, w = _lab()
-    h.ctl.switch_takeovers.probe = 0.05
+    h.ctl.admission.switch_takeovers.probe = 0.05
     old = h.fabric.switches['h1']
     old.silent = True           # half-open: no end arrives, no answer
     again = h.fabric.add('h1-again', D1, {TUN: h.ip('h1')})
@@ -108,7 +108,7 @@ def test_a_reconnect_takes_over_a_session_that_does_not_answer():
 
 def test_a_stolen_key_cannot_take_over_a_switch_that_answers():
     h, w = _lab()
-    h.ctl.switch_takeovers.probe = 0.05
+    h.ctl.admission.switch_takeovers.probe = 0.05
     real = h.fabric.switches['h1']
     flows = real.flows()
     for attempt in range(3):     # the impostor retries, as OVS would
@@ -122,13 +122,13 @@ def test_a_stolen_key_cannot_take_over_a_switch_that_answers():
         assert h.ctl.sessions[D1].dp is real
         assert not any(type(m).__name__ == 'OFPFlowMod' for m in thief.sent)
     assert real.flows() == flows
-    status = h.call(h.ctl.status)
+    status = h.call(h.ctl.views.status)
     assert status['counters']['switch_takeovers_refused'] == 3
     why = status['admission']['recent_refusals'][-1]
     assert why['kind'] == 'switch takeover' and \
         why['peer'] == '198.18.0.99:40002' and 'answers' in why['why'] and \
         'key in two places' in why['why'], why
-    assert h.call(h.ctl.metrics_view)['takeovers_refused'] == {'h1': 3}
+    assert h.call(h.ctl.views.metrics_view)['takeovers_refused'] == {'h1': 3}
     # The real switch still gets every change.
     h.host('h1', ('a', 1), ('x', 2))
     h.host('h2', ('b', 1), ('y', 2))
@@ -148,8 +148,8 @@ def test_an_ovsdb_report_of_a_host_its_certificate_does_not_name_is_ignored():
     assert 'reports host h1 but its certificate names h3' in \
         _refusals(h)[-1]['why']
     assert h.send('h1', 1) == [('h2', 1)] and h.send('h2', 1) == [('h1', 1)]
-    assert h.call(h.ctl.migration_views) == []
-    assert h.call(h.ctl.wire_view, w['id'])['host_a'] == 'h1'
+    assert h.call(h.ctl.views.migration_views) == []
+    assert h.call(h.ctl.views.wire_view, w['id'])['host_a'] == 'h1'
 
 
 def test_a_host_claiming_anothers_datapath_id_is_ignored():
@@ -186,7 +186,7 @@ def test_no_certificate_can_pre_claim_another_hosts_datapath_id():
 def test_without_certificates_required_nothing_is_refused():
     h = Harness()
     h.host('h1', ('a', 1))
-    h.ctl.switch_takeovers.probe = 0.05
+    h.ctl.admission.switch_takeovers.probe = 0.05
     h.fabric.switches['h1'].silent = True
     again = h.fabric.add('h1-again', 1, {TUN: h.ip('h1')})
     h.loop.post(h.ctl.on_switch_up, again, None)
@@ -194,7 +194,7 @@ def test_without_certificates_required_nothing_is_refused():
     time.sleep(0.2)             # a reconnect still asks the old one first
     h.settle()
     assert h.ctl.sessions[1].dp is again
-    assert h.call(h.ctl.status)['admission'] == {
+    assert h.call(h.ctl.views.status)['admission'] == {
         'certificates_required': False, 'recent_refusals': []}
 
 
@@ -217,6 +217,6 @@ def test_packet_ins_of_a_connection_that_is_not_a_session_count_for_nobody():
             table_id=0, cookie=0, match=parser.OFPMatch(in_port=2),
             data=frame))
         h.settle()
-        return h.call(h.ctl.wire_view, w['id'])['moving']['g']['activated']
+        return h.call(h.ctl.views.wire_view, w['id'])['moving']['g']['activated']
     assert packet_in(rogue) is False
     assert packet_in(h.fabric.switches['h2']) is True     # the control

@@ -160,14 +160,14 @@ def test_a_switch_that_ignores_barriers_holds_up_no_wait_for_long(
     """Review point 8: a wait that times out is forgotten; a switch that
     leaves its barriers unanswered is named as not answering and waited
     for no longer; a tenant is told counts, never the hosts' names."""
-    from virtualwire.control import programmed
+    from virtualwire.control import programming
     h = api.h
     h.fabric.switches['h2'].stall()     # takes nothing, answers nothing
     status, doc = api('POST', '/v1/wires?wait=programmed&timeout=0.3',
                       {'a': 'a1', 'b': 'b1'})
     assert status == 504 and 'waiting for h2' in doc['error']['message']
-    assert h.loop.call(lambda: len(h.ctl.waiters)) == 0      # forgotten
-    monkeypatch.setattr(programmed, 'BARRIER_PATIENCE', 0.2)
+    assert h.loop.call(lambda: len(h.ctl.programming.waiters)) == 0      # forgotten
+    monkeypatch.setattr(programming, 'BARRIER_PATIENCE', 0.2)
     time.sleep(0.3)
     status, doc = api('POST', '/v1/wires?wait=programmed&timeout=2',
                       {'a': 'a2', 'b': 'b2'})
@@ -185,7 +185,7 @@ def test_a_switch_that_ignores_barriers_holds_up_no_wait_for_long(
     assert view['not_answering'] == [] and view['hosts_not_answering'] == 1
     assert 'h2' not in json.dumps(view)
     # And its 504 counts the switches it waits for, not their names.
-    monkeypatch.setattr(programmed, 'BARRIER_PATIENCE', 60.0)
+    monkeypatch.setattr(programming, 'BARRIER_PATIENCE', 60.0)
     for v in ('a4', 'b4'):
         h.intent.ownership.assign(v, 'acme')
     status, doc = api('POST', '/v1/wires?wait=programmed&timeout=0.3',

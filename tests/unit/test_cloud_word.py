@@ -29,13 +29,13 @@ def test_a_host_plugging_a_vnic_placed_elsewhere_takes_nothing():
     # ...and the wire's traffic stays with h2.
     assert h.send('h1', 1) == [('h2', 5)]
     assert h.send('h2', 5) == [('h1', 1)]
-    assert h.call(h.ctl.wire_view, w['id'])['moving'] == {}
-    status = h.call(h.ctl.status)
+    assert h.call(h.ctl.views.wire_view, w['id'])['moving'] == {}
+    status = h.call(h.ctl.views.status)
     assert status['refused_claims'] == [
         {'vnic': 'f', 'host': 'h3', 'port': 7, 'placed_on': 'h2',
          'awaiting_source': False}]
-    assert h.call(h.ctl.metrics_view)['claims_refused'] == {'h3': 1}
-    view = h.call(h.ctl.vnic_view, 'f')
+    assert h.call(h.ctl.views.metrics_view)['claims_refused'] == {'h3': 1}
+    view = h.call(h.ctl.views.vnic_view, 'f')
     assert (view['host'], view['placed_on'], view['refused_on']) == (
         'h2', 'h2', ['h3'])
 
@@ -43,7 +43,7 @@ def test_a_host_plugging_a_vnic_placed_elsewhere_takes_nothing():
 def test_the_hook_alone_does_not_move_a_placed_vnic():
     h, _w = placed()
     vm = str(uuid.uuid4())
-    h.call(h.ctl.announce_migration, {'vm': 'x', 'vm_uuid': vm,
+    h.call(h.ctl.moves.announce_migration, {'vm': 'x', 'vm_uuid': vm,
                                       'vnics': ['f'], 'destination': 'h3'})
     h.settle()
     assert h.send('h3', 7, eth_type=0x8035) == []
@@ -54,12 +54,12 @@ def test_a_move_the_cloud_authorized_goes_through():
     h, w = placed()
     h.intent.placements.place('f', 'h3', 'orchestrator nova', 1.0)
     h.settle()
-    assert h.call(h.ctl.status)['refused_claims'] == []
+    assert h.call(h.ctl.views.status)['refused_claims'] == []
     # The guest's first frame on h3 activates it there.
     assert h.send('h3', 7, eth_type=0x8035) == [('h1', 1)]
     assert h.send('h1', 1) == [('h3', 7)]
     h.host('h2')                                   # the source goes
-    assert h.call(h.ctl.wire_view, w['id'])['moving'] == {}
+    assert h.call(h.ctl.views.wire_view, w['id'])['moving'] == {}
     # h2 may not take it back: the cloud let go of it.
     h.host('h2', ('f', 6))
     assert h.send('h2', 6, eth_type=0x8035) == []

@@ -32,7 +32,7 @@ def test_connect_carries_frames_both_ways_and_nowhere_else():
     assert pkt.tunnel_id == w['id'] and pkt.tun_ipv4_src == '198.19.0.1'
     assert pkt.vlan_vid == 42                          # tags untouched
     # Each switch got one bundle; confirmed by its barrier.
-    views = h.call(h.ctl.host_views)
+    views = h.call(h.ctl.views.host_views)
     assert all(v['synced'] and v['flows_confirmed_at'] for v in views)
 
 
@@ -64,7 +64,7 @@ def test_connect_refusals_change_nothing():
     with pytest.raises(errors.Invalid, match='vNIC id'):
         h.connect('c', 'bad id!')
     assert tables(h) == before
-    assert [x['id'] for x in h.call(h.ctl.wire_views)] == [w['id']]
+    assert [x['id'] for x in h.call(h.ctl.views.wire_views)] == [w['id']]
 
 
 def test_disconnect_leaves_only_the_miss_flow():
@@ -87,7 +87,7 @@ def test_wire_collapses_when_its_ends_meet_and_expands_again():
     w = h.connect('a', 'b')
     h.host('h2')                                   # b unplugged from h2
     h.host('h1', ('a', 1), ('b', 7))               # ... and plugged on h1
-    assert h.call(h.ctl.wire_view, w['id'])['state'] == 'collapsed'
+    assert h.call(h.ctl.views.wire_view, w['id'])['state'] == 'collapsed'
     assert h.send('h1', 1) == [('h1', 7)]
     assert h.send('h1', 7) == [('h1', 1)]
     assert of_wires(h.fabric.switches['h2'].flows()) == set()
@@ -114,7 +114,7 @@ def test_restart_changes_nothing_on_switches_that_are_right():
     assert h2.flow_mods() == sent                  # not one flow mod
     assert h2.fabric.switches['h1'].counters == counted
     assert h2.send('h1', 1) == [('h2', 1)]
-    assert h2.call(h2.ctl.wire_view, w['id'])['state'] == 'tunnelled'
+    assert h2.call(h2.ctl.views.wire_view, w['id'])['state'] == 'tunnelled'
 
 
 def test_restart_holds_flows_of_wires_the_intent_lacks_until_released():
@@ -136,7 +136,7 @@ def test_restart_holds_flows_of_wires_the_intent_lacks_until_released():
     h2.reconnect('h2')
     assert tables(h2) == before                      # nothing deleted
     assert h2.send('h1', 1) == [('h2', 1)]           # the wire still works
-    held = h2.call(h2.ctl.status)['safe_start']
+    held = h2.call(h2.ctl.views.status)['safe_start']
     assert held == {'held_wires': [ids.fmt_connector(77),
                                    ids.fmt_connector(w['id'])],
                     'hosts': {'h1': 2, 'h2': 3}, 'released': False}
@@ -147,13 +147,13 @@ def test_restart_holds_flows_of_wires_the_intent_lacks_until_released():
     h2.disconnect(w2['id'])
     assert h2.send('h1', 2) == []
     # The operator says the database is right: the held flows go.
-    h2.call(h2.ctl.release_orphans)
+    h2.call(h2.ctl.safe_start.release)
     assert {n: of_wires(t) for n, t in tables(h2).items()} == \
         {'h1': set(), 'h2': set()}
     assert h2.send('h1', 1) == []
-    assert h2.call(h2.ctl.status)['safe_start']['held_wires'] == []
+    assert h2.call(h2.ctl.views.status)['safe_start']['held_wires'] == []
     with pytest.raises(errors.NotFound):
-        h2.call(h2.ctl.wire, w['id'])
+        h2.call(h2.ctl.views.wire, w['id'])
 
 
 def test_a_held_flow_does_not_join_a_new_guest_on_its_old_port():
@@ -176,7 +176,7 @@ def test_a_held_flow_does_not_join_a_new_guest_on_its_old_port():
     assert h2.send('h1', 1) == []                    # z reaches nobody
     assert h2.send('h2', 1) == []                    # and nobody reaches z
     # h1's flows of it went; h2's side (b still on its port) is held.
-    assert h2.call(h2.ctl.status)['safe_start']['hosts'] == {'h2': 2}
+    assert h2.call(h2.ctl.views.status)['safe_start']['hosts'] == {'h2': 2}
     assert of_wires(h2.fabric.switches['h2'].flows())
 
 
@@ -191,15 +191,15 @@ def test_a_restored_wire_makes_its_held_flows_right_again():
     h2 = Harness(intent=h.intent, runtime=h.runtime, fabric=h.fabric)
     h2.reconnect('h1')
     h2.reconnect('h2')
-    assert h2.call(h2.ctl.status)['safe_start']['held_wires']
+    assert h2.call(h2.ctl.views.status)['safe_start']['held_wires']
     # The backup is restored: the wire comes back on the change stream.
     for cid, wire in saved.items():
         h2.intent.create_wire(wire.end_a, wire.end_b, cid=cid)
     h2.settle()
-    assert h2.call(h2.ctl.status)['safe_start']['held_wires'] == []
+    assert h2.call(h2.ctl.views.status)['safe_start']['held_wires'] == []
     assert h2.flow_mods() == sent                    # not one flow mod
     assert h2.send('h1', 1) == [('h2', 1)]
-    assert h2.call(h2.ctl.wire_view, w['id'])['state'] == 'tunnelled'
+    assert h2.call(h2.ctl.views.wire_view, w['id'])['state'] == 'tunnelled'
 
 
 def test_wire_stats_count_frames_each_way():
@@ -211,9 +211,9 @@ def test_wire_stats_count_frames_each_way():
         h.send('h1', 1)
     h.send('h2', 1)
     with pytest.raises(errors.Unavailable, match='no flow counters'):
-        h.call(h.ctl.wire_stats, w['id'])
+        h.call(h.ctl.views.wire_stats, w['id'])
     h.collect()
-    st = h.call(h.ctl.wire_stats, w['id'])
+    st = h.call(h.ctl.views.wire_stats, w['id'])
     assert st['a_to_b']['entered_packets'] == 3
     assert st['a_to_b']['delivered_packets'] == 3
     assert st['a_to_b']['lost_packets'] == 0
@@ -229,9 +229,9 @@ def test_state_touched_off_the_loop_fails_loudly():
     t = threading.Thread(target=loop.run, daemon=True)
     t.start()
     try:
-        assert loop.call(ctl.wire_views) == []
+        assert loop.call(ctl.views.wire_views) == []
         with pytest.raises(AssertionError, match='outside the'):
-            ctl.wire_views()
+            ctl.views.wire_views()
     finally:
         loop.stop()
         t.join(2)
@@ -253,7 +253,7 @@ def test_events_from_many_threads_are_applied_once_each_in_order():
             try:
                 w = h.intent.create_wire('v%d' % i, 'v%d' % (i + 40))
                 # As REST does: the answer is read after the write is in.
-                view = h.loop.call(h.ctl.wire_view, w.connector_id)
+                view = h.loop.call(h.ctl.views.wire_view, w.connector_id)
                 assert view['a'] == 'v%d' % i
                 # A second wire on a taken vNIC is refused, changes nothing.
                 try:
@@ -268,7 +268,7 @@ def test_events_from_many_threads_are_applied_once_each_in_order():
         x.start()
     for x in threads:
         x.join(10)
-    views = h.loop.call(h.ctl.wire_views)
+    views = h.loop.call(h.ctl.views.wire_views)
     h.loop.stop()
     t.join(2)
     assert not errs
@@ -291,4 +291,4 @@ def test_a_switch_error_makes_the_controller_dump_again_and_repair():
     h.settle()
     assert sw.flows() == right
     assert h.send('h1', 1) == [('h2', 1)]
-    assert h.call(h.ctl.status)['counters']['switch_errors'] == 1
+    assert h.call(h.ctl.views.status)['counters']['switch_errors'] == 1

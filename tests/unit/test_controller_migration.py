@@ -37,7 +37,7 @@ def _migrating(move_timeout=900.0):
     h.host('h3', ('f', 5))
     w = h.connect('g', 'f')
     vm = str(uuid.uuid4())
-    view, ticket = h.call(h.ctl.announce_migration, {
+    view, ticket = h.call(h.ctl.moves.announce_migration, {
         'vm': 'guest', 'vm_uuid': vm, 'vnics': ['g'], 'destination': 'h2'})
     assert ticket.done() and view['state'] == 'prepared'
     return h, w, vm
@@ -51,7 +51,7 @@ def test_migration_activates_in_the_switch_on_the_first_frame(first):
     plain = tables(h)
     h.host('h2', ('g', 2))                         # destination tap plugged
     assert h.send('h3', 5) == [('h1', 1)]          # paused copy gets nothing
-    moving = h.call(h.ctl.wire_view, w['id'])['moving']
+    moving = h.call(h.ctl.views.wire_view, w['id'])['moving']
     assert moving == {'g': {'source': 'h1', 'destination': 'h2',
                             'activated': False}}
     # The guest's first frame on h2, whatever its kind, goes on to the far
@@ -59,14 +59,14 @@ def test_migration_activates_in_the_switch_on_the_first_frame(first):
     # which cleans up.
     assert h.send('h2', 2, payload=payload, eth_type=eth_type) == [('h3', 5)]
     assert h.send('h3', 5) == [('h2', 2)]
-    assert h.call(h.ctl.wire_view, w['id'])['moving']['g']['activated']
+    assert h.call(h.ctl.views.wire_view, w['id'])['moving']['g']['activated']
     h.host('h1')                                   # source port goes
     assert h.send('h3', 5) == [('h2', 2)]
-    assert h.call(h.ctl.wire_view, w['id'])['moving'] == {}
+    assert h.call(h.ctl.views.wire_view, w['id'])['moving'] == {}
     assert tables(h)['h1'] == plain['h1'] - {
         f for f in plain['h1'] if f.cookie & 0xFFFFFFFF}
-    h.call(h.ctl.migration_released, vm, 'h1')
-    [m] = h.call(h.ctl.migration_views)
+    h.call(h.ctl.moves.migration_released, vm, 'h1')
+    [m] = h.call(h.ctl.views.migration_views)
     assert m['state'] == 'completed' and set(m['activated']) == {'g'}
     assert m['activated_by'] == {'g': trigger}
     assert h.runtime.migration_rows[m['id']]['activated_by'] == {'g': trigger}
@@ -78,20 +78,20 @@ def test_a_migration_records_each_step_of_its_timeline_in_order():
     their new flows (h1 stops receiving, h3 sends to h2 only), the source
     port left."""
     h, w, vm = _migrating()
-    [m] = h.call(h.ctl.migration_views)
+    [m] = h.call(h.ctl.views.migration_views)
     assert m['steps'] == {}
     h.host('h2', ('g', 2))
     h.settle()
-    [m] = h.call(h.ctl.migration_views)
+    [m] = h.call(h.ctl.views.migration_views)
     assert list(m['steps']['g']) == ['tap_appeared']
     h.send('h2', 2, payload=b'x' * 46, eth_type=0x8035)
     h.settle()
-    [m] = h.call(h.ctl.migration_views)
+    [m] = h.call(h.ctl.views.migration_views)
     assert list(m['steps']['g']) == ['tap_appeared', 'sisters_moved']
     assert m['sisters'] == {'g': ['h1', 'h3']}
     h.host('h1')
-    h.call(h.ctl.migration_released, vm, 'h1')
-    [m] = h.call(h.ctl.migration_views)
+    h.call(h.ctl.moves.migration_released, vm, 'h1')
+    [m] = h.call(h.ctl.views.migration_views)
     steps = m['steps']['g']
     assert list(steps) == ['tap_appeared', 'sisters_moved', 'source_left']
     order = [m['started_at'], steps['tap_appeared'], m['activated']['g'],
@@ -116,13 +116,13 @@ def test_cleanup_after_an_activation_waits_for_the_settle_time():
     moment) wait activation_settle, and a second vNIC activated meanwhile
     joins the same sync."""
     h = Harness()
-    h.ctl.activation_settle = 0.02
+    h.ctl.moves.activation_settle = 0.02
     h.host('h1', ('g', 1), ('g2', 3))
     h.host('h2')
     h.host('h3', ('f', 5), ('f2', 6))
     w = h.connect('g', 'f')
     h.connect('g2', 'f2')
-    h.call(h.ctl.announce_migration, {
+    h.call(h.ctl.moves.announce_migration, {
         'vm': 'guest', 'vm_uuid': str(uuid.uuid4()), 'vnics': ['g', 'g2'],
         'destination': 'h2'})
     h.host('h2', ('g', 2), ('g2', 4))
@@ -132,7 +132,7 @@ def test_cleanup_after_an_activation_waits_for_the_settle_time():
     h.now += 0.01
     h.send('h2', 4, payload=b'x' * 46, eth_type=0x8035)
     assert log == []
-    assert h.call(h.ctl.wire_view, w['id'])['moving']['g']['activated']
+    assert h.call(h.ctl.views.wire_view, w['id'])['moving']['g']['activated']
     # Delivery is the switch's own (learned) meanwhile.
     assert ('h2', 2) in h.send('h3', 5)
     assert ('h2', 4) in h.send('h3', 6)
@@ -155,10 +155,10 @@ def test_a_guests_first_frame_switches_all_its_vnics_over(same_guest):
     h.host('h3', ('f', 5), ('f2', 6))
     h.connect('g', 'f')
     w2 = h.connect('g2', 'f2')
-    h.call(h.ctl.announce_migration, {
+    h.call(h.ctl.moves.announce_migration, {
         'vm': 'guest', 'vm_uuid': str(uuid.uuid4()), 'vnics': ['g', 'g2'],
         'destination': 'h2'})
-    h.ctl.activation_settle = 1.0       # only the switch acts meanwhile
+    h.ctl.moves.activation_settle = 1.0       # only the switch acts meanwhile
     ports = [VnicPort('g', 'vnet2', 2, vm_id='guest-a'),
              VnicPort('g2', 'vnet4', 4, vm_id=vm2)]
     h.loop.post(h.ctl.on_hosts, 'tcp:h2', [Host(
@@ -171,9 +171,9 @@ def test_a_guests_first_frame_switches_all_its_vnics_over(same_guest):
     assert sorted(h.send('h3', 6)) == ([('h1', 3), ('h2', 4)] if same_guest
                                        else [('h1', 3)])
     # ... and the controller knows: g2 activated by its sibling's frame.
-    view = h.call(h.ctl.wire_view, w2['id'])['moving']['g2']
+    view = h.call(h.ctl.views.wire_view, w2['id'])['moving']['g2']
     assert bool(view['activated']) is same_guest, view
-    by = h.call(h.ctl.migration_views)[0]['activated_by']
+    by = h.call(h.ctl.views.migration_views)[0]['activated_by']
     assert by == ({'g': 'rarp', 'g2': 'sibling-frame'} if same_guest
                   else {'g': 'rarp'}), by
     # The cleanup keeps it so: g2 to its destination only, or still held.
@@ -185,8 +185,8 @@ def test_an_aborted_move_says_its_destination_left():
     h, w, vm = _migrating()
     h.host('h2', ('g', 2))
     h.host('h2')
-    h.call(h.ctl.migration_released, vm, 'h2')
-    [m] = h.call(h.ctl.migration_views)
+    h.call(h.ctl.moves.migration_released, vm, 'h2')
+    [m] = h.call(h.ctl.views.migration_views)
     assert list(m['steps']['g']) == ['tap_appeared', 'destination_left']
     assert 'sisters_moved' not in m['steps']['g']
 
@@ -198,9 +198,9 @@ def test_a_silent_guest_is_activated_by_its_sources_release_hook():
     h, w, vm = _migrating()
     h.host('h2', ('g', 2))
     assert h.send('h3', 5) == [('h1', 1)]
-    h.call(h.ctl.migration_released, vm, 'h1')
+    h.call(h.ctl.moves.migration_released, vm, 'h1')
     assert h.send('h3', 5) == [('h2', 2)]
-    [m] = h.call(h.ctl.migration_views)
+    [m] = h.call(h.ctl.views.migration_views)
     assert m['activated_by'] == {'g': 'release-hook'}
     assert h.fabric.switches['h2'].packet_ins == []
 
@@ -216,7 +216,7 @@ def test_a_silent_unannounced_guest_is_activated_when_its_source_leaves():
     assert h.send('h3', 5) == [('h1', 1)]
     h.host('h1')
     assert h.send('h3', 5) == [('h2', 2)]
-    [m] = h.call(h.ctl.migration_views)
+    [m] = h.call(h.ctl.views.migration_views)
     assert (m['found_by'], m['state']) == ('ovsdb', 'completed')
     assert m['activated_by'] == {'g': 'source-left'}
 
@@ -229,8 +229,8 @@ def test_aborted_migration_restores_the_exact_flows():
     h.host('h2')                                   # domjobabort: tap goes
     assert tables(h) == before
     assert h.send('h3', 5) == [('h1', 1)]
-    h.call(h.ctl.migration_released, vm, 'h2')
-    assert h.call(h.ctl.migration_views)[0]['state'] == 'aborted'
+    h.call(h.ctl.moves.migration_released, vm, 'h2')
+    assert h.call(h.ctl.views.migration_views)[0]['state'] == 'aborted'
 
 
 def test_move_not_activated_in_time_goes_back_to_the_source():
@@ -242,16 +242,16 @@ def test_move_not_activated_in_time_goes_back_to_the_source():
     h.tick(5)
     assert tables(h) == before                     # tap still plugged
     assert h.send('h3', 5) == [('h1', 1)]
-    [m] = h.call(h.ctl.migration_views)
+    [m] = h.call(h.ctl.views.migration_views)
     assert m['state'] == 'timed-out'
 
 
 def test_released_for_an_unknown_guest_is_not_found():
     h = Harness()
     with pytest.raises(errors.NotFound):
-        h.call(h.ctl.migration_released, str(uuid.uuid4()), 'h1')
+        h.call(h.ctl.moves.migration_released, str(uuid.uuid4()), 'h1')
     with pytest.raises(errors.Invalid):
-        h.call(h.ctl.migration_released, ' 5', 'h1')
+        h.call(h.ctl.moves.migration_released, ' 5', 'h1')
 
 
 def test_restart_mid_migration_reads_the_activation_from_the_switch():
@@ -270,9 +270,9 @@ def test_restart_mid_migration_reads_the_activation_from_the_switch():
     n.host('h1', ('g', 1), connect=False)
     n.host('h2', ('g', 2), connect=False)
     n.host('h3', ('f', 5), connect=False)
-    assert n.call(n.ctl.wire_view, w['id'])['moving']['g']['activated']
+    assert n.call(n.ctl.views.wire_view, w['id'])['moving']['g']['activated']
     assert n.send('h3', 5) == [('h2', 2)]
-    [m] = n.call(n.ctl.migration_views)
+    [m] = n.call(n.ctl.views.migration_views)
     assert m['activated_by'] == {'g': 'found-in-table'}
 
 
@@ -286,7 +286,7 @@ def _holding(hold_frames=64, default=True, asked=None, hold_rate=5000):
     doc = {'vm': 'guest', 'vm_uuid': vm, 'vnics': ['g'], 'destination': 'h2'}
     if asked is not None:
         doc['hold'] = asked
-    h.call(h.ctl.announce_migration, doc)
+    h.call(h.ctl.moves.announce_migration, doc)
     h.host('h2', ('g', 2))
     return h, w, vm
 
@@ -332,7 +332,7 @@ def test_held_frames_the_guest_never_read_reach_it_first_in_order():
     kinds = [type(m).__name__ for m in dst.sent]
     assert kinds[:4] == ['OFPPacketOut'] * 4 and 'OFPBundleCtrlMsg' in kinds
     assert h.send('h3', 5, payload=_datagram(10)) == [('h2', 2)]
-    [m] = h.call(h.ctl.migration_views)
+    [m] = h.call(h.ctl.views.migration_views)
     assert m['held']['g'] == {'delivered': 4, 'held': 10, 'read_on_source': 6,
                               'evicted': 0, 'skipped': 0, 'aligned': True,
                               'source_reads': 'answered',
@@ -355,7 +355,7 @@ def test_a_flood_while_the_guest_is_paused_is_cut_at_the_bound_and_counted():
     h.settle()
     assert [f[14:] for _, _, f in h.fabric.packet_outs] == \
         [_datagram(n) for n in range(22, 30)]
-    [m] = h.call(h.ctl.migration_views)
+    [m] = h.call(h.ctl.views.migration_views)
     assert (m['held']['g']['delivered'], m['held']['g']['evicted']) == (8, 20)
 
 
@@ -367,7 +367,7 @@ def test_a_flow_faster_than_the_hold_rate_is_no_longer_held():
         h.send('h3', 5, payload=_datagram(n))
     h.now += 0.1
     h.call(h.ctl.poll_held)
-    assert h.ctl.holding and not h.ctl.stats['held_abandoned']
+    assert h.ctl.holding.holding and not h.ctl.shared.stats['held_abandoned']
     for n in range(30):                     # 300/s: too fast
         h.send('h3', 5, payload=_datagram(n))
     h.now += 0.1
@@ -384,10 +384,10 @@ def test_a_flow_faster_than_the_hold_rate_is_no_longer_held():
     h.settle()
     assert not h.fabric.packet_outs
     assert h.send('h3', 5, payload=_datagram(100)) == [('h2', 2)]
-    [m] = h.call(h.ctl.migration_views)
+    [m] = h.call(h.ctl.views.migration_views)
     assert m['held']['g'] == {
         'abandoned': '300 frames/s, above --hold-rate 100'}
-    assert h.ctl.stats['held_abandoned'] == 1
+    assert h.ctl.shared.stats['held_abandoned'] == 1
 
 
 def test_without_an_answer_from_the_source_everything_held_goes():
@@ -398,7 +398,7 @@ def test_without_an_answer_from_the_source_everything_held_goes():
     h.send('h2', 2, payload=b'\0' * 28, eth_type=RARP)
     h.settle()
     assert len(h.fabric.packet_outs) == 3
-    [m] = h.call(h.ctl.migration_views)
+    [m] = h.call(h.ctl.views.migration_views)
     assert m['held']['g']['aligned'] is False
 
 
@@ -422,7 +422,7 @@ def test_a_migration_asks_to_hold_or_not_over_the_default(
     h.settle()
     got = {dp.name for dp, _m in h.fabric.packet_in_log}
     assert (got == {'h1', 'h2'}) == holds and (not got) == (not holds)
-    [m] = h.call(h.ctl.migration_views)
+    [m] = h.call(h.ctl.views.migration_views)
     assert m['hold'] == asked
     # Without holding, the switch activates itself (learn), as before.
     learns = any('NXActionLearn' in str(f) or f.actions and
@@ -436,7 +436,7 @@ def test_hold_must_be_true_or_false():
     h.host('h1', ('g', 1))
     h.host('h2')
     with pytest.raises(errors.Invalid, match='hold must be true or false'):
-        h.call(h.ctl.announce_migration, {
+        h.call(h.ctl.moves.announce_migration, {
             'vm': 'guest', 'vm_uuid': str(uuid.uuid4()), 'vnics': ['g'],
             'destination': 'h2', 'hold': 'yes'})
 
@@ -460,21 +460,21 @@ def test_a_source_gone_before_activation_is_read_from_its_last_poll(
     h.settle()
     assert [f[14:] for _, _, f in h.fabric.packet_outs] == \
         [_datagram(4), _datagram(5)]
-    [m] = h.call(h.ctl.migration_views)
+    [m] = h.call(h.ctl.views.migration_views)
     assert m['held']['g']['source_reads'] == why
     assert m['held']['g']['source_dropped'] == 0
 
 
 def test_the_fast_poll_runs_only_while_a_move_holds_something():
     h, w, vm = _holding()
-    assert not h.ctl.polls_wanted           # the timer posts nothing yet
+    assert not h.ctl.holding.polls_wanted           # the timer posts nothing yet
     h.send('h3', 5, payload=_datagram(1))
     h.settle()
-    assert h.ctl.polls_wanted               # a copy arrived: read the source
+    assert h.ctl.holding.polls_wanted               # a copy arrived: read the source
     h.send('h2', 2, payload=b'\0' * 28, eth_type=RARP)
     h.host('h1')                            # the source port goes
     h.call(h.ctl.poll_held)
-    assert not h.ctl.polls_wanted and not h.ctl.holding
+    assert not h.ctl.holding.polls_wanted and not h.ctl.holding.holding
 
 
 def test_frames_the_destination_still_hands_us_after_the_move_are_delivered():
@@ -501,7 +501,7 @@ def test_frames_the_destination_still_hands_us_after_the_move_are_delivered():
     h.settle()
     assert [(sw, port, f[14:]) for sw, port, f in h.fabric.packet_outs] == \
         [('h2', 2, _datagram(n)) for n in range(2, 7)]
-    assert not h.ctl.stats['held_late_dropped']
+    assert not h.ctl.shared.stats['held_late_dropped']
     assert h.send('h3', 5, payload=_datagram(7)) == [('h2', 2)]
 
 
@@ -517,5 +517,5 @@ def test_frames_arriving_while_the_source_is_read_are_kept_if_the_move_ends():
     h.tick(0.25)                            # past READ_WAIT: all go
     assert [(sw, port, f[14:]) for sw, port, f in h.fabric.packet_outs] == \
         [('h2', 2, _datagram(n)) for n in range(3)]
-    [m] = h.call(h.ctl.migration_views)
+    [m] = h.call(h.ctl.views.migration_views)
     assert m['held']['g']['source_reads'] == 'last-poll (timeout)'

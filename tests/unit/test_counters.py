@@ -147,7 +147,7 @@ def test_held_and_infrastructure_drops_count_per_host():
 
 def _stats(h, wid):
     h.collect()
-    return h.call(h.ctl.wire_stats, wid)
+    return h.call(h.ctl.views.wire_stats, wid)
 
 
 def _never_back(before, after):
@@ -188,7 +188,7 @@ def test_counters_through_a_migration_count_held_frames_and_lose_none():
     h.host('h3', ('f', 5))
     w = h.connect('g', 'f')['id']
     vm = str(uuid.uuid4())
-    h.call(h.ctl.announce_migration, {'vm': 'guest', 'vm_uuid': vm,
+    h.call(h.ctl.moves.announce_migration, {'vm': 'guest', 'vm_uuid': vm,
                                       'vnics': ['g'], 'destination': 'h2'})
     h.send('h3', 5)
     h.host('h2', ('g', 2))                          # destination tap
@@ -208,7 +208,7 @@ def test_counters_through_a_migration_count_held_frames_and_lose_none():
     # 1 before, 3 delivered on the source while held on h2, 2 on h2.
     assert s2[f_to_g]['delivered_packets'] == 6
     assert s2[f_to_g]['held_packets'] == 3
-    assert h.call(h.ctl.host_view, 'h2')['drops']['held_packets'] == 3
+    assert h.call(h.ctl.views.host_view, 'h2')['drops']['held_packets'] == 3
     assert s2['a_to_b']['entered_packets'] == 1
 
 
@@ -231,7 +231,7 @@ def test_counters_continue_across_a_controller_restart():
     # the wire would show less than before, so it shows nothing yet.
     n.collect()
     with pytest.raises(errors.Unavailable):
-        n.call(n.ctl.wire_stats, w)
+        n.call(n.ctl.views.wire_stats, w)
     n.reconnect('h2')
     after = _stats(n, w)
     _never_back(before, after)
@@ -250,8 +250,8 @@ def test_rejected_and_unwired_frames_are_counted_per_host():
     forged = Packet(TUN, tunnel_id=wid, tun_ipv4_src='198.19.0.66')
     assert h.fabric.send('h2', TUN, forged=forged) == []
     h.collect()
-    d1 = h.call(h.ctl.host_view, 'h1')['drops']
-    d2 = h.call(h.ctl.host_view, 'h2')['drops']
+    d1 = h.call(h.ctl.views.host_view, 'h1')['drops']
+    d2 = h.call(h.ctl.views.host_view, 'h2')['drops']
     assert (d1['unwired_packets'], d1['rejected_packets']) == (1, 0)
     assert (d2['unwired_packets'], d2['rejected_packets']) == (0, 1)
 
@@ -322,14 +322,14 @@ def test_loss_is_judged_once_the_far_end_was_read_after_the_frames():
     h.fabric.by_address = carry
     t[0] += 2.0
     h.collect()
-    st = h.call(h.ctl.wire_stats, w['id'])['a_to_b']
+    st = h.call(h.ctl.views.wire_stats, w['id'])['a_to_b']
     win = st['window']
     assert (win['entered_packets'], win['delivered_packets']) == (200, 150)
     assert (win['surely_lost_packets'], win['uncertain_packets']) == (0, 50)
     assert (st['lost_packets'], st['unsettled_packets']) == (0, 50)
     t[0] += 2.0
     h.collect()
-    st = h.call(h.ctl.wire_stats, w['id'])['a_to_b']
+    st = h.call(h.ctl.views.wire_stats, w['id'])['a_to_b']
     assert (st['window']['surely_lost_packets'],
             st['window']['uncertain_packets']) == (50, 0)
     assert (st['lost_packets'], st['unsettled_packets']) == (50, 0)

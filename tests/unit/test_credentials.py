@@ -200,7 +200,7 @@ def test_announcements_are_bounded_per_destination_and_expire(api):
     assert _announce(api, tok, [])[0] == 422        # nothing to follow
     # Nothing arrives: past the move timeout every record has ended.
     h.loop.call(h.ctl.tick)                  # the timer sees the moves
-    h.now += h.ctl.move_timeout + 1
+    h.now += h.ctl.moves.move_timeout + 1
     h.loop.call(h.ctl.tick)
     states = [m['state'] for m in api('GET', '/v1/migrations')[1][
         'migrations']]

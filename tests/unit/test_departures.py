@@ -35,16 +35,16 @@ def write(h, words):
 
 
 def announce(h, dest='h3'):
-    h.call(h.ctl.announce_migration, {'vm': 'x', 'vm_uuid': VM,
+    h.call(h.ctl.moves.announce_migration, {'vm': 'x', 'vm_uuid': VM,
                                       'vnics': ['f'], 'destination': dest})
-    write(h, h.call(h.ctl.words_for_move, VM))
+    write(h, h.call(h.ctl.cloud_word.words_for_move, VM))
 
 
 def depart(h, source='h2', to=None):
     doc = {'host': source, 'vm_uuid': VM, 'vnics': ['f']}
     if to is not None:
         doc['to_address'] = to
-    write(h, h.call(h.ctl.report_departure, source, doc))
+    write(h, h.call(h.ctl.cloud_word.report_departure, source, doc))
 
 
 def test_an_unplaced_vnic_is_nobodys_until_the_cloud_places_it():
@@ -53,15 +53,15 @@ def test_an_unplaced_vnic_is_nobodys_until_the_cloud_places_it():
     h.host('h2', ('f', 5))
     h.connect('g', 'f')
     assert h.send('h1', 1) == [] and h.send('h2', 5) == []
-    refused = h.call(h.ctl.status)['refused_claims']
+    refused = h.call(h.ctl.views.status)['refused_claims']
     assert {(r['vnic'], r['host'], r['placed_on']) for r in refused} == {
         ('g', 'h1', None), ('f', 'h2', None)}
-    assert h.call(h.ctl.metrics_view)['claims_refused'] == {'h1': 1, 'h2': 1}
+    assert h.call(h.ctl.views.metrics_view)['claims_refused'] == {'h1': 1, 'h2': 1}
     for v, host in (('g', 'h1'), ('f', 'h2')):
         h.intent.placements.place(v, host, 'orchestrator nova', 0.0)
     h.settle()
     assert h.send('h1', 1) == [('h2', 5)]
-    assert h.call(h.ctl.status)['refused_claims'] == []
+    assert h.call(h.ctl.views.status)['refused_claims'] == []
 
 
 def test_trusting_hosts_is_a_setting_that_can_be_turned_strict_live():
@@ -86,7 +86,7 @@ def test_a_move_both_hosts_agree_on_goes_through(order):
         h.host('h3', ('f', 7), vm=VM)       # the destination's tap
         # Awaiting the source: no traffic there, listed, not alarmed.
         assert h.send('h3', 7, eth_type=0x8035) == []
-        refused = h.call(h.ctl.status)['refused_claims']
+        refused = h.call(h.ctl.views.status)['refused_claims']
         assert refused == [{'vnic': 'f', 'host': 'h3', 'port': 7,
                             'placed_on': 'h2', 'awaiting_source': True}]
         depart(h, to=h.ip('h3'))
@@ -94,12 +94,12 @@ def test_a_move_both_hosts_agree_on_goes_through(order):
         depart(h, to=h.ip('h3'))
         announce(h)
         h.host('h3', ('f', 7), vm=VM)
-    assert h.call(h.ctl.metrics_view)['claims_refused'] == {}
+    assert h.call(h.ctl.views.metrics_view)['claims_refused'] == {}
     # The guest's first frame on h3 activates it there.
     assert h.send('h3', 7, eth_type=0x8035) == [('h1', 1)]
     assert h.send('h1', 1) == [('h3', 7)]
     h.host('h2')                                       # the source goes
-    assert h.call(h.ctl.wire_view, w['id'])['moving'] == {}
+    assert h.call(h.ctl.views.wire_view, w['id'])['moving'] == {}
     assert h.intent.placements.words()['f'].host == 'h3'
 
 
@@ -109,12 +109,12 @@ def test_the_destinations_hook_alone_moves_nothing_and_alarms_at_timeout():
     h.host('h3', ('f', 7), vm=VM)
     assert h.send('h3', 7, eth_type=0x8035) == []
     assert h.send('h1', 1) == [('h2', 5)]
-    assert h.call(h.ctl.metrics_view)['claims_refused'] == {}
+    assert h.call(h.ctl.views.metrics_view)['claims_refused'] == {}
     h.call(h.ctl.tick)                                 # the move is seen
     h.now += 1000                                      # past move-timeout
     h.call(h.ctl.tick)
     h.settle()
-    assert h.call(h.ctl.metrics_view)['claims_refused'] == {'h3': 1}
+    assert h.call(h.ctl.views.metrics_view)['claims_refused'] == {'h3': 1}
     assert h.send('h1', 1) == [('h2', 5)]
 
 
@@ -125,7 +125,7 @@ def test_a_stream_to_another_hosts_address_is_not_believed():
     depart(h, to=h.ip('h1'))               # the source sends to h1
     assert h.send('h3', 7, eth_type=0x8035) == []
     assert h.send('h1', 1) == [('h2', 5)]
-    why = h.call(h.ctl.status)['departures_refused']
+    why = h.call(h.ctl.views.status)['departures_refused']
     assert why and 'not h3' in why[-1]['why'], why
 
 
@@ -137,7 +137,7 @@ def test_a_host_the_vnic_is_not_placed_on_cannot_report_it_leaving():
     depart(h, source='h1', to=h.ip('h3'))
     assert h.send('h3', 7, eth_type=0x8035) == []
     assert h.send('h1', 1) == [('h2', 5)]
-    why = h.call(h.ctl.status)['departures_refused']
+    why = h.call(h.ctl.views.status)['departures_refused']
     assert 'placed on h2, not on h1' in why[-1]['why'], why
 
 
@@ -169,7 +169,7 @@ def test_a_guest_back_and_forth_needs_a_fresh_report_each_way():
     h.host('h2', ('f', 6), vm=VM)
     assert h.send('h2', 6, eth_type=0x8035) == []
     assert h.send('h1', 1) == [('h3', 7)]
-    assert h.call(h.ctl.status)['departures_refused'] == []
+    assert h.call(h.ctl.views.status)['departures_refused'] == []
     depart(h, source='h3', to=h.ip('h2'))
     assert h.send('h2', 6, eth_type=0x8035) == [('h1', 1)]
     assert h.intent.placements.words()['f'].host == 'h2'
@@ -186,10 +186,10 @@ def test_a_move_made_while_the_controller_was_away_is_believed_later():
     assert h.send('h3', 7, eth_type=0x8035) == []    # no word yet
     depart(h, to=h.ip('h3'))
     assert h.intent.placements.words()['f'].host == 'h3'
-    assert h.call(h.ctl.departure_settled, VM, 'h2')
+    assert h.call(h.ctl.cloud_word.departure_settled, VM, 'h2')
     assert h.send('h3', 7, eth_type=0x8035) == [('h1', 1)]
     assert h.send('h1', 1) == [('h3', 7)]
-    assert h.call(h.ctl.wire_view, w['id'])['host_b'] == 'h3'
+    assert h.call(h.ctl.views.wire_view, w['id'])['host_b'] == 'h3'
 
 
 def test_a_port_of_another_guest_is_not_the_destinations_word():
@@ -198,7 +198,7 @@ def test_a_port_of_another_guest_is_not_the_destinations_word():
     depart(h, to=h.ip('h3'))
     assert h.intent.placements.words()['f'].host == 'h2'
     assert h.send('h3', 7, eth_type=0x8035) == []
-    assert not h.call(h.ctl.departure_settled, VM, 'h2')
+    assert not h.call(h.ctl.cloud_word.departure_settled, VM, 'h2')
 
 
 def test_a_restart_mid_move_keeps_the_source_until_the_guest_leaves():
@@ -217,12 +217,12 @@ def test_a_restart_mid_move_keeps_the_source_until_the_guest_leaves():
     n.host('h1', ('g', 1), connect=False)
     n.host('h2', ('f', 5), connect=False, vm=VM)
     n.host('h3', ('f', 7), connect=False, vm=VM)
-    assert n.call(n.ctl.status)['refused_claims'] == []
+    assert n.call(n.ctl.views.status)['refused_claims'] == []
     assert n.send('h3', 7, eth_type=0x8035) == [('h1', 1)]
     n.host('h2', connect=False)                       # the guest left
-    [m] = n.call(n.ctl.migration_views)
+    [m] = n.call(n.ctl.views.migration_views)
     assert m['state'] == 'completed', m
-    assert n.call(n.ctl.wire_view, w['id'])['host_b'] == 'h3'
+    assert n.call(n.ctl.views.wire_view, w['id'])['host_b'] == 'h3'
 
 
 def test_a_report_said_again_after_its_move_is_not_kept():
@@ -234,5 +234,5 @@ def test_a_report_said_again_after_its_move_is_not_kept():
     announce(h)
     assert h.intent.placements.words()['f'].host == 'h3'
     depart(h, to=h.ip('h3'))                    # said again, late
-    assert h.call(h.ctl.departure_settled, VM, 'h2')
+    assert h.call(h.ctl.cloud_word.departure_settled, VM, 'h2')
     assert VM not in h.ctl.cloud_word.departures.pending

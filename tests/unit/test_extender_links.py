@@ -212,7 +212,7 @@ def test_a_second_identical_link_conflicts(rest):
 def test_bad_reports_say_what_is_wrong(rest, name, body, status, words):
     got, err = rest('POST', '/v1/extenders/%s/report' % name, body)
     assert got == status and words in err['error']['message'], err
-    assert rest.h.ctl.reports == {}
+    assert rest.h.ctl.extenders.reports == {}
 
 
 def test_punchable_unless_both_symmetric():

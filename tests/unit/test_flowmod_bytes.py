@@ -25,7 +25,7 @@ def harness_flows(carrier):
     h.connect('g', 'f')
     h.host('h1', ('a', 1), ('g', 2), ('c', 4), ('d', 6))
     h.connect('c', 'd')                       # collapsed
-    h.call(h.ctl.announce_migration, {        # learn flows on the way
+    h.call(h.ctl.moves.announce_migration, {        # learn flows on the way
         'vm': 'guest', 'vm_uuid': str(uuid.uuid4()), 'vnics': ['g'],
         'destination': 'h2'})
     h.host('h2', ('b', 3), ('g', 7))

@@ -77,12 +77,12 @@ def test_the_map_goes_before_the_first_flow_and_again_on_a_reconnect():
     assert tlv < first_bundle or not any(
         'tun_metadata0' in str(m) for m in sw.sent[:first_bundle])
     assert sw.tlv_mapped
-    errors = h.call(h.ctl.status)['counters']['switch_errors']
+    errors = h.call(h.ctl.views.status)['counters']['switch_errors']
     # A new connection of ours sends the map again; the switch says it has
     # it (an error) and nothing is dumped again for it.
     h.reconnect('h1')
     connect(h, 'a2', 'b2', CID2)
-    assert h.call(h.ctl.status)['counters']['switch_errors'] == errors
+    assert h.call(h.ctl.views.status)['counters']['switch_errors'] == errors
     assert h.fabric.deliveries('h1', 2) == [('h2', 2)]
 
 
@@ -125,7 +125,7 @@ def test_a_guest_migrates_between_geneve_hosts():
     h = geneve_harness()
     w = connect(h, 'a1', 'c', CID1)
     vm = str(uuid.uuid4())
-    h.call(h.ctl.announce_migration, {
+    h.call(h.ctl.moves.announce_migration, {
         'vm': 'guest', 'vm_uuid': vm, 'vnics': ['a1'], 'destination': 'h2'})
     h.host('h2', ('b1', 1), ('b2', 2), ('a1', 3))     # destination plugged
     assert h.fabric.deliveries('h3', 1) == [('h1', 1)]
@@ -133,6 +133,6 @@ def test_a_guest_migrates_between_geneve_hosts():
     assert h.fabric.deliveries('h2', 3) == [('h3', 1)]
     h.host('h1', ('a2', 2))                           # source port gone
     assert h.fabric.deliveries('h3', 1) == [('h2', 3)]
-    view = h.call(h.ctl.wire_view, w.connector_id)
+    view = h.call(h.ctl.views.wire_view, w.connector_id)
     assert view['state'] == 'tunnelled' and not view.get('moving')
     assert ids.fmt_connector(CID1) == view['connector_id']

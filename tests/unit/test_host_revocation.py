@@ -88,7 +88,7 @@ def test_revoking_a_host_hangs_up_its_switch_and_refuses_it_after():
     h.loop.post(h.ctl.on_revocations, [host_entry('h1', 'stolen', 200.0)])
     h.settle()
     assert s1.closed and not s2.closed and D1 not in h.ctl.sessions
-    why = h.call(h.ctl.status)['admission']['recent_refusals'][-1]['why']
+    why = h.call(h.ctl.views.status)['admission']['recent_refusals'][-1]['why']
     assert 'hung up: host h1 was revoked' in why
     # Its old certificate again (its switch reconnecting, or a thief).
     again = h.fabric.add('h1-again', D1, {TUN: h.ip('h1')})

@@ -184,10 +184,10 @@ def test_probes_answer_without_a_token_and_say_only_what_fails(lab):
         assert (r.status_int, r.json) == (
             503, {'status': 'not ready', 'failing': ['intent-db']})
         h.intent.up = True
-        h.ctl.active, h.ctl.leader = False, None    # neither role
+        h.ctl.roles.active, h.ctl.roles.leader = False, None  # neither role
         r = get(api, '/readyz', token=None)
         assert r.json['failing'] == ['role'] and r.status_int == 503
-        h.ctl.active = True
+        h.ctl.roles.active = True
         h.host('h3', ('c', 5), connect=False)    # its switch never came
         r = get(api, '/readyz', token=None)
         assert (r.status_int, r.json) == (

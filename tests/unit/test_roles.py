@@ -34,9 +34,9 @@ def test_a_standby_asks_for_slave_and_writes_nothing():
     assert all(not f for f in tables(h).values())
     assert {sw.role for sw in h.fabric.switches.values()} == {'slave'}
     assert all(sw.refused_as_slave == 0 for sw in h.fabric.switches.values())
-    assert h.call(h.ctl.status)['role']['active'] is False
+    assert h.call(h.ctl.views.status)['role']['active'] is False
     # It still knows the wire (reads are served by every instance).
-    assert h.call(h.ctl.wire_view, w['id'])['state'] == 'tunnelled'
+    assert h.call(h.ctl.views.wire_view, w['id'])['state'] == 'tunnelled'
 
 
 def test_taking_over_asks_for_master_with_the_term_and_programs():
@@ -46,7 +46,7 @@ def test_taking_over_asks_for_master_with_the_term_and_programs():
     assert {(sw.role, sw.generation) for sw in h.fabric.switches.values()} \
         == {('master', 7)}
     assert h.send('h1', 1) == [('h2', 1)] and h.send('h2', 1) == [('h1', 1)]
-    role = h.call(h.ctl.status)['role']
+    role = h.call(h.ctl.views.status)['role']
     assert role['active'] and role['term'] == 7 and role['takeovers'] == 1
 
 
@@ -55,11 +55,11 @@ def test_a_takeover_sends_a_healthy_switch_nothing_and_dumps_it_again():
     h.connect('a', 'b')
     before = tables(h)
     lead(h, False, 7)
-    stats = dict(h.ctl.stats)
+    stats = dict(h.ctl.shared.stats)
     dumps = {n: _dumps(sw) for n, sw in h.fabric.switches.items()}
     lead(h, True, 8)
-    assert h.ctl.stats['flow_mods'] == stats['flow_mods']
-    assert h.ctl.stats['bundles'] == stats['bundles']
+    assert h.ctl.shared.stats['flow_mods'] == stats['flow_mods']
+    assert h.ctl.shared.stats['bundles'] == stats['bundles']
     assert tables(h) == before
     assert {n: _dumps(sw) for n, sw in h.fabric.switches.items()} == \
         {n: d + 1 for n, d in dumps.items()}
@@ -81,7 +81,7 @@ def test_a_table_changed_by_the_last_leader_is_diffed_not_rewritten():
     assert h.send('h1', 1) == []
     lead(h, True, 8)
     assert h.send('h1', 1) == [('h2', 1)]
-    assert h.call(h.ctl.wire_view, w['id'])['state'] == 'tunnelled'
+    assert h.call(h.ctl.views.wire_view, w['id'])['state'] == 'tunnelled'
 
 
 def test_an_older_term_is_refused_and_changes_nothing_else():
@@ -90,11 +90,11 @@ def test_an_older_term_is_refused_and_changes_nothing_else():
     before = tables(h)
     sw = h.fabric.switches['h1']
     sw.generation = 9               # a newer leader already spoke
-    errors = h.ctl.stats['switch_errors']
+    errors = h.ctl.shared.stats['switch_errors']
     dumps = _dumps(sw)
     lead(h, False, 8)               # our SLAVE(8) is stale there
     assert sw.role == 'master' and sw.generation == 9
-    assert h.ctl.stats['switch_errors'] == errors     # not a table error
+    assert h.ctl.shared.stats['switch_errors'] == errors     # not a table error
     assert _dumps(sw) == dumps                        # so no new dump
     assert tables(h) == before
 
@@ -114,22 +114,22 @@ def test_a_takeover_mid_migration_rebuilds_the_move_and_completes_it():
     b.host('h2')
     b.host('h3', ('f', 5))
     vm = str(uuid.uuid4())
-    a.call(a.ctl.announce_migration, {'vm': 'guest', 'vm_uuid': vm,
+    a.call(a.ctl.moves.announce_migration, {'vm': 'guest', 'vm_uuid': vm,
                                       'vnics': ['g'], 'destination': 'h2'})
     b.host('h2', ('g', 2))                 # QEMU is up on the destination
     assert all(not f for f in tables(b).values())     # B wrote nothing
     lead(b, True, 2)
-    [m] = b.call(b.ctl.migration_views)
+    [m] = b.call(b.ctl.views.migration_views)
     assert m['state'] == 'prepared' and m['vm_uuid'] == vm
     assert sorted(b.send('h3', 5)) == [('h1', 1)]     # paused copy gets none
     assert b.send('h2', 2, eth_type=0x8035, payload=b'\0' * 28) == \
         [('h3', 5)]
     assert b.send('h3', 5) == [('h2', 2)]
     b.host('h1')                                      # the source port goes
-    b.call(b.ctl.migration_released, vm, 'h1')
-    [m] = b.call(b.ctl.migration_views)
+    b.call(b.ctl.moves.migration_released, vm, 'h1')
+    [m] = b.call(b.ctl.views.migration_views)
     assert m['state'] == 'completed' and m['activated_by'] == {'g': 'rarp'}
-    assert b.call(b.ctl.wire_view, w['id'])['moving'] == {}
+    assert b.call(b.ctl.views.wire_view, w['id'])['moving'] == {}
 
 
 def _dumps(sw):
@@ -154,3 +154,28 @@ def test_a_takeover_before_anything_was_seen_builds_nothing_twice():
                                'destination': 'h1'})
     lead(h2, True, 1)
     assert h2.ctl.tables is not built
+
+
+def test_a_takeover_keeps_strict_placement_and_the_clouds_word():
+    """Found while the controller became parts: a takeover's rebuild made
+    new tables with trusting placement, and the cloud's word went on
+    writing to the old ones. A standby that takes over must refuse a
+    host that plugs a vNIC placed elsewhere, and follow words said
+    after it took over."""
+    h = Harness(active=False, strict=True)
+    for v, host in (('a', 'h1'), ('b', 'h2')):
+        h.intent.placements.place(v, host, 'orchestrator nova', 0.0)
+    h.host('h1', ('a', 1))
+    h.host('h2', ('b', 1))
+    h.connect('a', 'b')
+    lead(h, True, 7)
+    assert h.send('h1', 1) == [('h2', 1)]
+    h.host('h3', ('b', 4))              # plugs b, placed on h2: refused
+    assert h.call(h.ctl.views.vnic_view, 'b')['host'] == 'h2'
+    assert h.call(h.ctl.views.vnic_view, 'b')['refused_on'] == ['h3']
+    assert h.send('h1', 1) == [('h2', 1)]
+    h.host('h4', ('c', 2))              # no word yet: strict, nobody's
+    assert h.call(h.ctl.views.vnic_view, 'c')['host'] is None
+    h.intent.placements.place('c', 'h4', 'orchestrator nova', 1.0)
+    h.settle()
+    assert h.call(h.ctl.views.vnic_view, 'c')['host'] == 'h4'

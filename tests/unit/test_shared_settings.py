@@ -66,7 +66,14 @@ class Loop:
 class Ctl:
     def __init__(self, active):
         self.active, self.loop = active, Loop()
-        self.move_timeout, self.hold_frames = 900.0, 512
+
+        class M:
+            move_timeout = 900.0
+        self.moves = M()
+
+        class H:
+            hold_frames = 512
+        self.holding = H()
 
         class T:
             hold = False
@@ -93,13 +100,13 @@ def test_a_standby_takes_the_actives_word_not_its_flags():
     watch = SettingsWatch(store, standby, other_flags)
     watch.poll()
     run_posted(standby)
-    assert standby.move_timeout == 30.0 and standby.tables.hold is True
+    assert standby.moves.move_timeout == 30.0 and standby.tables.hold is True
     assert len(store.writes) == 1               # a standby never writes
     # Changed at run time: applied at the next poll, shown with its source.
     store.update({'stats-interval': '3', 'hold-frames': '64'})
     watch.poll()
     run_posted(standby)
-    assert standby.collector.interval == 3.0 and standby.hold_frames == 64
+    assert standby.collector.interval == 3.0 and standby.holding.hold_frames == 64
     view = {v['name']: v for v in watch.view()}
     assert view['stats-interval']['value'] == '3.0'
     assert view['stats-interval']['source'] == 'intent database'
@@ -120,8 +127,8 @@ def test_apply_reaches_every_part():
     ctl = Ctl(active=True)
     apply(ctl, {'activation-settle-ms': 40, 'hold-rate': 7, 'hold': 'on',
                 'hold-bytes': 4096})
-    assert ctl.activation_settle == 0.04 and ctl.hold_rate == 7
-    assert ctl.tables.hold is True and ctl.hold_bytes == 4096
+    assert ctl.moves.activation_settle == 0.04 and ctl.holding.hold_rate == 7
+    assert ctl.tables.hold is True and ctl.holding.hold_bytes == 4096
 
 
 def test_every_value_a_flag_takes_the_row_takes_too():

@@ -24,7 +24,7 @@ def report_h3(h, ip):
 
 
 def state(h, wid):
-    return h.call(h.ctl.wire_view, wid)['state']
+    return h.call(h.ctl.views.wire_view, wid)['state']
 
 
 def test_carrier_addresses_that_cannot_be_a_tunnels_are_named():
@@ -43,13 +43,13 @@ def test_a_bad_address_in_the_same_sync_as_a_delete_spoils_nothing_else():
     # In one sync: h3 reports an address no tunnel can use, and the wire
     # a-b (h1, h2) is deleted.
     report_h3(h, 'not-an-ip')
-    h.loop.call(h.ctl.wire, ab['id'])
+    h.loop.call(h.ctl.views.wire, ab['id'])
     h.intent.delete_wire(ab['id'])
     h.settle()
     assert h.send('h1', 1) == [] and h.send('h2', 1) == []   # a-b gone
     assert h.send('h1', 2) == [] and h.send('h3', 1) == []   # c-d waits
     assert state(h, cd['id']) == 'waiting-host'
-    status = h.call(h.ctl.status)
+    status = h.call(h.ctl.views.status)
     assert status['counters']['host_reports_refused'] == 1
     assert [r['why'] for r in status['admission']['recent_refusals']] == [
         "host h3: its gre carrier's address 'not-an-ip' is not an IP "
@@ -62,7 +62,7 @@ def test_a_bad_address_in_the_same_sync_as_a_delete_spoils_nothing_else():
     # The same bad report again is not a new refusal; a good one heals.
     report_h3(h, 'not-an-ip')
     h.settle()
-    assert h.call(h.ctl.status)['counters']['host_reports_refused'] == 1
+    assert h.call(h.ctl.views.status)['counters']['host_reports_refused'] == 1
     report_h3(h, '198.19.0.3')
     h.settle()
     assert state(h, cd['id']) == 'tunnelled'
@@ -89,7 +89,7 @@ def test_a_switch_whose_change_cannot_be_encoded_gets_none_of_it(
     assert h1.installed == held
     assert h.fabric.switches['h1'].flows() == set(held.values())
     assert h.send('h2', 1) == []
-    assert h.call(h.ctl.status)['counters']['sync_host_failures'] >= 1
+    assert h.call(h.ctl.views.status)['counters']['sync_host_failures'] >= 1
     broken.clear()
     h.tick(1)
     # The next sync diffs h1's whole table: the wire is gone there too.

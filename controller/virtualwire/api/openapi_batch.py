@@ -1,5 +1,5 @@
 """The OpenAPI of many wires at once (`core.batch`), of waiting until a
-change is programmed (`?wait=programmed`, `control.programmed`) and of
+change is programmed (`?wait=programmed`, `control.programming`) and of
 paging through wires."""
 from virtualwire.core.batch import MAX_ITEMS
 

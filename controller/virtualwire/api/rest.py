@@ -273,13 +273,13 @@ class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
         scope = _scope(req)
         body = exposition(self.instruments.registry) if scope is None \
             else scoped_exposition(scope.metrics(self._call(
-                self.ctl.metrics_view)))
+                self.ctl.views.metrics_view)))
         resp = webob.Response(status=200, body=body)
         resp.headers['Content-Type'] = CONTENT_TYPE
         return resp
 
     def status(self, req):
-        return json_response(200, self._call(self.ctl.status))
+        return json_response(200, self._call(self.ctl.views.status))
 
     def healthz(self, req):
         """Alive: the control loop answers (a wedged loop is restarted by
@@ -296,7 +296,7 @@ class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
         or standby with a leader known) and every known host's switch in
         session."""
         try:
-            failing = self.loop.call(self.ctl.readiness,
+            failing = self.loop.call(self.ctl.views.readiness,
                                      timeout=PROBE_TIMEOUT)
         except TimeoutError:
             failing = ['loop']
@@ -308,13 +308,13 @@ class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
         return json_response(200, {'status': 'ready'})
 
     def list_hosts(self, req):
-        return json_response(200, {'hosts': self._call(self.ctl.host_views)})
+        return json_response(200, {'hosts': self._call(self.ctl.views.host_views)})
 
     def show_host(self, req, name):
-        return json_response(200, self._call(self.ctl.host_view, name))
+        return json_response(200, self._call(self.ctl.views.host_view, name))
 
     def list_vnics(self, req):
-        views = list(self._call(self.ctl.vnic_views).values())
+        views = list(self._call(self.ctl.views.vnic_views).values())
         scope = _scope(req)
         owners = self.intent.ownership.owners()
         return json_response(200, {'vnics': [
@@ -326,18 +326,18 @@ class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
         scope = _scope(req)
         if scope is not None:
             scope.check_vnic(vnic_id)
-        view = self._call(self.ctl.vnic_view, vnic_id)
+        view = self._call(self.ctl.views.vnic_view, vnic_id)
         return json_response(200, dict(
             view, tenant=self.intent.ownership.owners().get(vnic_id)))
 
     def list_migrations(self, req):
-        views = self._call(self.ctl.migration_views)
+        views = self._call(self.ctl.views.migration_views)
         scope = _scope(req)
         return json_response(200, {'migrations': views if scope is None
                                    else scope.migrations(views)})
 
     def announce_migration(self, req):
-        view, ticket = self._call(self.ctl.announce_migration,
+        view, ticket = self._call(self.ctl.moves.announce_migration,
                                   read_json_object(req))
         try:
             ticket.result(CALL_TIMEOUT)
@@ -351,7 +351,7 @@ class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
                 'the controller still follows its vNICs from the hosts'
                 % (view['id'], e)) from None
         # Its source may have reported the guest leaving already.
-        words = self._call(self.ctl.words_for_move, view['vm_uuid'])
+        words = self._call(self.ctl.cloud_word.words_for_move, view['vm_uuid'])
         self._write_words(words)
         return json_response(201, _for_caller(req, view))
 
@@ -359,23 +359,23 @@ class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
         doc = read_json_object(req)
         if set(doc) != {'host'} or not isinstance(doc['host'], str):
             raise errors.Malformed('body must be {"host": host name}')
-        view = self._call(self.ctl.migration_released, vm_uuid, doc['host'])
+        view = self._call(self.ctl.moves.migration_released, vm_uuid, doc['host'])
         return json_response(200, {'migration': _for_caller(req, view)
                                    if view else view})
 
     def list_extender_links(self, req):
         return json_response(200, {
-            'links': self._call(self.ctl.extender_link_views),
-            'sites': self._call(self.ctl.site_path_views)})
+            'links': self._call(self.ctl.extenders.link_views),
+            'sites': self._call(self.ctl.extenders.site_path_views)})
 
     def connect_extenders(self, req):
         doc = read_json_object(req)
         if set(doc) != {'a', 'b'}:
             raise errors.Malformed('body must be {"a": extender, "b": '
                                    'extender}')
-        self._call(self.ctl.check_extender_link, doc['a'], doc['b'])
+        self._call(self.ctl.extenders.check_link, doc['a'], doc['b'])
         link = self.intent.create_link(doc['a'], doc['b'])
-        views = self._call(self.ctl.extender_link_views)
+        views = self._call(self.ctl.extenders.link_views)
         view = next(v for v in views if (v['a'], v['b']) == (link.a, link.b))
         resp = json_response(201, view)
         resp.headers['Location'] = '/v1/extender-links/%s/%s' % (link.a,
@@ -389,7 +389,7 @@ class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
         return webob.Response(status=204)
 
     def extender_report(self, req, name):
-        out = self._call(self.ctl.extender_report, name,
+        out = self._call(self.ctl.extenders.report, name,
                          read_json_object(req))
         change = out.pop('key_change', None)
         if change is not None:      # reports are not audited; key changes
@@ -401,4 +401,4 @@ class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
         return json_response(200, out)
 
     def rotate_key(self, req, name):
-        return json_response(202, self._call(self.ctl.rotate_key, name))
+        return json_response(202, self._call(self.ctl.extenders.rotate_key, name))

@@ -25,14 +25,14 @@ class DepartureHandlers:
         # operator's token may report for any host it names.
         host = who[1] if isinstance(who, tuple) and who[0] == 'hypervisor' \
             else doc.get('host') if isinstance(doc.get('host'), str) else ''
-        words = self._call(self.ctl.report_departure, host, doc)
+        words = self._call(self.ctl.cloud_word.report_departure, host, doc)
         moved = self._write_words(words)
         # settled: the agent may stop saying it (else it says it again
         # until it is, within the pairing window).
         return json_response(200, {
             'vm_uuid': doc['vm_uuid'], 'moved': sorted(moved),
             'settled': bool(moved) or self._call(
-                self.ctl.departure_settled, doc['vm_uuid'], host)})
+                self.ctl.cloud_word.departure_settled, doc['vm_uuid'], host)})
 
     def _write_words(self, words):
         """Write each authorized Word (the source's report and the

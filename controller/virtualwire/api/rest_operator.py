@@ -123,9 +123,9 @@ class OperatorHandlers:
         return json_response(200, self.audit_log.view(int(raw)))
 
     def orphans(self, req):
-        return json_response(200, self._call(self.ctl.safe_start_view))
+        return json_response(200, self._call(self.ctl.safe_start.view))
 
     def release_orphans(self, req):
         """The operator says the intent database is right (safe_start)."""
-        view = self._call(self.ctl.release_orphans)
+        view = self._call(self.ctl.safe_start.release)
         return json_response(200, dict(view, released=True))

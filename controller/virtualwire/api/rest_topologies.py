@@ -97,7 +97,7 @@ class TopologyHandlers:
         recs = [self._seen(r, scope) for r in self.intent.topologies.records(
             tenant if (scope or tenant) else None)]
         cids = [c for r in recs for c in r.wires.values()]
-        wires = self._call(self.ctl.wires_with_rates, cids)
+        wires = self._call(self.ctl.views.wires_with_rates, cids)
         out = []
         for r in recs:
             try:
@@ -109,10 +109,10 @@ class TopologyHandlers:
 
     def _view(self, rec):
         tf = self.topology_parser.parse(rec.source, rec.name)
-        wires = self._call(self.ctl.wires_with_rates,
+        wires = self._call(self.ctl.views.wires_with_rates,
                            list(rec.wires.values()))
         return topology_view.inspect(rec, tf, wires,
-                                     self._call(self.ctl.vnic_views))
+                                     self._call(self.ctl.views.vnic_views))
 
     def show_topology(self, req, name):
         _query(req, ('tenant',))
@@ -187,7 +187,7 @@ class TopologyHandlers:
         visible = scope.sees_vnic if scope is not None else (lambda v: True)
         inv = topology_plan.Inventory(
             self.intent.topologies.guests(),
-            self._call(self.ctl.vnic_views), visible)
+            self._call(self.ctl.views.vnic_views), visible)
         resolved = topology_plan.resolve(tf, inv)
         before = self._seen(self.intent.topologies.record(
             scope.tenant if scope else '', tf.name), scope)
@@ -233,9 +233,9 @@ class TopologyHandlers:
         if old is None or old.host == guest.host:
             return
         moving = {m['destination'] for m in self._call(
-            self.ctl.migration_views) if m['vm_uuid'] == guest.uuid}
+            self.ctl.views.migration_views) if m['vm_uuid'] == guest.uuid}
         plugged = {v: view['host'] for v, view in
-                   self._call(self.ctl.vnic_views).items()
+                   self._call(self.ctl.views.vnic_views).items()
                    if v in old.vnics()}
         why = topology_plan.guest_move_refusal(old, guest.host, moving,
                                                plugged)

@@ -1,7 +1,7 @@
 """REST handlers of wires (a part of `RestApi`): list (paginated), connect,
 disconnect, many at once (`core.batch`), stats; and, on any change,
 `?wait=programmed`: the answer waits until every connected switch holds
-the change (`control.programmed`)."""
+the change (`control.programming`)."""
 import logging
 import time
 from typing import Any
@@ -85,13 +85,13 @@ class WireHandlers:
         far; the view of where they are. 504 says where they are not. A
         tenant is told how many hosts, never which (the cloud's)."""
         scope = _scope(req)
-        gen = self._call(self.ctl.current_generation)
-        done = self._call(self.ctl.wait_programmed, gen)
+        gen = self._call(self.ctl.programming.current_generation)
+        done = self._call(self.ctl.programming.wait_programmed, gen)
         try:
             return _for(scope, done.result(seconds))
         except TimeoutError:
-            self._call(self.ctl.forget_waiter, done)
-            view = self._call(self.ctl.programmed_view, gen)
+            self._call(self.ctl.programming.forget_waiter, done)
+            view = self._call(self.ctl.programming.programmed_view, gen)
             pending = ('%d switch(es)' % len(view['pending'])
                        if scope is not None else
                        ', '.join(view['pending']) or '-')
@@ -105,7 +105,7 @@ class WireHandlers:
         scope = _scope(req)
         if after is not None:
             after = ids.parse_connector_id(after)
-        views, nxt = self._call(self.ctl.wire_page, after, limit,
+        views, nxt = self._call(self.ctl.views.wire_page, after, limit,
                                 None if scope is None else scope.sees_wire)
         doc = {'wires': views}
         if nxt is not None:
@@ -116,7 +116,7 @@ class WireHandlers:
         """The connector id asked for, once it is known to exist for this
         caller (a tenant's 404 for another's wire reads as for none)."""
         cid = ids.parse_connector_id(wire_id)
-        wire = self._call(self.ctl.wire, cid)        # 404 if unknown
+        wire = self._call(self.ctl.views.wire, cid)        # 404 if unknown
         scope = _scope(req)
         if scope is not None:
             scope.check_wire(wire)
@@ -138,7 +138,7 @@ class WireHandlers:
         scope = _scope(req)
         if scope is not None:
             scope.check_ends(doc['a'], doc['b'])
-        self._call(self.ctl.check_gateway_ends, doc['a'], doc['b'])
+        self._call(self.ctl.views.check_gateway_ends, doc['a'], doc['b'])
         # The database is the arbiter between writers (Binding's unique
         # index: a vNIC already wired is refused there, with its wire's
         # id); the loop applies the wire when it comes back from it.
@@ -148,11 +148,11 @@ class WireHandlers:
             if scope is None:
                 raise
             for v in (doc['a'], doc['b']):
-                held = self._call(self.ctl.wire_of_vnic, v)
+                held = self._call(self.ctl.views.wire_of_vnic, v)
                 if held is not None:
                     raise scope.taken(v, held) from None
             raise
-        view = self._call(self.ctl.wire_view, wire.connector_id)
+        view = self._call(self.ctl.views.wire_view, wire.connector_id)
         if seconds is not None:
             view = dict(view, programmed=self._programmed(seconds, req))
         resp = json_response(201, view)
@@ -161,7 +161,7 @@ class WireHandlers:
 
     def show_wire(self, req, wire_id):
         return json_response(200, self._call(
-            self.ctl.wire_view, self._visible_wire(req, wire_id)))
+            self.ctl.views.wire_view, self._visible_wire(req, wire_id)))
 
     def disconnect(self, req, wire_id):
         seconds = wait_args(req)
@@ -179,7 +179,7 @@ class WireHandlers:
         t0 = time.perf_counter()
         pairs, cids = batch.parse(read_json_object(req, MAX_BATCH_BODY))
         total = len(pairs) + len(cids)
-        refused = batch.refuse(self._call(self.ctl.batch_refusals, pairs,
+        refused = batch.refuse(self._call(self.ctl.views.batch_refusals, pairs,
                                           cids, _scope(req)), total)
         if refused is not None:
             raise refused
@@ -188,7 +188,7 @@ class WireHandlers:
         except VnicTaken as e:
             # Another writer was faster: nothing of ours was written.
             raise errors.Conflict('%s; nothing was changed' % e) from None
-        gen = self._call(self.ctl.current_generation)
+        gen = self._call(self.ctl.programming.current_generation)
         doc = {'created': [{'id': w.connector_id,
                             'connector_id': ids.fmt_connector(
                                 w.connector_id),
@@ -204,7 +204,7 @@ class WireHandlers:
         return json_response(200, doc)
 
     def all_stats(self, req):
-        doc = self._call(self.ctl.all_wire_stats)
+        doc = self._call(self.ctl.views.all_wire_stats)
         scope = _scope(req)
         if scope is not None:
             doc = dict(doc, wires=scope.wires(doc['wires']))
@@ -212,4 +212,4 @@ class WireHandlers:
 
     def wire_stats(self, req, wire_id):
         return json_response(200, self._call(
-            self.ctl.wire_stats, self._visible_wire(req, wire_id)))
+            self.ctl.views.wire_stats, self._visible_wire(req, wire_id)))

@@ -45,7 +45,7 @@ def redirect(req, ctl: ControllerPort, own, wait=None):
     while True:
         if ctl.active:
             return None
-        leader = ctl.leader
+        leader = ctl.roles.leader
         there = (leader.southbound_url if where == 'southbound'
                  else leader.rest_url) if leader is not None else ''
         if there and there.rstrip('/') != own.get(where, '').rstrip('/'):

@@ -26,14 +26,19 @@ every REVOCATION_POLL seconds; `vwctl hosts revoke`).
 What this does not stop: a holder of NAME's own key (a compromised
 hypervisor) acts as NAME while NAME is not connected. Without TLS (the controller's lab flag)
 identities are None and every report is believed, as before.
-Refusals are counted and the last ones kept for `/v1/status`.
+Refusals are counted and the last ones kept for `/v1/status`
+(`control.refusals`).
+
+A part of the controller: it owns the revocation list, the takeover
+probes and what each host's carriers were last refused for. It never
+changes the sessions: it says which to drop, and which newcomer takes
+over, and the controller does it.
 """
-import collections
 import dataclasses
 import logging
-import time
 
-from virtualwire.control.state import ControllerState
+from virtualwire.control.refusals import Refusals
+from virtualwire.control.shared import Shared
 from virtualwire.core import ids, revocation
 from virtualwire.core.model import carrier_address_problem
 from virtualwire.control.takeover import Takeovers
@@ -43,36 +48,32 @@ PROBE = 'probe'     # admit_switch: ask the connected switch first
 REVOCATION_POLL = 0.25
 
 LOG = logging.getLogger(__name__)
-KEEP_REFUSALS = 50
 
 
 def _names(identity):
     return ', '.join(sorted(identity)) if identity else 'none'
 
 
-class AdmissionChecks(ControllerState):
-    """Mixed into the Controller."""
-
-    def init_admission(self, require_identity):
+class Admission:
+    def __init__(self, shared: Shared, refusals: Refusals,
+                 require_identity=False):
+        self.shared = shared
+        self.refusals = refusals
         self.require_identity = require_identity
-        self.refusals = collections.deque(maxlen=KEEP_REFUSALS)
-        self.stats.update(switches_refused=0, host_reports_refused=0,
-                          tls_handshakes_failed=0,
-                          switch_takeovers_refused=0)
+        shared.stats.update(switches_refused=0, host_reports_refused=0,
+                            tls_handshakes_failed=0,
+                            switch_takeovers_refused=0)
         self.switch_takeovers = Takeovers()
         self.revoked: list = []         # the revocation list's entries
         self.unusable_carriers: dict = {}   # host -> why, last reported
 
     def _refuse(self, counter, kind, peer, why):
-        self.stats[counter] += 1
-        self.refusals.append({'at': time.time(), 'kind': kind,
-                              'peer': peer, 'why': why})
-        LOG.warning('refused %s from %s: %s', kind, peer, why)
+        self.refusals.refuse(counter, kind, peer, why)
 
     def tls_refused(self, peer, why):
         """The OpenFlow listener turned a peer away before any OpenFlow
         (no certificate, or one the CA did not sign)."""
-        self.loop.assert_owner()
+        self.shared.loop.assert_owner()
         self._refuse('tls_handshakes_failed', 'switch', peer, why)
 
     def admit_hosts(self, remote, hosts, identity):
@@ -99,7 +100,7 @@ class AdmissionChecks(ControllerState):
                              'no host can take another\'s' % (
                                  h.name, h.dpid, ids.derived_dpid(h.name)))
                 continue
-            owner = self.host_of_dpid(h.dpid)
+            owner = self.shared.host_of_dpid(h.dpid)
             if owner is not None and owner != h.name:
                 self._refuse('host_reports_refused', 'host report', remote,
                              'host %s claims datapath id %016x, which is '
@@ -146,14 +147,14 @@ class AdmissionChecks(ControllerState):
                          'datapath %016x is not derived from a name its '
                          'certificate holds (%s)' % (dp.id, _names(identity)))
             return False
-        host = self.host_of_dpid(dp.id)
+        host = self.shared.host_of_dpid(dp.id)
         if identity is not None and host is not None and \
                 host not in identity:
             self._refuse('switches_refused', 'switch', peer,
                          'datapath %016x is host %s\'s but the certificate '
                          'names %s' % (dp.id, host, _names(identity)))
             return False
-        old = self.sessions.get(dp.id)
+        old = self.shared.sessions.get(dp.id)
         if old is not None and old.dp is not dp and \
                 old.identity != identity:
             self._refuse('switches_refused', 'switch', peer,
@@ -167,21 +168,21 @@ class AdmissionChecks(ControllerState):
 
     def probe_takeover(self, dp, identity, cert_expires):
         """Hold a second connection for a connected switch while the
-        connected one is asked whether it lives."""
-        old = self.sessions[dp.id]
-        xid = self.switch_takeovers.hold(old.dp, dp, identity, cert_expires)
-        self.loop.after(self.switch_takeovers.probe,
-                        lambda: self.takeover_due(dp.id, xid))
+        connected one is asked whether it lives. Returns the probe's xid,
+        for `takeover_due` after `switch_takeovers.probe` seconds."""
+        old = self.shared.sessions[dp.id]
+        return self.switch_takeovers.hold(old.dp, dp, identity,
+                                          cert_expires)
 
     def on_echo_reply(self, msg):
         """The connected switch answered our probe: it keeps its session,
         the newcomer is refused (an alarm)."""
-        self.loop.assert_owner()
+        self.shared.loop.assert_owner()
         p = self.switch_takeovers.answered(msg.datapath, msg.xid)
         if p is None:
             return
-        old = self.sessions.get(p.dp.id)
-        host = self.host_of_dpid(p.dp.id)
+        old = self.shared.sessions.get(p.dp.id)
+        host = self.shared.host_of_dpid(p.dp.id)
         why = self.switch_takeovers.refusal(p, host, old.identity if old else None)
         self._refuse('switch_takeovers_refused', 'switch takeover',
                      '%s:%s' % tuple(p.dp.address[:2])
@@ -191,63 +192,48 @@ class AdmissionChecks(ControllerState):
 
     def takeover_due(self, dpid, xid):
         """The probe's time is up: a connected switch that did not answer
-        is gone; the newcomer takes over."""
-        self.loop.assert_owner()
+        is gone; returns the newcomer that takes over (or None)."""
         p = self.switch_takeovers.unanswered(dpid, xid)
-        if p is None:
-            return
-        LOG.warning('switch %016x did not answer within %gs: its new '
-                    'connection from %s takes over', dpid,
-                    self.switch_takeovers.probe, p.dp.address)
-        self._take_over(p)
-
-    def takeover_after_down(self, dp):
-        """A connection ended: the probed one's newcomer takes over."""
-        p = self.switch_takeovers.gone(dp)
         if p is not None:
-            self._take_over(p)
+            LOG.warning('switch %016x did not answer within %gs: its new '
+                        'connection from %s takes over', dpid,
+                        self.switch_takeovers.probe, p.dp.address)
+        return p
 
-    def _take_over(self, p):
-        old = self.sessions.get(p.dp.id)
-        if old is not None and old.dp is p.old_dp:
-            del self.sessions[p.dp.id]
-            hang_up(old.dp)
-        self.on_switch_up(p.dp, p.identity, p.cert_expires)
-
-    def evict_unadmitted(self, host):
-        """After believing `host`: a switch connected with its datapath
-        id whose certificate does not name it loses its session."""
-        s = self.sessions.get(host.dpid)
+    def evict_unadmitted(self, host) -> bool:
+        """After believing `host`: does the switch connected with its
+        datapath id lose its session (its certificate does not name it)?"""
+        s = self.shared.sessions.get(host.dpid)
         if s is None or s.identity is None or host.name in s.identity:
-            return
+            return False
         self._refuse('switches_refused', 'switch', str(s.dp.address),
                      'datapath %016x is host %s\'s but the certificate '
                      'names %s' % (host.dpid, host.name,
                                    _names(s.identity)))
-        del self.sessions[host.dpid]
-        hang_up(s.dp)
+        return True
 
-    def on_revocations(self, entries):
-        """The revocation list changed: hang up every switch whose
-        certificate it now takes back, and stop believing host
-        databases whose certificate it takes back."""
-        self.loop.assert_owner()
+    def on_revocations(self, entries, host_dbs=None):
+        """The revocation list changed: returns the datapath ids of the
+        switches whose certificate it now takes back (for the controller
+        to hang up), and stops believing host databases whose certificate
+        it takes back."""
         self.revoked = list(entries)
-        for dpid, s in list(self.sessions.items()):
+        out = []
+        for dpid, s in list(self.shared.sessions.items()):
             why = revocation.refusal(s.identity, self.revoked)
             if why is None:
                 continue
             self._refuse('switches_refused', 'switch', str(s.dp.address),
                          'connected switch %016x hung up: %s' % (dpid, why))
-            del self.sessions[dpid]
-            hang_up(s.dp)
+            out.append(dpid)
         for p in list(self.switch_takeovers.pending.values()):
             if revocation.refusal(p.identity, self.revoked):
                 self.switch_takeovers.pending.pop(p.dp.id, None)
                 hang_up(p.dp)
-        if self.host_dbs is not None:
-            self.host_dbs.forget_revoked(
+        if host_dbs is not None:
+            host_dbs.forget_revoked(
                 lambda ident: revocation.refusal(ident, self.revoked))
+        return out
 
 
 class RevocationWatch:

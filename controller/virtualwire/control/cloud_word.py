@@ -17,6 +17,8 @@ it; and the host the cloud names can do what that host's switch can."""
 import collections
 import logging
 
+from virtualwire.control.migrations import parse_vm_uuid
+
 from virtualwire.core import departures
 from virtualwire.core.placement import ClaimRefused
 
@@ -25,8 +27,10 @@ POLL = 1.0
 
 
 class CloudWord:
-    def __init__(self, tables):
-        self.tables = tables                 # pipeline.incremental tables
+    def __init__(self, shared):
+        # control.shared.Shared: its tables, read afresh each time (a
+        # takeover's rebuild replaces them).
+        self.shared = shared
         self.refused_total: collections.Counter = collections.Counter()
         # Sources' reports of guests leaving (core.departures), and moves
         # they could not authorize, per source host (a metric).
@@ -47,7 +51,7 @@ class CloudWord:
         """The same for a guest's `vnics` arriving at `destination` by
         whatever word (`what`: the migration's id, or how the destination
         said so)."""
-        p = self.tables.placement
+        p = self.shared.tables.placement
         words, why = self.departures.authorize(
             vm_uuid, destination, addresses,
             [v for v in vnics if p.strict or v in p.words], p.words, now)
@@ -65,7 +69,7 @@ class CloudWord:
     def moved_on(self, d):
         """Whether every vNIC of report `d` is placed off its host
         already: the move it reports is over."""
-        words = self.tables.placement.words
+        words = self.shared.tables.placement.words
         return all(v in words and words[v].host != d.host for v in d.vnics)
 
     def settled(self, vm_uuid, host):
@@ -74,18 +78,81 @@ class CloudWord:
         d = self.departures.pending.get(vm_uuid)
         return d is None or d.host != host or self.moved_on(d)
 
+    # ---- the sources' reports and the words they allow -------------------
+    def report_departure(self, host, doc):
+        """The source's agent: a guest is leaving `host`. Returns the
+        words ({vnic: Word}) its migration may take now, for the caller
+        to write (the intent database, then `on_words`)."""
+        self.shared.loop.assert_owner()
+        d = departures.parse(doc, host, self.shared.clock())
+        if self.departures.said_again(
+                d, self.moved_on(d)):
+            return {}       # the agent's repeat, after its move was made
+        self.departures.report(d)
+        LOG.info('%s reports guest %s leaving%s', host, d.vm_uuid,
+                 ' to %s' % d.to_address if d.to_address else '')
+        return self.words_for_move(d.vm_uuid)
+
+    def departure_settled(self, vm_uuid, host):
+        """Whether the agent of `host` may stop reporting guest `vm_uuid`
+        leaving (its report spent, or every vNIC placed elsewhere)."""
+        self.shared.loop.assert_owner()
+        return self.settled(parse_vm_uuid(vm_uuid), host)
+
+    def words_for_move(self, vm_uuid):
+        """{vnic: Word} the announced migration of `vm_uuid` may take, if
+        its source has reported the guest leaving (else {})."""
+        self.shared.loop.assert_owner()
+        m = self.shared.migrations.active.get(vm_uuid)
+        if m is None or m.found_by != 'hook':
+            return self._words_for_refused(vm_uuid)
+        return self.authorize(
+            m, self._addresses(m.destination), self.shared.clock())
+
+    def _words_for_refused(self, vm_uuid):
+        """No hook announced the guest (the controller was down when it
+        ran): the destination's word is then its own OVSDB, which holds
+        the guest's ports (libvirt's vm-id) refused for want of a word."""
+        d = self.departures.pending.get(vm_uuid)
+        if d is None:
+            return {}
+        by_host: dict = {}
+        for v in sorted(d.vnics):
+            for h in sorted(self.shared.tables.placement.refused.get(v, {})):
+                host = self.shared.tables.hosts.get(h)
+                port = host.vnic_map().get(v) if host else None
+                if h != d.host and port is not None and \
+                        port.vm_id == vm_uuid:
+                    by_host.setdefault(h, []).append(v)
+        words: dict = {}
+        for h, vnics in sorted(by_host.items()):
+            words.update(self.authorize_to(
+                vm_uuid, h, vnics, self._addresses(h), self.shared.clock(),
+                'found on %s' % h))
+        return words
+
+    def _addresses(self, name):
+        """The addresses a host's migration stream may come to: its
+        tunnel endpoints and its switch's connection."""
+        dest = self.shared.tables.hosts.get(name)
+        addresses = {e.ip for e in dest.encaps} if dest else set()
+        s = self.shared.sessions.get(dest.dpid) if dest else None
+        if s is not None and isinstance(s.dp.address, tuple):
+            addresses.add(s.dp.address[0])
+        return addresses
+
     def apply(self, changes):
         """{vnic: Word or None}: returns placement events for the caller
         to record (moves the word allowed, claims it took away)."""
         events: list = []
         for vnic, word in sorted(changes.items()):
-            if self.tables.placement.words.get(vnic) == word:
+            if self.shared.tables.placement.words.get(vnic) == word:
                 continue             # already applied (at start)
             LOG.info('the cloud places vNIC %s %s', vnic,
                      'on %s%s' % (word.host, ' (moving from %s)'
                                   % word.previous if word.previous else '')
                      if word else 'nowhere (any host may claim it)')
-            events += self.tables.set_word(vnic, word)
+            events += self.shared.tables.set_word(vnic, word)
         return events
 
     def seen(self, ev: ClaimRefused):
@@ -101,7 +168,7 @@ class CloudWord:
 
     def refused(self):
         """[{vnic, host, port, placed_on}] of claims refused now."""
-        p = self.tables.placement
+        p = self.shared.tables.placement
         # A destination of an announced move whose source has not
         # reported yet is shown (awaiting_source), not alarmed.
         return [{'vnic': v, 'host': h, 'port': port,

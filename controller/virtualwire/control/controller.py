@@ -1,36 +1,50 @@
-"""The controller's state and the handlers of every event that changes it.
+"""The controller: its parts, composed, and the events that drive them.
 
 Everything here runs on the control loop (`control.loop`): no locks, and
 each handler calls `loop.assert_owner()`. Intent arrives only from the
 intent database's change stream (`on_intent`), so each write is applied
 once, whoever wrote it. Switch writes happen in `sync`, after each burst
 of events: one atomic bundle per switch whose desired table changed.
-Migrations are `control.migrating`; read-only views are `control.views`.
+
+Each part owns its state and never calls another part (Faucet's
+managers, composed): this class hands one part's result to the next.
+
+- `programming`: sync's bundles, generations, who waits for them;
+- `safe_start`: flows of wires never seen in intent, kept;
+- `moves`: migrations' activation, timers, sister switches;
+- `cloud_word`: where the cloud places each vNIC, sources' departures;
+- `holding`: frames held for a moving guest and released at activation;
+- `admission`: which switches and host reports are believed;
+- `roles`: active or standby;
+- `extenders`: extender links, agents' reports and keys;
+- `provider_switches`: switches the provider implements (a skeleton);
+- `views` reads them all for the API. What they share to read is
+  `shared` (`control.shared`).
 """
 import logging
 import time
 from typing import Any, Optional
 
+from virtualwire.control import startup
+from virtualwire.control.admission import PROBE, Admission
 from virtualwire.control.cloud_word import CloudWord
-from virtualwire.control.admission import PROBE, AdmissionChecks
-from virtualwire.control.extenders import ExtenderHandlers
-from virtualwire.control.gateways import GatewayChecks
-from virtualwire.control.holding import HoldHandlers
-from virtualwire.control.migrating import MigrationHandlers
-from virtualwire.control.migrations import MigrationBook
-from virtualwire.control.programmed import Programmed
-from virtualwire.control.roles import Roles, canonical_records
+from virtualwire.control.extenders import Extenders
+from virtualwire.control.holding import Holding
+from virtualwire.control.migrating import Moves
+from virtualwire.control.programming import Programming
+from virtualwire.control.provider_switches import ProviderSwitches
+from virtualwire.control.refusals import Refusals
+from virtualwire.control.roles import RESEND, STAND_BY, TAKE_OVER, Roles
 from virtualwire.control.safe_start import SafeStart
+from virtualwire.control.shared import Shared
 from virtualwire.control.views import Views
-from virtualwire.core import tenancy
-from virtualwire.core.extender_keys import ExtenderKeys
 from virtualwire.core.placement import Placement
 from virtualwire.core.held_frames import (DEFAULT_BYTES, DEFAULT_FRAMES,
                                          DEFAULT_RATE)
 from virtualwire.metrics import loss
 from virtualwire.metrics.collector import Collector
 from virtualwire.metrics.instruments import Instruments
-from virtualwire.pipeline.flow import diff_flows, diff_keys
+from virtualwire.pipeline.flow import FlowDiff
 from virtualwire.pipeline.incremental import IncrementalTables
 from virtualwire.southbound import openflow
 from virtualwire.southbound.session import SwitchSession, hang_up
@@ -40,9 +54,7 @@ DUMP_TIMEOUT = 10.0
 BULK = 1000         # changes from which their cost is logged (batches)
 
 
-class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
-                 GatewayChecks, AdmissionChecks, SafeStart, Programmed, Roles,
-                 Views):
+class Controller:
     def __init__(self, loop, intent, runtime, host_dbs=None,
                  ovsdb_port=6640, move_timeout=900.0, clock=time.monotonic,
                  stats_interval=2.0, counter_lag=(loss.LAG, loss.FLIGHT),
@@ -56,106 +68,71 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         self.runtime = runtime          # store.runtime.RuntimeStore
         self.host_dbs = host_dbs        # southbound.host_ovsdb.HostDbs
         self.ovsdb_port = ovsdb_port
-        self.move_timeout = move_timeout
-        self.activation_settle = activation_settle
-        self.sync_held_until = None     # clock(): see MigrationHandlers
-        self.clock = clock
-        self.tables = IncrementalTables(Placement(strict))
-        # The cloud's word on where each vNIC runs (control.cloud_word).
-        self.cloud_word = CloudWord(self.tables)
-        self.migrations = MigrationBook()
-        self.sessions = {}              # dpid -> SwitchSession
-        self.host_owner = {}            # host name -> OVSDB remote
-        self.remembered = {}            # name -> Host, as last persisted
-        self.move_seen = {}             # vnic -> clock() when first seen
-        self.announced_at = {}          # vm_uuid -> clock() at announcement
-        self.changed_records = {}       # id -> Migration to persist
-        self.sisters_pending = {}       # vnic -> activation's other switches
-        self.sister_hosts = {}
-        self.reports = {}               # extender -> its agent's last report
-        self.rotations = {}             # extender -> public key to replace
-        self.hurry_until = {}           # extender -> its rotation's hurry
-        self.extender_keys = ExtenderKeys()
-        self.stats = {'syncs': 0, 'bundles': 0, 'flow_mods': 0,
-                      'switch_errors': 0, 'held_delivered': 0,
-                      'held_evicted': 0, 'held_late': 0,
-                      'held_late_dropped': 0, 'held_abandoned': 0,
-                      'sync_host_failures': 0, 'extender_key_changes': 0,
-                      'extender_keys_refused': 0}
-        # Moves keep their destination's frames (control.holding): by
-        # default, or as each migration asks.
-        self.hold_frames, self.hold_bytes = hold_frames, hold_bytes
-        self.hold_rate = hold_rate
-        self.tables.hold = hold
-        self.holding, self.awaiting_reads, self.arrivals = {}, {}, {}
-        self.releases, self.released, self.late = {}, {}, {}
-        self.polls_wanted = False
-        # Intent changes taken in, and who waits for one to be programmed
-        # on the switches (control.programmed).
-        self.generation = 0
-        self.waiters = []
+        tables = IncrementalTables(Placement(strict))
+        tables.hold = hold      # moves keep their destination's frames
+        self.shared = Shared(loop, clock, tables, runtime,
+                             {'switch_errors': 0})
+        self.refusals = Refusals(self.shared.stats)
+        self.programming = Programming(self.shared)
+        self.safe_start = SafeStart(self.shared)
+        self.moves = Moves(self.shared, move_timeout, activation_settle)
+        # The cloud's word on where each vNIC runs, and the sources'
+        # reports of guests leaving (control.cloud_word).
+        self.cloud_word = CloudWord(self.shared)
+        self.holding = Holding(self.shared, hold_frames, hold_bytes,
+                               hold_rate)
         # TLS: only certificates' names are believed (control.admission);
         # host OVSDBs are then read over ssl:, else tcp: (the lab flag).
-        self.init_admission(require_identity)
-        # Flows of wires never seen in intent are not deleted (safe_start).
-        self.init_safe_start()
-        # Active, or a standby that writes nothing (control.roles).
-        self.init_roles(active)
+        self.admission = Admission(self.shared, self.refusals,
+                                   require_identity)
+        self.roles = Roles(active)      # or a standby that writes nothing
+        self.extenders = Extenders(self.shared, intent, self.refusals)
+        self.provider_switches = ProviderSwitches(self.shared)
+        self.host_owner = {}            # host name -> OVSDB remote
+        self.remembered = {}            # name -> Host, as last persisted
+        self.started_from = None        # what start() read (control.startup)
         self.instruments = instruments or Instruments()
         loop.observe_lag = self.instruments.loop_lag.observe
         # Reads flow counters on its own timer; never writes a switch. Or
         # a collector process's figures (metrics.remote), off this loop.
         self.collector = collector or Collector(
-            loop, self, runtime, interval=stats_interval,
+            loop, self.shared, runtime, interval=stats_interval,
             lag=counter_lag[0], flight=counter_lag[1])
+        self.views = Views(self)
         loop.idle = self.sync
         # The shared settings' watcher (control.shared_settings), set by
         # the entry point; None in tests that drive the controller alone.
         self.settings: Optional[Any] = None
 
-    # ---- start ---------------------------------------------------------------
-    def start(self, live=None):
-        """Start from the last observed hosts and migrations: live views
-        (`live`, or as each host's OVSDB is read) replace them, so missing
-        knowledge never removes a working wire's flows. Moves under way
-        come first, so claims are read as source/destination, not arrival
-        order."""
-        self.loop.assert_owner()
-        saved_hosts, records = self.runtime.hosts(), self.runtime.migrations()
-        # What this start read: a takeover before anything else was seen
-        # need not do it again (control.roles).
-        self.started_from = (saved_hosts, canonical_records(records))
-        self.remembered = dict(saved_hosts)
-        self.ports_before(saved_hosts)      # whom held flows were for
-        self.remembered.update(live or {})
-        self.migrations.restore(records)
-        for m in self.migrations.active.values():
-            for v, src in m.sources.items():
-                if src and src != m.destination:
-                    if m.hold is not None:
-                        self.tables.hold_by_vnic[v] = m.hold
-                    self.tables.placement.start_move(v, src, m.destination)
-        placements = getattr(self.intent, 'placements', None)
-        if placements is not None:        # before claims are read
-            self.on_words(placements.words())
-        for h in self.remembered.values():
-            self._placement_events(self.tables.set_host(h))
-        wires = self.intent.wires()
-        self.wires_seen(wires)
-        self.tables.set_wires(wires)
-        self.collector.start()
+    @property
+    def active(self):
+        return self.roles.active
 
-    # ---- intent --------------------------------------------------------------
+    @property
+    def tables(self):
+        return self.shared.tables
+
+    @property
+    def sessions(self):
+        return self.shared.sessions
+
+    def start(self, live=None):
+        """Start from the last observed hosts and migrations
+        (`control.startup`)."""
+        self.loop.assert_owner()
+        startup.start(self, live)
+
+    # ---- intent and the cloud's word -----------------------------------------
     def on_intent(self, events, n_wires=None):
         """Wire changes from the intent database (ours or another
         writer's), in commit order. If the count still disagrees (rows
         deleted while we were disconnected), reload it all."""
         self.loop.assert_owner()
-        self.generation += 1
+        self.programming.intent_taken()
         t0 = time.perf_counter()
         for kind, cid, wire in events:
             if kind == 'upsert':
-                self.known_wires.add(cid)
+                self.safe_start.wires_seen((cid,))
                 if self.tables.wires.get(cid) != wire:
                     self.tables.add_wire(wire)
             else:
@@ -166,21 +143,12 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         if n_wires is not None and n_wires != len(self.tables.wires):
             LOG.warning('intent has %d wires, we hold %d: reloading',
                         n_wires, len(self.tables.wires))
-            wires = self.intent.wires()
-            self.wires_seen(wires)
-            self.tables.set_wires(wires)
-
-    def wire(self, cid):
-        self.loop.assert_owner()
-        w = self.tables.wires.get(cid)
-        if w is None:
-            raise tenancy.no_wire(cid)
-        return w
+            startup.load_wires(self)
 
     def on_words(self, changes):
         """The cloud's word on placement changed ({vnic: Word or None})."""
         self.loop.assert_owner()
-        self._placement_events(self.cloud_word.apply(changes))
+        self.placement_events(self.cloud_word.apply(changes))
 
     def set_strict(self, strict):
         """Placement turned strict or trusting (the shared setting)."""
@@ -190,7 +158,7 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
                         'has not placed is nobody\'s' if strict else
                         'TRUSTING HOSTS: any host that plugs an unplaced '
                         'vNIC takes it (a lab setting)')
-        self._placement_events(self.tables.set_strict(strict))
+        self.placement_events(self.tables.set_strict(strict))
 
     # ---- hosts (their OVSDB) -------------------------------------------------
     def on_hosts(self, remote, hosts, identity=None):
@@ -198,7 +166,7 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         server's certificate). A name it no longer reports is free again
         (a bridge renamed, or the host answers elsewhere)."""
         self.loop.assert_owner()
-        hosts = self.admit_hosts(remote, hosts, identity)
+        hosts = self.admission.admit_hosts(remote, hosts, identity)
         names = {h.name for h in hosts}
         for name, owner in list(self.host_owner.items()):
             if owner == remote and name not in names:
@@ -209,20 +177,20 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
                 LOG.warning('host name %s is used by %s and %s; ignoring the '
                             'second', h.name, owner, remote)
                 continue
-            self._placement_events(self.tables.set_host(h))
-            self.evict_unadmitted(h)
-            self.taps_seen(h)
-            self.recheck_held(h)
+            self.placement_events(self.tables.set_host(h))
+            if self.admission.evict_unadmitted(h):
+                self._drop(h.dpid)
+            self.moves.taps_seen(h)
+            self.safe_start.recheck_held(h)
             if self.remembered.get(h.name) != h:
                 self.remembered[h.name] = h
                 if self.active:
                     self.runtime.save_host(h)   # queued, off the loop
 
-    def host_of_dpid(self, dpid):
-        for h in self.tables.hosts.values():
-            if h.dpid == dpid:
-                return h.name
-        return None
+    def placement_events(self, events):
+        """What placement observed (moves seen, ended; claims refused)."""
+        self.moves.placement_events(events)
+        self._pass_on()
 
     # ---- switches ------------------------------------------------------------
     def on_switch_up(self, dp, identity=None, cert_expires=None):
@@ -230,9 +198,15 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         names of its verified certificate, `cert_expires` when it expires;
         None without TLS)."""
         self.loop.assert_owner()
-        verdict = self.admit_switch(dp, identity)
+        verdict = self.admission.admit_switch(dp, identity)
         if verdict == PROBE:
-            self.probe_takeover(dp, identity, cert_expires)
+            xid = self.admission.probe_takeover(dp, identity, cert_expires)
+
+            def due():      # the probe's time is up (control.admission)
+                p = self.admission.takeover_due(dp.id, xid)
+                if p is not None:
+                    self._take_over(p)
+            self.loop.after(self.admission.switch_takeovers.probe, due)
             return
         if not verdict:
             hang_up(dp)
@@ -245,41 +219,50 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         if old is not None and old.dp is not dp:
             hang_up(old.dp)              # the same switch, reconnected
         self.sessions[dp.id] = s
-        self.send_role(s)               # before anything else it reads
+        self.roles.send_role(s)         # before anything else it reads
         if self.host_dbs is not None and isinstance(dp.address, tuple) \
                 and dp.address:
             self.host_dbs.watch('%s:%s:%d' % (
-                'ssl' if self.require_identity else 'tcp', dp.address[0],
-                self.ovsdb_port))
+                'ssl' if self.admission.require_identity else 'tcp',
+                dp.address[0], self.ovsdb_port))
         s.dump(lambda body: self._dumped(s, body))
+
+    def _take_over(self, p):
+        """A probed switch is gone: its newcomer takes its session."""
+        old = self.sessions.get(p.dp.id)
+        if old is not None and old.dp is p.old_dp:
+            self._drop(p.dp.id)
+        self.on_switch_up(p.dp, p.identity, p.cert_expires)
+
+    def _drop(self, dpid):
+        s = self.sessions.pop(dpid, None)
+        if s is not None:
+            hang_up(s.dp)
 
     def on_switch_down(self, dp):
         self.loop.assert_owner()
-        s = self.sessions.get(dp.id)
-        if s is not None and s.dp is dp:
+        if self.shared.session(dp) is not None:
             LOG.info('switch %016x disconnected', dp.id)
             del self.sessions[dp.id]
-        self.takeover_after_down(dp)
-
-    def _session(self, dp):
-        s = self.sessions.get(dp.id)
-        return s if s is not None and s.dp is dp else None
+        p = self.admission.switch_takeovers.gone(dp)
+        if p is not None:
+            self._take_over(p)
 
     def on_multipart_reply(self, msg, more=False):
         self.loop.assert_owner()
-        s = self._session(msg.datapath)
+        s = self.shared.session(msg.datapath)
         if s is not None:
             s.reply(msg, more)
 
     def on_barrier_reply(self, msg):
         self.loop.assert_owner()
-        s = self._session(msg.datapath)
+        s = self.shared.session(msg.datapath)
         if s is not None:
             s.barrier_reply(msg)
-            host = self.host_of_dpid(msg.datapath.id)
+            host = self.shared.host_of_dpid(msg.datapath.id)
             if host is not None:
-                self.sisters_confirmed(host, msg.xid)
-            self.check_waiters()
+                self.moves.sisters_confirmed(host, msg.xid)
+            self.programming.check_waiters()
 
     def _dumped(self, s: SwitchSession, body):
         """What the switch holds, so a reconnect (controller or switch
@@ -291,115 +274,122 @@ class Controller(MigrationHandlers, HoldHandlers, ExtenderHandlers,
         s.dump_sent_at = None
         s.dumped_at = time.time()
         LOG.info('switch %016x holds %d flows', s.dp.id, len(s.installed))
-        host = self.host_of_dpid(s.dp.id)
+        host = self.shared.host_of_dpid(s.dp.id)
         if host is not None:
             self.collector.on_dump(host, body)
-        self.activations_in(s.dp.id, s.installed)
+            self.moves.activations_in(host, s.installed)
 
     def on_flow_removed(self, msg):
         self.loop.assert_owner()
-        s = self._session(msg.datapath)
-        host = self.host_of_dpid(msg.datapath.id) if s is not None else None
+        s = self.shared.session(msg.datapath)
+        host = self.shared.host_of_dpid(msg.datapath.id) if s is not None else None
         if host is not None:
             self.collector.on_flow_removed(host, msg)
 
+    def on_packet_in(self, msg):
+        """A held frame, a source's copy, or a moving guest's first frame
+        on its destination (control.holding, then control.migrating)."""
+        self.loop.assert_owner()
+        if self.shared.session(msg.datapath) is None:
+            return      # not an admitted session: not its dpid's host's
+        host = self.shared.host_of_dpid(msg.datapath.id)
+        if host and not self.holding.hold_packet_in(host, msg):
+            self.moves.on_packet_in(host, msg)
+        self._pass_on()
+
+    def _pass_on(self):
+        """What the moves said since: held frames are released for each
+        activation, and the cloud's word counts each claim refused."""
+        activations, refused = self.moves.pop_said()
+        for vnic, host in activations:
+            self.holding.held_activation(vnic, host)
+        for ev in refused:
+            self.cloud_word.seen(ev)
+
     def on_switch_error(self, msg):
         self.loop.assert_owner()
-        if self.role_refused(msg):
+        if self.roles.role_refused(msg):
             return
-        s = self._session(msg.datapath)
+        s = self.shared.session(msg.datapath)
         if s is not None and s.tlv_xid is not None and msg.xid == s.tlv_xid:
             # The Geneve option was mapped already (an earlier connection
             # of ours): the flows that use it are valid.
             LOG.debug('switch %s has the Geneve TLV map already', s.dp.id)
             return
-        self.stats['switch_errors'] += 1
+        self.shared.stats['switch_errors'] += 1
         dp = msg.datapath
         LOG.error('switch %s error type=%s code=%s',
                   '%016x' % dp.id if dp.id is not None else dp.address,
                   msg.type, msg.code)
-        s = self._session(dp)
         if s is not None and s.installed is not None:
             # Our picture of its table may be wrong now: dump again.
             s.installed = None
             s.dump(lambda body: self._dumped(s, body))
 
+    # ---- trust and roles -----------------------------------------------------
+    def on_revocations(self, entries):
+        """The revocation list changed (control.admission)."""
+        self.loop.assert_owner()
+        for dpid in self.admission.on_revocations(entries, self.host_dbs):
+            self._drop(dpid)
+
+    def on_leadership(self, state):
+        """store.leadership.State: this instance's role now."""
+        self.loop.assert_owner()
+        what = self.roles.on_leadership(state)
+        if what == TAKE_OVER:
+            startup.take_over(self)
+        elif what in (STAND_BY, RESEND):
+            for s in self.sessions.values():
+                self.roles.send_role(s)
+
+    # ---- timers --------------------------------------------------------------
     def collect(self):
         """The collector's timer: a standby reads no counters (their base
         in the database is the leader's to write)."""
         if self.active:
             self.collector.due()
 
+    def poll_held(self):
+        """The held frames' timer (control.holding), while leading."""
+        if self.active:
+            self.holding.poll_held()
+
     def tick(self):
         """Timers: moves never activated, switches that never answered,
         waits that a silent switch no longer holds up."""
         self.loop.assert_owner()
-        self.check_waiters()
+        self.programming.check_waiters()
         if self.active:
-            self.expire_moves()
+            self.moves.expire_moves()
+            self._pass_on()
         now = time.time()
         for s in list(self.sessions.values()):
             if s.dump_sent_at is not None and \
                     now - s.dump_sent_at > DUMP_TIMEOUT:
                 LOG.error('switch %016x did not answer the flow dump',
                           s.dp.id)
-                del self.sessions[s.dp.id]
-                hang_up(s.dp)
+                self._drop(s.dp.id)
 
     # ---- sync ----------------------------------------------------------------
     def sync(self):
-        """Bring switches whose desired table changed (or that just
-        connected) to it: one atomic bundle each, only the difference.
-        Then persist changed migration records (switches never wait on a
-        database write)."""
+        """After each burst of events: the switches to their desired
+        tables (control.programming), each bundle with the flows a safe
+        start keeps and the frames a move releases just before it; then
+        the changed migration records, persisted (switches never wait on
+        a database write)."""
         self.loop.assert_owner()
-        if not self.active or self.sync_held():
-            return
-        self.stats['syncs'] += 1
-        t0, mods = time.perf_counter(), self.stats['flow_mods']
-        dirty = self.tables.pop_dirty()
-        sent = {}
-        for h in self.sync_order():
-            s = self.sessions.get(h.dpid)
-            if s is None or s.installed is None:
-                continue
-            table = self.tables.table_map(h.name)
-            full = s.needs_full
-            if full:
-                s.needs_full = False
-                diff = diff_flows(s.installed.values(), table.values())
-            elif h.name in dirty:
-                diff = diff_keys(s.installed, table, dirty[h.name])
-            else:
-                continue
-            diff = self.hold_orphans(h.name, diff, full)
-            outs = self.packet_outs_for(h.name)
-            if diff or outs:
-                try:
-                    self.stats['flow_mods'] += s.send_diff(diff, before=outs)
-                except Exception:   # isolated: the other hosts go on
-                    LOG.exception('host %s: its changes could not be '
-                                  'encoded; nothing sent to it, its whole '
-                                  'table is diffed again next sync', h.name)
-                    self.stats['sync_host_failures'] += 1
-                    s.needs_full = True
-                    continue
-                self.stats['bundles'] += 1
-                sent[h.name] = s.barrier_xid
-                LOG.info('host %s: +%d ~%d -%d flows', h.name,
-                         len(diff.add), len(diff.modify), len(diff.delete))
-        mods = self.stats['flow_mods'] - mods
-        if mods >= BULK:
-            LOG.info('sync: %d flow mods in %d bundles built and sent in '
-                     '%.0f ms', mods, len(sent),
-                     (time.perf_counter() - t0) * 1e3)
-        for h in self.tables.hosts.values():
-            s = self.sessions.get(h.dpid)
-            if s is not None and s.installed is not None:
-                self.confirm_sync(s, h.name in sent)
-        self.check_waiters()
-        self.sisters_sent(sent)
-        records, self.changed_records = self.changed_records, {}
-        for m in records.values():
-            self.runtime.save_migration(m.view(), self.migrations.keep_ids())
+        self._pass_on()
+        if not self.active or self.holding.awaiting_source() or \
+                self.moves.sync_held():
+            return      # held frames go out with the bundle they wait for
+        sent = self.programming.sync(self.moves.sync_order(), self._adjust)
+        self.moves.sisters_sent(sent)
+        for m in self.shared.pop_changed().values():
+            self.runtime.save_migration(
+                m.view(), self.shared.migrations.keep_ids())
             self.instruments.migration_changed(m.view())
+
+    def _adjust(self, host, diff: FlowDiff, full):
+        return (self.safe_start.hold_orphans(host, diff, full),
+                self.holding.packet_outs_for(host))

@@ -1,16 +1,18 @@
-"""Extender links on the control loop: checking a link before it is
+"""Extender links, a part of the controller (on its loop): checking a link before it is
 stored, taking agents' reports (and answering each with the links that
 agent should keep), and the operator's view (`vwctl extenders`).
 
 Link intent lives in the intent database (`store.intent`); a report is
 runtime only: an agent reports every second or so, and a restarted
-controller knows everything again a second later.
+controller knows everything again a second later. This part owns the
+reports, the keys peers are given and the rotations under way.
 """
 import dataclasses
 import logging
 from typing import Dict, List
 
-from virtualwire.control.state import ControllerState
+from virtualwire.control.refusals import Refusals
+from virtualwire.control.shared import Shared
 from virtualwire.core import errors, links
 from virtualwire.core.extender_keys import ExtenderKeys
 from virtualwire.core.model import EXTENDER
@@ -28,29 +30,41 @@ HURRY_FOR = 10.0
 LOG = logging.getLogger(__name__)
 
 
-class ExtenderHandlers(ControllerState):
-    reports: Dict[str, links.ExtenderReport]
-    rotations: Dict[str, str]       # extender -> public key being replaced
-    hurry_until: Dict[str, float]   # extender -> end of its rotation's hurry
-    extender_keys: ExtenderKeys     # the keys peers are given
+class Extenders:
+    def __init__(self, shared: Shared, intent, refusals: Refusals):
+        self.shared = shared
+        self.intent = intent            # store.intent.IntentStore (links)
+        self.refusals = refusals
+        self.stats = shared.stats
+        self.stats.update(extender_key_changes=0, extender_keys_refused=0)
+        self.reports: Dict[str, links.ExtenderReport] = {}
+        # extender -> public key being replaced
+        self.rotations: Dict[str, str] = {}
+        # extender -> end of its rotation's hurry
+        self.hurry_until: Dict[str, float] = {}
+        self.extender_keys = ExtenderKeys()     # the keys peers are given
 
-    def check_extender_link(self, a, b):
-        self.loop.assert_owner()
+    @property
+    def tables(self):
+        return self.shared.tables
+
+    def check_link(self, a, b):
+        self.shared.loop.assert_owner()
         links.check_link(a, b, self.tables.hosts)
 
-    def extender_report(self, name, doc) -> dict:
+    def report(self, name, doc) -> dict:
         """An agent's report in; the links it should keep out, and the
         local ports of all its links (to learn their public endpoints at
         the rendezvous before a peer can be given them)."""
-        self.loop.assert_owner()
+        self.shared.loop.assert_owner()
         h = self.tables.hosts.get(name)
         if h is None:
             raise errors.NotFound('no host named %s' % name)
         if h.role != EXTENDER:
             raise errors.Invalid('%s is not an extender' % name)
-        rep = links.parse_report(name, doc, self.clock())
+        rep = links.parse_report(name, doc, self.shared.clock())
         key, event = self.extender_keys.take(
-            name, rep.public_key, h.public_key, self.clock(),
+            name, rep.public_key, h.public_key, self.shared.clock(),
             name in self.rotations)
         if event is not None:
             self._key_event(name, event)
@@ -60,7 +74,7 @@ class ExtenderHandlers(ControllerState):
             del self.rotations[name]            # done: a new key taken
         mine = self.intent.links()
         peers = {k.peer_of(name) for k in mine if name in (k.a, k.b)}
-        now = self.clock()
+        now = self.shared.clock()
         hosts = self.tables.hosts
         out = {'links': links.link_specs(name, mine, hosts, self.reports),
                 'relays': links.relay_specs(name, mine, hosts, self.reports),
@@ -77,8 +91,8 @@ class ExtenderHandlers(ControllerState):
 
     def _key_event(self, name, event):
         if event.kind == 'refused':
-            self._refuse('extender_keys_refused', 'extender key', name,
-                         event.why)
+            self.refusals.refuse('extender_keys_refused', 'extender key',
+                                 name, event.why)
             return
         self.stats['extender_key_changes'] += 1
         LOG.warning('extender %s: public key %s replaces %s (%s)', name,
@@ -88,17 +102,17 @@ class ExtenderHandlers(ControllerState):
         """Ask an extender's agent for a new key (made there: the private
         key never leaves it); its peers take the new public key as soon as
         it reports it."""
-        self.loop.assert_owner()
+        self.shared.loop.assert_owner()
         rep = self.reports.get(name)
         if rep is None:
             raise errors.NotFound('no report from extender %s yet' % name)
         self.rotations[name] = rep.public_key
-        self.hurry_until[name] = self.clock() + HURRY_FOR
+        self.hurry_until[name] = self.shared.clock() + HURRY_FOR
         return {'extender': name, 'replacing': rep.public_key}
 
-    def extender_link_views(self) -> List[dict]:
-        self.loop.assert_owner()
-        now = self.clock()
+    def link_views(self) -> List[dict]:
+        self.shared.loop.assert_owner()
+        now = self.shared.clock()
         out = []
         mine = self.intent.links()
         for k in mine:
@@ -138,7 +152,7 @@ class ExtenderHandlers(ControllerState):
     def site_path_views(self) -> List[dict]:
         """Per pair of sites with extenders: how their wires go (through
         which extenders; direct link or relayed), or that none can."""
-        self.loop.assert_owner()
+        self.shared.loop.assert_owner()
         hosts = self.tables.hosts
         sites = sorted({h.site for h in hosts.values()
                         if h.role == EXTENDER})

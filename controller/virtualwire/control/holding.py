@@ -1,4 +1,4 @@
-"""Held frames (a part of `Controller`, on the control loop): while a vNIC
+"""Held frames (a part of the controller, on its loop): while a vNIC
 moves, the frames its destination receives come here instead of being
 dropped, with short copies of what its source hands the guest; at
 activation the frames the guest never read on its source go to its
@@ -24,9 +24,10 @@ frames and the bundle go out together.
 import logging
 from typing import Dict, List, Optional, Tuple
 
-from virtualwire.control.state import ControllerState
+from virtualwire.control.shared import Shared
 from virtualwire.core import ids
-from virtualwire.core.held_frames import HeldFrames
+from virtualwire.core.held_frames import (DEFAULT_BYTES, DEFAULT_FRAMES,
+                                         DEFAULT_RATE, HeldFrames)
 from virtualwire.southbound import openflow
 
 LOG = logging.getLogger(__name__)
@@ -42,23 +43,35 @@ RATE_WINDOW = 0.1    # seconds over which a vNIC's frame rate is judged
 UNAVAILABLE = (1 << 64) - 1   # a port counter OVS cannot read
 
 
-class HoldHandlers(ControllerState):
-    active: bool                           # control.roles
-    hold_frames: int                       # the bound per vNIC
-    hold_bytes: int
-    hold_rate: int                         # frames/s; above, holding stops
-    holding: Dict[str, HeldFrames]         # vNIC -> its held frames
-    # vNIC -> (clock() its window opened, held frames since)
-    arrivals: Dict[str, Tuple[float, int]]
-    # vNIC -> (clock() at activation, its destination), while its
-    # source's reads are awaited
-    awaiting_reads: Dict[str, Tuple[float, str]]
-    # host -> [(ofport, frame)] to send before its next bundle
-    releases: Dict[str, List[Tuple[int, bytes]]]
-    released: Dict[str, Tuple[str, int]]   # vNIC -> (host, port) delivered
-    late: Dict[str, int]                   # vNIC -> frames delivered late
-    # Anything for poll_held to do: its timer posts nothing otherwise.
-    polls_wanted: bool
+class Holding:
+    def __init__(self, shared: Shared, frames=DEFAULT_FRAMES,
+                 max_bytes=DEFAULT_BYTES, rate=DEFAULT_RATE):
+        self.shared = shared
+        self.stats = shared.stats
+        self.stats.update(held_delivered=0, held_evicted=0, held_late=0,
+                          held_late_dropped=0, held_abandoned=0)
+        self.hold_frames, self.hold_bytes = frames, max_bytes  # per vNIC
+        self.hold_rate = rate          # frames/s; above, holding stops
+        self.holding: Dict[str, HeldFrames] = {}   # vNIC -> held frames
+        # vNIC -> (clock() its window opened, held frames since)
+        self.arrivals: Dict[str, Tuple[float, int]] = {}
+        # vNIC -> (clock() at activation, its destination), while its
+        # source's reads are awaited
+        self.awaiting_reads: Dict[str, Tuple[float, str]] = {}
+        # host -> [(ofport, frame)] to send before its next bundle
+        self.releases: Dict[str, List[Tuple[int, bytes]]] = {}
+        # vNIC -> (host, port) delivered
+        self.released: Dict[str, Tuple[str, int]] = {}
+        self.late: Dict[str, int] = {}   # vNIC -> frames delivered late
+        # Anything for poll_held to do: its timer posts nothing otherwise.
+        self.polls_wanted = False
+
+    @property
+    def tables(self):
+        return self.shared.tables
+
+    def _record(self, m):
+        self.shared.record(m)
 
     def _held_end(self, host, msg) -> Optional[Tuple[str, str]]:
         """(vNIC, 'held'|'copy'|'late') if this packet-in is a moving
@@ -104,7 +117,7 @@ class HoldHandlers(ControllerState):
             return True
         hf = self._frames_of(v)
         if what == 'held':
-            since, n = self.arrivals.get(v) or (self.clock(), 0)
+            since, n = self.arrivals.get(v) or (self.shared.clock(), 0)
             self.arrivals[v] = (since, n + 1)
             hf.hold(data)
         else:
@@ -113,7 +126,7 @@ class HoldHandlers(ControllerState):
 
     def _deliver_late(self, vnic, host, frame):
         port = self.tables.placement.claims.get(vnic, {}).get(host)
-        s = self._session_of(host)
+        s = self.shared.session_of(host)
         if port is None or s is None:
             self.stats['held_late_dropped'] += 1
             return
@@ -133,9 +146,7 @@ class HoldHandlers(ControllerState):
     def poll_held(self):
         """Timer (while polls_wanted): read every moving source tap's
         transmit count (frames its QEMU read). Frees what moves no longer
-        need."""
-        if not self.active:
-            return
+        need. (Only while leading: the controller asks.)"""
         moves = self.tables.placement.moves
         for v in [v for v in self.holding if v not in moves and
                   v not in self.awaiting_reads]:
@@ -144,9 +155,8 @@ class HoldHandlers(ControllerState):
             del self.arrivals[v]
         for v, n in list(self.late.items()):
             # Said once a poll, not per frame: each would be a write.
-            m = self.migrations.held_released(v, {'late': n}, update=True)
-            if m is not None:
-                self.changed_records[m.id] = m
+            m = self.shared.migrations.held_released(v, {'late': n}, update=True)
+            self._record(m)
             if v not in moves:
                 del self.late[v]
         for v in list(self.released):
@@ -166,13 +176,8 @@ class HoldHandlers(ControllerState):
         (bench migration-held-run4, move 12: a destination took its bundle
         ~450 ms after the guest's first frame, the move ended meanwhile,
         and then 165 such frames a stream were dropped here)."""
-        s = self._session_of(host)
+        s = self.shared.session_of(host)
         return s is None or s.installed is None or s.barrier_answered
-
-    def _session_of(self, host):
-        """The connected switch session of a host by name, or None."""
-        h = self.tables.hosts.get(host)
-        return self.sessions.get(h.dpid) if h is not None else None
 
     def _too_fast(self, vnic) -> bool:
         """Frames come faster than --hold-rate (judged over RATE_WINDOW):
@@ -180,8 +185,8 @@ class HoldHandlers(ControllerState):
         than a pause, and every frame costs two packet-ins: the flows go
         back to dropping at the destination and not copying at the source
         (as with --hold off), the record says why."""
-        since, n = self.arrivals.get(vnic) or (self.clock(), 0)
-        took = self.clock() - since
+        since, n = self.arrivals.get(vnic) or (self.shared.clock(), 0)
+        took = self.shared.clock() - since
         if took < RATE_WINDOW:
             self.arrivals[vnic] = (since, n)
             return False
@@ -195,9 +200,8 @@ class HoldHandlers(ControllerState):
         why = '%d frames/s, above --hold-rate %d' % (round(n / took),
                                                      self.hold_rate)
         LOG.info('vNIC %s: not holding its frames (%s)', vnic, why)
-        m = self.migrations.held_released(vnic, {'abandoned': why})
-        if m is not None:
-            self.changed_records[m.id] = m
+        m = self.shared.migrations.held_released(vnic, {'abandoned': why})
+        self._record(m)
         return True
 
     def _frames_of(self, vnic) -> HeldFrames:
@@ -214,7 +218,7 @@ class HoldHandlers(ControllerState):
         and reports every counter as all ones, OpenFlow's 'unavailable',
         as it does once the source QEMU quits and takes its tap along)."""
         port = self.tables.placement.claims.get(vnic, {}).get(host)
-        s = self._session_of(host)
+        s = self.shared.session_of(host)
         if port is None or s is None or s.installed is None:
             if then is not None:
                 then(None, 'no answer')
@@ -245,7 +249,7 @@ class HoldHandlers(ControllerState):
             return
         mv = self.tables.placement.moves.get(vnic)
         source = mv.source if mv is not None else None
-        self.awaiting_reads[vnic] = (self.clock(), host)
+        self.awaiting_reads[vnic] = (self.shared.clock(), host)
         self._read_source(vnic, source, lambda reads, why: self._release(
             vnic, host, reads, why))
 
@@ -272,15 +276,14 @@ class HoldHandlers(ControllerState):
         LOG.info('vNIC %s: delivering %d held frames on %s (%s)', vnic,
                  len(r.frames), host, ', '.join(
                      '%s %s' % (k, v) for k, v in sorted(view.items())))
-        m = self.migrations.held_released(vnic, view)
-        if m is not None:
-            self.changed_records[m.id] = m
+        m = self.shared.migrations.held_released(vnic, view)
+        self._record(m)
 
     def awaiting_source(self) -> bool:
         """Does the sync wait for a source's reads? Not past READ_WAIT
         (the poll timer's events bring the sync back): then every held
         frame goes, and the record says why."""
-        now = self.clock()
+        now = self.shared.clock()
         for v, (since, host) in list(self.awaiting_reads.items()):
             if now - since >= READ_WAIT:
                 self._release(v, host, None, 'timeout')

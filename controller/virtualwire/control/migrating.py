@@ -1,15 +1,22 @@
-"""Live-migration handlers of the controller (a part of `Controller`, on
-the control loop): the hook's announcements and releases, data-plane
+"""Moves, a part of the controller (on its loop): the hook's announcements and releases, data-plane
 activation seen as a packet-in (the guest's first frame on its destination)
 or in a dumped table, the last resorts when the guest sent nothing (the
 source's release hook, the source port leaving), moves inferred from OVSDB,
-and moves that never activated."""
+and moves that never activated.
+
+It owns the moves' timers, their sister-switch confirmations and the
+cloud's word; the book of records is `shared.migrations`. What it tells
+the other parts: `activations` (vNIC, host), drained by the controller
+(held frames are released for each), and `sync_order`.
+"""
 import logging
+import time
+from typing import Dict, List, Optional, Tuple
 
 from virtualwire.control.migrations import (ABORTED, SISTERS, TAP, TIMED_OUT,
                                            parse_vm_uuid)
-from virtualwire.control.state import ControllerState
-from virtualwire.core import departures, errors, frames
+from virtualwire.control.shared import Shared
+from virtualwire.core import errors, frames
 from virtualwire.core.placement import (COMPLETED, ClaimRefused, MoveEnded,
                                         MoveSeen)
 from virtualwire.pipeline.wire import activation_flows
@@ -17,17 +24,68 @@ from virtualwire.pipeline.wire import activation_flows
 LOG = logging.getLogger(__name__)
 
 
-class MigrationHandlers(ControllerState):
-    def _record(self, m):
-        if m is not None:
-            self.changed_records[m.id] = m
+class Moves:
+    def __init__(self, shared: Shared, move_timeout=900.0,
+                 activation_settle=0.0):
+        self.shared = shared
+        self.move_timeout = move_timeout
+        self.activation_settle = activation_settle
+        self.sync_held_until = None     # clock(): see _hold_sync
+        self.move_seen: Dict[str, float] = {}     # vnic -> clock() first seen
+        # vm_uuid -> clock() at its announcement
+        self.announced_at: Dict[str, float] = {}
+        # vNIC -> (destination, {host: barrier xid} or None before the
+        # sync that moves the other switches, clock() at activation)
+        self.sisters_pending: Dict[
+            str, Tuple[str, Optional[Dict[str, int]], float]] = {}
+        self.sister_hosts: Dict[str, List[str]] = {}   # vNIC -> hosts moved
+        # For the controller to pass on: (vNIC, host) activated, claims
+        # placement refused.
+        self.activations: List[Tuple[str, str]] = []
+        self.claims_refused: List[ClaimRefused] = []
 
-    def _placement_events(self, events):
+    @property
+    def tables(self):
+        return self.shared.tables
+
+    @property
+    def migrations(self):
+        return self.shared.migrations
+
+    def reset(self):
+        """A takeover's rebuild: forget what this instance guessed."""
+        self.move_seen.clear()
+        self.announced_at.clear()
+        self.sisters_pending.clear()
+        self.sister_hosts.clear()
+
+    def restore_timers(self):
+        """After a rebuild: move timers run from each record's start,
+        not from now."""
+        now, wall = self.shared.clock(), time.time()
+        for m in self.migrations.active.values():
+            age = max(0.0, wall - (m.started_at or wall))
+            self.announced_at[m.vm_uuid] = now - age
+            for v in m.vnics:
+                if v in self.tables.placement.moves:
+                    self.move_seen[v] = now - age
+
+    def pop_said(self):
+        """(activations, claims refused) since the last call."""
+        out = self.activations, self.claims_refused
+        self.activations, self.claims_refused = [], []
+        return out
+
+    def _record(self, m):
+        self.shared.record(m)
+
+    def placement_events(self, events):
         """Record what placement observed: moves seen in OVSDB with no
-        announcement, moves that ended, and claims refused."""
+        announcement, and moves that ended; claims refused are passed on
+        (`claims_refused`: the cloud word's to count and show)."""
         for ev in events:
             if isinstance(ev, ClaimRefused):
-                self.cloud_word.seen(ev)
+                self.claims_refused.append(ev)
             elif isinstance(ev, MoveSeen):
                 dest = self.tables.hosts.get(ev.move.destination)
                 port = dest.vnic_map().get(ev.vnic) if dest else None
@@ -55,14 +113,10 @@ class MigrationHandlers(ControllerState):
                 self._record(self.migrations.move_finished(ev.vnic,
                                                            ev.outcome))
 
-    def connected_hosts(self):
-        return {h.name for h in self.tables.hosts.values()
-                if h.dpid in self.sessions and self.sessions[h.dpid].synced}
-
     def announce_migration(self, doc):
         """The destination's hook: a guest is arriving. Returns (record
         view, a ticket for its durable write)."""
-        self.loop.assert_owner()
+        self.shared.loop.assert_owner()
         placement = self.tables.placement
 
         def location(v):
@@ -75,7 +129,7 @@ class MigrationHandlers(ControllerState):
             return port.vm_id if port else ''
         try:
             m = self.migrations.announce(doc, set(self.tables.hosts),
-                                         self.connected_hosts(), location,
+                                         self.shared.connected_hosts(), location,
                                          vm_id)
         except errors.VwError as e:
             LOG.warning('migration refused: %s', e.message)
@@ -85,80 +139,18 @@ class MigrationHandlers(ControllerState):
                 if m.hold is not None:
                     self.tables.hold_by_vnic[v] = m.hold
                 self.tables.start_move(v, src, m.destination)
-        self.announced_at[m.vm_uuid] = self.clock()
+        self.announced_at[m.vm_uuid] = self.shared.clock()
         LOG.info('migration %s: %s (%s) %s -> %s', m.id, m.vm, m.vm_uuid,
                  sorted({s for s in m.sources.values() if s}), m.destination)
         # Durable before the hook lets libvirt go on: a controller that
         # restarts mid-migration must know each move's source.
-        ticket = self.runtime.save_migration(m.view(),
+        ticket = self.shared.runtime.save_migration(m.view(),
                                              self.migrations.keep_ids())
         return m.view(), ticket
 
-    def report_departure(self, host, doc):
-        """The source's agent: a guest is leaving `host`. Returns the
-        words ({vnic: Word}) its migration may take now, for the caller
-        to write (the intent database, then `on_words`)."""
-        self.loop.assert_owner()
-        d = departures.parse(doc, host, self.clock())
-        if self.cloud_word.departures.said_again(
-                d, self.cloud_word.moved_on(d)):
-            return {}       # the agent's repeat, after its move was made
-        self.cloud_word.departures.report(d)
-        LOG.info('%s reports guest %s leaving%s', host, d.vm_uuid,
-                 ' to %s' % d.to_address if d.to_address else '')
-        return self.words_for_move(d.vm_uuid)
-
-    def departure_settled(self, vm_uuid, host):
-        """Whether the agent of `host` may stop reporting guest `vm_uuid`
-        leaving (its report spent, or every vNIC placed elsewhere)."""
-        self.loop.assert_owner()
-        return self.cloud_word.settled(parse_vm_uuid(vm_uuid), host)
-
-    def words_for_move(self, vm_uuid):
-        """{vnic: Word} the announced migration of `vm_uuid` may take, if
-        its source has reported the guest leaving (else {})."""
-        self.loop.assert_owner()
-        m = self.migrations.active.get(vm_uuid)
-        if m is None or m.found_by != 'hook':
-            return self._words_for_refused(vm_uuid)
-        return self.cloud_word.authorize(
-            m, self._addresses(m.destination), self.clock())
-
-    def _words_for_refused(self, vm_uuid):
-        """No hook announced the guest (the controller was down when it
-        ran): the destination's word is then its own OVSDB, which holds
-        the guest's ports (libvirt's vm-id) refused for want of a word."""
-        d = self.cloud_word.departures.pending.get(vm_uuid)
-        if d is None:
-            return {}
-        by_host: dict = {}
-        for v in sorted(d.vnics):
-            for h in sorted(self.tables.placement.refused.get(v, {})):
-                host = self.tables.hosts.get(h)
-                port = host.vnic_map().get(v) if host else None
-                if h != d.host and port is not None and \
-                        port.vm_id == vm_uuid:
-                    by_host.setdefault(h, []).append(v)
-        words: dict = {}
-        for h, vnics in sorted(by_host.items()):
-            words.update(self.cloud_word.authorize_to(
-                vm_uuid, h, vnics, self._addresses(h), self.clock(),
-                'found on %s' % h))
-        return words
-
-    def _addresses(self, name):
-        """The addresses a host's migration stream may come to: its
-        tunnel endpoints and its switch's connection."""
-        dest = self.tables.hosts.get(name)
-        addresses = {e.ip for e in dest.encaps} if dest else set()
-        s = self.sessions.get(dest.dpid) if dest else None
-        if s is not None and isinstance(s.dp.address, tuple):
-            addresses.add(s.dp.address[0])
-        return addresses
-
     def migration_released(self, vm_uuid, host):
         """A host's hook: the guest left `host`."""
-        self.loop.assert_owner()
+        self.shared.loop.assert_owner()
         vm_uuid = parse_vm_uuid(vm_uuid)
         if not self.migrations.known(vm_uuid):
             raise errors.NotFound('no migration of guest %s is known'
@@ -183,22 +175,14 @@ class MigrationHandlers(ControllerState):
         return m.view() if m is not None else None
 
     def _cancel(self, vnic, outcome):
-        self._placement_events(self.tables.cancel_move(vnic, outcome))
+        self.placement_events(self.tables.cancel_move(vnic, outcome))
 
-    def on_packet_in(self, msg):
+    def on_packet_in(self, host, msg):
         """The copy of a moving guest's first frame on its destination,
         sent once the switch's learn action switched delivery over: clean
-        up around it, and record what kind of frame it was."""
-        self.loop.assert_owner()
-        s = self.sessions.get(msg.datapath.id)
-        if s is None or s.dp is not msg.datapath:
-            # Not an admitted session (refused, waiting on a takeover
-            # probe, or replaced): its frames are not its datapath id's
-            # host's (review point 3).
-            return
-        host = self.host_of_dpid(msg.datapath.id)
-        if host and self.hold_packet_in(host, msg):
-            return
+        up around it, and record what kind of frame it was. (The
+        controller has checked the session and that no held frame took
+        it.)"""
         vnic = self.tables.vnic_at(host, msg.match.get('in_port')) \
             if host else None
         if vnic is not None and self._activate(
@@ -215,8 +199,8 @@ class MigrationHandlers(ControllerState):
             LOG.info('vNIC %s activated on %s (%s)', vnic, host, trigger)
             self._record(self.migrations.activated(vnic, host, trigger))
             # The other switches move at the next sync: see sisters_sent.
-            self.sisters_pending[vnic] = (host, None, self.clock())
-            self.held_activation(vnic, host)
+            self.sisters_pending[vnic] = (host, None, self.shared.clock())
+            self.activations.append((vnic, host))
             return True
         return False
 
@@ -229,28 +213,23 @@ class MigrationHandlers(ControllerState):
         fell on the first frames after the pause. Held from the first
         activation only, so a guest's other vNICs join the same sync."""
         if self.activation_settle > 0 and self.sync_held_until is None:
-            self.sync_held_until = self.clock() + self.activation_settle
-            self.loop.after(self.activation_settle, self._settled)
+            self.sync_held_until = self.shared.clock() + self.activation_settle
+            self.shared.loop.after(self.activation_settle, self._settled)
 
     def _settled(self):
         """An event, so that the loop's sync runs after it."""
 
     def sync_held(self):
-        if self.awaiting_source():
-            return True             # held frames go out with the bundle
         if self.sync_held_until is None:
             return False
-        if self.clock() < self.sync_held_until:
+        if self.shared.clock() < self.sync_held_until:
             return True
         self.sync_held_until = None
         return False
 
-    def activations_in(self, dpid, installed):
+    def activations_in(self, host, installed):
         """A destination that learned its flow while we were not listening
         (controller restarted mid-migration) has activated the move."""
-        host = self.host_of_dpid(dpid)
-        if host is None:
-            return
         for key, rarp in activation_flows(self.tables.table_map(host)).items():
             port = dict(rarp.match)['in_port']
             have = installed.get(key)
@@ -300,7 +279,7 @@ class MigrationHandlers(ControllerState):
         """A move never activated within move_timeout (a migration stuck or
         aborted without its destination port going away) is cancelled:
         the wire goes back to exactly its pre-migration flows."""
-        now = self.clock()
+        now = self.shared.clock()
         for v, (_d, _w, since) in list(self.sisters_pending.items()):
             if now - since > 60:             # a switch that never answered
                 del self.sisters_pending[v]

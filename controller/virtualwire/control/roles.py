@@ -11,18 +11,15 @@ once and asks for SLAVE.
 """
 import json
 import logging
-import time
 from typing import Optional
 
 from os_ken.ofproto import ofproto_v1_4 as ofp
 
-from virtualwire.control.migrations import MigrationBook
-from virtualwire.control.state import ControllerState
-from virtualwire.pipeline.incremental import IncrementalTables
 from virtualwire.store.leadership import Leader
 from virtualwire.southbound import openflow
 
 LOG = logging.getLogger(__name__)
+TAKE_OVER, STAND_BY, RESEND = 'take over', 'stand by', 'resend'
 
 
 def canonical_records(records):
@@ -30,91 +27,42 @@ def canonical_records(records):
     return sorted(json.dumps(r, sort_keys=True) for r in records)
 
 
-class Roles(ControllerState):
-    active: bool
-    term: int
-    leader: Optional[Leader]        # the newest leadership record seen
-    takeovers: int
+class Roles:
+    """A part of the controller: this instance's role and term. What a
+    change of role means to the rest (a rebuild, dumps, role requests to
+    every switch) the controller does, as `on_leadership` says."""
 
-    def init_roles(self, active=True):
+    def __init__(self, active=True):
         """active=True: a lone instance without leadership (tests)."""
         self.active = active
         self.term = 0
-        self.leader = None
+        self.leader: Optional[Leader] = None   # newest leadership record
         self.takeovers = 0
 
     def on_leadership(self, state):
-        """store.leadership.State: this instance's role now."""
-        self.loop.assert_owner()
+        """store.leadership.State: this instance's role now. Returns
+        TAKE_OVER, STAND_BY (role requests to send), RESEND (the same
+        role, a newer term) or None."""
         was, self.leader = self.active, state.leader
         newer = state.term != self.term
         self.term = state.term
         if state.active and not was:
-            self.take_over()
-        elif not state.active and was:
+            self.active = True
+            self.takeovers += 1
+            return TAKE_OVER
+        if not state.active and was:
             LOG.warning('standby now (term %d): no more switch writes',
                         state.term)
             self.active = False
-            self.send_roles()
-        elif not state.active and newer:
-            self.send_roles()       # SLAVE again with the newest term
-
-    def send_roles(self):
-        for s in self.sessions.values():
-            self.send_role(s)
+            return STAND_BY
+        if not state.active and newer:
+            return RESEND       # SLAVE again with the newest term
+        return None
 
     def send_role(self, s):
         s.dp.send_msg(openflow.role_request(self.active, self.term))
 
-    def take_over(self):
-        t0 = time.monotonic()
-        self.active = True
-        self.takeovers += 1
-        rebuilt = self.rebuild()
-        for s in list(self.sessions.values()):
-            self.send_role(s)
-            # Its table as it is now: the last leader may have changed it
-            # since our dump; the first sync then sends only what differs.
-            s.installed = None
-            s.dump(lambda body, s=s: self._dumped(s, body))
-        LOG.info('active now, term %d: state %s in %.0f ms, %d switches '
-                 'dumped again', self.term, 'rebuilt' if rebuilt else
-                 'as read at start', (time.monotonic() - t0) * 1e3,
-                 len(self.sessions))
-
-    def rebuild(self):
-        """State from the database and what we watched, as a restart makes
-        it: the standby's own guesses (moves it saw in host views, records
-        it never saved) are dropped. Not done when nothing was seen since
-        start() and the database holds what start() read (a lone
-        instance taking the lock as it starts): the state is a restart's
-        already, and building every wire's flows twice would double the
-        start-up. Returns whether it rebuilt."""
-        if not self.host_owner and self.started_from == (
-                self.runtime.hosts(), canonical_records(self.runtime.migrations())):
-            return False
-        live = dict(self.remembered)       # live host views (on_hosts)
-        hold = self.tables.hold
-        self.tables = IncrementalTables()
-        self.tables.hold = hold
-        self.migrations = MigrationBook()
-        self.move_seen.clear()
-        self.announced_at.clear()
-        self.changed_records.clear()
-        self.sisters_pending.clear()
-        self.sister_hosts.clear()
-        self.start(live)
-        # Move timers run from each record's start, not from now.
-        now, wall = self.clock(), time.time()
-        for m in self.migrations.active.values():
-            age = max(0.0, wall - (m.started_at or wall))
-            self.announced_at[m.vm_uuid] = now - age
-            for v in m.vnics:
-                if v in self.tables.placement.moves:
-                    self.move_seen[v] = now - age
-        return True
-
-    def role_view(self):
+    def view(self):
         ld = self.leader
         return {'active': self.active, 'term': self.term,
                 'takeovers': self.takeovers,
@@ -128,9 +76,3 @@ class Roles(ControllerState):
         LOG.warning('switch %016x refused our role request (term %d): '
                     'code %s', msg.datapath.id or 0, self.term, msg.code)
         return True
-
-    def _dumped(self, s, body):
-        raise NotImplementedError
-
-    def start(self, live=None):
-        raise NotImplementedError

@@ -28,22 +28,22 @@ records lost too: a port reused while the controller was down.
 import logging
 from typing import Dict, Set
 
-from virtualwire.control.state import ControllerState
+from virtualwire.control.shared import Shared
 from virtualwire.core import ids
 from virtualwire.pipeline.flow import FlowDiff
 
 LOG = logging.getLogger(__name__)
 
 
-class SafeStart(ControllerState):
-    known_wires: Set[int]           # connector ids seen in intent
-    orphans_released: bool
-    held: Dict[str, Dict[int, int]]  # host -> {connector id: flows held}
+class SafeStart:
+    """A part of the controller: owns what it has seen and what it holds."""
 
-    def init_safe_start(self):
-        self.known_wires = set()
+    def __init__(self, shared: Shared):
+        self.shared = shared
+        self.known_wires: Set[int] = set()   # connector ids seen in intent
         self.orphans_released = False
-        self.held = {}
+        # host -> {connector id: flows held}
+        self.held: Dict[str, Dict[int, int]] = {}
         # host -> {ofport: vNIC id} as last seen before this start (or as
         # first reported since): whom a held flow's ports were for.
         self.orphan_ports: Dict[str, Dict[int, str]] = {}
@@ -53,7 +53,7 @@ class SafeStart(ControllerState):
         whole table is diffed at the next sync, where `_port_reused`
         judges each held flow again."""
         if self.held.get(h.name) and not self.orphans_released:
-            s = self.sessions.get(h.dpid)
+            s = self.shared.sessions.get(h.dpid)
             if s is not None:
                 s.needs_full = True
 
@@ -75,7 +75,7 @@ class SafeStart(ControllerState):
         if not diff.delete and not (full and host in self.held):
             return diff         # the usual sync: nothing to hold or forget
         keep, held = [], {}     # type: list, Dict[int, int]
-        now_ports = _port_map(self.tables.hosts.get(host))
+        now_ports = _port_map(self.shared.tables.hosts.get(host))
         then_ports = self.orphan_ports.setdefault(host, now_ports)
         for f in diff.delete:
             cid = ids.connector_of_cookie(f.cookie)
@@ -129,7 +129,7 @@ class SafeStart(ControllerState):
                 out[host] = left
         return out
 
-    def safe_start_view(self):
+    def view(self):
         held = self._held_now()
         wires = sorted({c for h in held.values() for c in h})
         return {'held_wires': [ids.fmt_connector(c) for c in wires],
@@ -137,13 +137,13 @@ class SafeStart(ControllerState):
                           sorted(held.items())},
                 'released': self.orphans_released}
 
-    def release_orphans(self):
+    def release(self):
         """The operator says the intent database is right: delete what it
         does not hold, on every switch, at the next sync."""
-        self.loop.assert_owner()
-        view = self.safe_start_view()
+        self.shared.loop.assert_owner()
+        view = self.view()
         self.orphans_released = True
-        for s in self.sessions.values():
+        for s in self.shared.sessions.values():
             s.needs_full = True
         LOG.warning('orphan flows released by the operator: deleting the '
                     'flows of %d wire(s) the intent database does not have',

@@ -19,17 +19,17 @@ def apply(controller, values):
         if name == 'placement':
             controller.set_strict(v == shared_settings.STRICT)
         elif name == 'move-timeout':
-            controller.move_timeout = v
+            controller.moves.move_timeout = v
         elif name == 'hold':
             controller.tables.hold = v == 'on'
         elif name == 'hold-frames':
-            controller.hold_frames = v
+            controller.holding.hold_frames = v
         elif name == 'hold-bytes':
-            controller.hold_bytes = v
+            controller.holding.hold_bytes = v
         elif name == 'hold-rate':
-            controller.hold_rate = v
+            controller.holding.hold_rate = v
         elif name == 'activation-settle-ms':
-            controller.activation_settle = v / 1000.0
+            controller.moves.activation_settle = v / 1000.0
         elif name == 'stats-interval':
             controller.collector.interval = v
 

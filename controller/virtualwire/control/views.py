@@ -1,10 +1,11 @@
-"""Read-only views of the controller's state for the API (a part of
-`Controller`, on the control loop). Each returns plain JSON-ready values;
-nothing here changes state."""
+"""Read-only views of the controller's parts for the API (on the control
+loop): plain JSON-ready values, and the checks a write is refused by
+before it is stored. Nothing here changes state; it reads the parts
+through their own attributes and views."""
 import time
 
-from virtualwire.control.state import ControllerState
-from virtualwire.core import errors, ids, tenancy
+from virtualwire.control.gateways import check_gateway_ends
+from virtualwire.core import batch, errors, ids, tenancy
 from virtualwire.pipeline import carriers
 from virtualwire.pipeline.wire import wire_path, wire_state
 
@@ -15,7 +16,65 @@ GUEST_FRAME = 1500 + 14 + 4
 CERT_WARN = 30 * 86400
 
 
-class Views(ControllerState):
+class Views:
+    def __init__(self, ctl):
+        self.ctl = ctl                  # control.controller.Controller
+        self.shared = ctl.shared
+        self.loop = ctl.shared.loop
+
+    @property
+    def tables(self):
+        return self.shared.tables
+
+    @property
+    def sessions(self):
+        return self.shared.sessions
+
+    @property
+    def collector(self):
+        return self.ctl.collector
+
+    def wire(self, cid):
+        self.loop.assert_owner()
+        w = self.tables.wires.get(cid)
+        if w is None:
+            raise tenancy.no_wire(cid)
+        return w
+
+    def check_gateway_ends(self, *ends):
+        self.loop.assert_owner()
+        check_gateway_ends(self.tables, *ends)
+
+    def batch_refusals(self, pairs, cids, scope=None) -> list:
+        """Items of a parsed batch the state refuses: another tenant's or
+        unknown ends and wires (as nonexistent), a vNIC already wired, a
+        gateway end that cannot be one."""
+        self.loop.assert_owner()
+        bad = []
+        freed = set(cids)              # a batch may rewire what it removes
+        for i, (a, b) in enumerate(pairs):
+            try:
+                if scope is not None:
+                    scope.check_ends(a, b)
+                check_gateway_ends(self.tables, a, b)
+                for v in (a, b):
+                    cid = self.tables.by_vnic.get(v)
+                    w = self.tables.wires.get(cid) if cid else None
+                    if w is not None and cid not in freed:
+                        raise scope.taken(v, (cid, w.end_a, w.end_b)) \
+                            if scope is not None else errors.Conflict(
+                                'vNIC %s is already wired (connector %s)'
+                                % (v, ids.fmt_connector(cid)))
+            except errors.VwError as e:
+                bad.append(batch.item_error('create', i, e))
+        for i, cid in enumerate(cids):
+            w = self.tables.wires.get(cid)
+            if w is None or (scope is not None and
+                             not scope.sees_wire(w.end_a, w.end_b)):
+                bad.append(batch.item_error('delete', i,
+                                            tenancy.no_wire(cid)))
+        return bad
+
     def _ends(self, wire):
         loc = {v: x for v in wire.ends()
                for x in [self.tables.location(v)] if x is not None}
@@ -40,7 +99,7 @@ class Views(ControllerState):
             # Hosts its frames cross from a to b (extenders between sites).
             'path': list(path or ()),
             # Extender links on it whose ciphertext a relay forwards.
-            'relayed': bool(self.relays_on(path)),
+            'relayed': bool(self.ctl.extenders.relays_on(path)),
             # Ends being live-migrated: both hosts receive the wire until
             # the guest's first frame there activates the destination.
             'moving': {v: {'source': m.source, 'destination': m.destination,
@@ -192,14 +251,14 @@ class Views(ControllerState):
 
     def migration_views(self):
         self.loop.assert_owner()
-        return [m.view() for m in self.migrations.all()]
+        return [m.view() for m in self.shared.migrations.all()]
 
     def status(self):
         self.loop.assert_owner()
         return {'switches_connected': len(self.sessions),
                 'hosts': len(self.tables.hosts),
                 'wires': len(self.tables.wires),
-                'counters': dict(self.stats,
+                'counters': dict(self.shared.stats,
                                  events=self.loop.handled,
                                  loop_lag_max_ms=round(
                                      self.loop.lag_max * 1000, 3)),
@@ -207,18 +266,20 @@ class Views(ControllerState):
                 # What each kind of change recomputed (pipeline.incremental).
                 'incremental': dict(self.tables.stats),
                 # Flows of wires the intent database lacks (safe_start).
-                'safe_start': self.safe_start_view(),
+                'safe_start': self.ctl.safe_start.view(),
                 # Connections and reports turned away (control.admission).
-                'admission': {'certificates_required': self.require_identity,
-                              'recent_refusals': list(self.refusals)},
+                'admission': {'certificates_required':
+                              self.ctl.admission.require_identity,
+                              'recent_refusals': list(
+                                  self.ctl.refusals.recent)},
                 # Hosts that plugged a vNIC the cloud placed elsewhere.
-                'refused_claims': self.cloud_word.refused(),
+                'refused_claims': self.ctl.cloud_word.refused(),
                 # Moves a source's report could not authorize
                 # (core.departures), the latest.
                 'departures_refused': list(
-                    self.cloud_word.recent_departure_refusals),
+                    self.ctl.cloud_word.recent_departure_refusals),
                 # Active or standby (control.roles, store.leadership).
-                'role': self.role_view()}
+                'role': self.ctl.roles.view()}
 
     def readiness(self):
         """The checks /readyz fails on, by name: none means this instance
@@ -226,7 +287,7 @@ class Views(ControllerState):
         of, or knows of none yet (a new deployment)."""
         self.loop.assert_owner()
         failing = []
-        if not self.active and self.leader is None:
+        if not self.ctl.roles.active and self.ctl.roles.leader is None:
             failing.append('role')          # neither leading nor following
         known = len(self.tables.hosts)
         if known and len(self.sessions) < known:
@@ -261,16 +322,17 @@ class Views(ControllerState):
         hosts = [dict(self._health(h), name=h.name, site=h.site, role=h.role)
                  for h in self.tables.hosts.values()]
         states: dict = {}
-        for m in self.migrations.all():
+        for m in self.shared.migrations.all():
             states[m.state] = states.get(m.state, 0) + 1
         return {'wires': wires, 'hosts': hosts, 'migrations': states,
-                'links': self.extender_link_views(),
+                'links': self.ctl.extenders.link_views(),
                 'collector': self.collector.status(),
-                'claims_refused': dict(self.cloud_word.refused_total),
+                'claims_refused': dict(self.ctl.cloud_word.refused_total),
                 'departures_refused': dict(
-                    self.cloud_word.departures_refused),
-                'takeovers_refused': dict(self.switch_takeovers.refused_total),
-                'active': bool(self.active)}
+                    self.ctl.cloud_word.departures_refused),
+                'takeovers_refused': dict(
+                    self.ctl.admission.switch_takeovers.refused_total),
+                'active': bool(self.ctl.roles.active)}
 
     def all_wire_stats(self):
         """Every wire's figures (as `wire_stats`), from memory: what

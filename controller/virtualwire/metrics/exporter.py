@@ -24,7 +24,7 @@ class LoopCollector:
         return []               # unchecked: families depend on the state
 
     def collect(self):
-        doc = self.loop.call(self.ctl.metrics_view)
+        doc = self.loop.call(self.ctl.views.metrics_view)
         yield from wire_families(doc['wires'])
         yield from host_families(doc['hosts'])
         yield from other_families(doc)

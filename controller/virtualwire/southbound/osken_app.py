@@ -49,7 +49,7 @@ class VirtualWireApp(app_manager.OSKenApp):
     def _echo_reply(self, ev):
         # A liveness probe's answer (control.takeover); os-ken's own
         # handler still acknowledges it.
-        self.loop.post(self.controller.on_echo_reply, ev.msg)
+        self.loop.post(self.controller.admission.on_echo_reply, ev.msg)
 
     @set_ev_cls(ofp_event.EventOFPBarrierReply, MAIN_DISPATCHER)
     def _barrier(self, ev):

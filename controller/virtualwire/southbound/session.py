@@ -23,7 +23,7 @@ class SwitchSession:
         self.barrier_xid = None
         self.barrier_answered = True   # no bundle of ours still unconfirmed
         self.barrier_sent_at: Optional[float] = None   # while unanswered
-        # Generations (control.programmed): of the last bundle sent, and
+        # Generations (control.programming): of the last bundle sent, and
         # the last one the switch confirmed holding.
         self.sent_gen = 0
         self.confirmed_gen = 0

@@ -296,10 +296,10 @@ class Harness:
         ids.check_wire_ends(a, b)
         w = self.intent.create_wire(a, b)
         self.settle()
-        return self.loop.call(self.ctl.wire_view, w.connector_id)
+        return self.loop.call(self.ctl.views.wire_view, w.connector_id)
 
     def disconnect(self, cid):
-        self.loop.call(self.ctl.wire, cid)
+        self.loop.call(self.ctl.views.wire, cid)
         self.intent.delete_wire(cid)
         self.settle()
 
@@ -342,7 +342,7 @@ class Harness:
             elif kind == 'error':
                 self.loop.post(self.ctl.on_switch_error, msg)
             elif kind == 'echo':
-                self.loop.post(self.ctl.on_echo_reply, msg)
+                self.loop.post(self.ctl.admission.on_echo_reply, msg)
         return bool(inbox)
 
     def run_threads(self):
