@@ -179,13 +179,17 @@ def drip_flood(lab, api, attacker, mid, tmp_path):
     hello, head = (result(p, 90) for p in drips)
     assert not slow(answers), (slow(answers), log_tail(lab))
     for got in (hello, head):
-        assert got['opened'] == 1000 and got['still_open'] == 0, got
+        why = json.dumps(got)       # whole: pytest cuts a dict short
+        assert got['opened'] == 1000 and got['still_open'] == 0, why
         # Closed at the deadline while still sending: none finished, and
         # each sent its last byte well inside the 10 s timeout per read,
-        # which so never fired.
-        assert got['finished_payload'] == 0, got
-        assert got['closed_after_max'] <= DEADLINE + 3, got
-        assert got['last_byte_before_close_max'] < 3.0, got
+        # which so never fired. A close is seen as late as the (niced)
+        # client ran its rounds late: that is its lateness, not the
+        # server's.
+        assert got['finished_payload'] == 0, why
+        assert got['closed_after_max'] <= \
+            DEADLINE + 3 + got['client_late_max'], why
+        assert got['last_byte_before_close_max'] < 3.0, why
     after = refusals(api)
     assert grew(after, mid, ('openflow', 'deadline')) >= 1000, after
     assert grew(after, mid, ('southbound_rest', 'deadline')) >= 1000, after
