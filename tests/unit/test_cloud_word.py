@@ -44,7 +44,7 @@ def test_the_hook_alone_does_not_move_a_placed_vnic():
     h, _w = placed()
     vm = str(uuid.uuid4())
     h.call(h.ctl.moves.announce_migration, {'vm': 'x', 'vm_uuid': vm,
-                                      'vnics': ['f'], 'destination': 'h3'})
+                                            'vnics': ['f'], 'destination': 'h3'})
     h.settle()
     assert h.send('h3', 7, eth_type=0x8035) == []
     assert h.send('h1', 1) == [('h2', 5)]

@@ -189,7 +189,7 @@ def test_counters_through_a_migration_count_held_frames_and_lose_none():
     w = h.connect('g', 'f')['id']
     vm = str(uuid.uuid4())
     h.call(h.ctl.moves.announce_migration, {'vm': 'guest', 'vm_uuid': vm,
-                                      'vnics': ['g'], 'destination': 'h2'})
+                                            'vnics': ['g'], 'destination': 'h2'})
     h.send('h3', 5)
     h.host('h2', ('g', 2))                          # destination tap
     s0 = _stats(h, w)

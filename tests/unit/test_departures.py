@@ -36,7 +36,7 @@ def write(h, words):
 
 def announce(h, dest='h3'):
     h.call(h.ctl.moves.announce_migration, {'vm': 'x', 'vm_uuid': VM,
-                                      'vnics': ['f'], 'destination': dest})
+                                            'vnics': ['f'], 'destination': dest})
     write(h, h.call(h.ctl.cloud_word.words_for_move, VM))
 
 

@@ -115,7 +115,7 @@ def test_a_takeover_mid_migration_rebuilds_the_move_and_completes_it():
     b.host('h3', ('f', 5))
     vm = str(uuid.uuid4())
     a.call(a.ctl.moves.announce_migration, {'vm': 'guest', 'vm_uuid': vm,
-                                      'vnics': ['g'], 'destination': 'h2'})
+                                            'vnics': ['g'], 'destination': 'h2'})
     b.host('h2', ('g', 2))                 # QEMU is up on the destination
     assert all(not f for f in tables(b).values())     # B wrote nothing
     lead(b, True, 2)

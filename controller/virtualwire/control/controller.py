@@ -40,7 +40,7 @@ from virtualwire.control.shared import Shared
 from virtualwire.control.views import Views
 from virtualwire.core.placement import Placement
 from virtualwire.core.held_frames import (DEFAULT_BYTES, DEFAULT_FRAMES,
-                                         DEFAULT_RATE)
+                                          DEFAULT_RATE)
 from virtualwire.metrics import loss
 from virtualwire.metrics.collector import Collector
 from virtualwire.metrics.instruments import Instruments

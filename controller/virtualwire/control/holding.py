@@ -27,7 +27,7 @@ from typing import Dict, List, Optional, Tuple
 from virtualwire.control.shared import Shared
 from virtualwire.core import ids
 from virtualwire.core.held_frames import (DEFAULT_BYTES, DEFAULT_FRAMES,
-                                         DEFAULT_RATE, HeldFrames)
+                                          DEFAULT_RATE, HeldFrames)
 from virtualwire.southbound import openflow
 
 LOG = logging.getLogger(__name__)

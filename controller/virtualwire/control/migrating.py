@@ -144,8 +144,8 @@ class Moves:
                  sorted({s for s in m.sources.values() if s}), m.destination)
         # Durable before the hook lets libvirt go on: a controller that
         # restarts mid-migration must know each move's source.
-        ticket = self.shared.runtime.save_migration(m.view(),
-                                             self.migrations.keep_ids())
+        ticket = self.shared.runtime.save_migration(
+            m.view(), self.migrations.keep_ids())
         return m.view(), ticket
 
     def migration_released(self, vm_uuid, host):
