@@ -81,7 +81,8 @@ def figures(r):
 def main():
     folder = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), 'results', 'reshape')
-    runs = {k: figures(v) for k, v in load(folder).items()}
+    loaded = load(folder)
+    runs = {k: figures(v) for k, v in loaded.items()}
     cols: list = []
     for f in runs.values():
         cols += [c for c in f if c != 'when' and c not in cols]
@@ -105,6 +106,11 @@ def main():
             if summary['before'][c] else None for c in both}
         print('%-32s' % 'median after / before' + ''.join(
             '%17s' % summary['after_over_before'].get(c, '-') for c in cols))
+    # Derived, not measured: what it was derived from, and how.
+    summary['sources'] = {'%s-%d-%s' % (v, n, kind): doc.get('commit')
+                          for (v, n), docs in sorted(loaded.items())
+                          for kind, doc in sorted(docs.items())}
+    summary['command'] = ' '.join(['python'] + sys.argv)
     with open(os.path.join(folder, 'summary.json'), 'w') as f:
         json.dump(summary, f, indent=1)
 
