@@ -5,6 +5,8 @@
                                      VLAN tags restored from PACKET_AUXDATA
   udp-recv --port P --seconds S      sequenced UDP sink, prints a JSON report
   udp-send --dst IP --port P --rate R --seconds S
+                                     (both at most S: SIGINT or SIGTERM
+                                     ends either early, with its report)
   tcp-recv --port P                  prints {"bytes", "sha256"} of one stream
   tcp-send --dst IP --port P --bytes N
   udp-echo --dst IP --port P --rate R --seconds S
@@ -28,6 +30,7 @@ import argparse
 import hashlib
 import json
 import select
+import signal
 import socket
 import struct
 import sys
@@ -106,20 +109,34 @@ def frames_sniff(iface, seconds, ready_file=None):
 HDR = struct.Struct('!Qd')      # sequence number, send time
 
 
+def _stop_on_signal():
+    """A list that SIGINT or SIGTERM makes non-empty: a stream that runs
+    until its test is done with it, not for a length guessed beforehand
+    (a guess long enough for a loaded machine idles on an idle one)."""
+    stopping = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stopping.append(1))
+    return stopping
+
+
 def udp_recv(port, seconds, ready_file=None):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
     s.bind(('0.0.0.0', port))
+    stopping = _stop_on_signal()
     if ready_file:
         open(ready_file, 'w').close()
     seen, dups, times, delays = set(), 0, {}, []
     end = time.time() + seconds
     max_seq = -1
-    while True:
+    while not stopping:
         left = end - time.time()
         if left <= 0:
             break
-        r, _, _ = select.select([s], [], [], min(left, 0.5))
+        try:
+            r, _, _ = select.select([s], [], [], min(left, 0.5))
+        except InterruptedError:
+            continue
         if not r:
             continue
         data, _ = s.recvfrom(65535)
@@ -158,25 +175,34 @@ def _delay_ms(delays):
             for q, f in (('p50', 0.5), ('p99', 0.99), ('max', 1.0))}
 
 
-def udp_send(dst, port, rate, seconds, size=64):
+def udp_send(dst, port, rate, seconds, size=64, ready_file=None):
+    """ready_file: made once a signal would end the stream with its
+    report (before, it would end it with none)."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     pad = b'\0' * max(0, size - HDR.size)
     interval = 1.0 / rate
+    stopping = _stop_on_signal()
+    if ready_file:
+        open(ready_file, 'w').close()
     start = time.perf_counter()
     n = int(rate * seconds)
+    sent = 0
     for seq in range(n):
         target = start + seq * interval
-        while True:
+        while not stopping:
             now = time.perf_counter()
             if now >= target:
                 break
             if target - now > 0.002:
                 time.sleep(target - now - 0.001)
+        if stopping:
+            break
         try:
             s.sendto(HDR.pack(seq, time.time()) + pad, (dst, port))
         except OSError:
             pass          # e.g. no ARP answer yet: counted as lost
-    print(json.dumps({'sent': n}))
+        sent = seq + 1
+    print(json.dumps({'sent': sent, 'stopped': bool(stopping)}))
 
 
 def tcp_recv(port, ready_file=None, timeout=60):
@@ -275,6 +301,7 @@ def main(argv=None):
     a.add_argument('--rate', type=float, default=1000)
     a.add_argument('--seconds', type=float, required=True)
     a.add_argument('--size', type=int, default=64)
+    a.add_argument('--ready-file')
     a = sub.add_parser('tcp-recv')
     a.add_argument('--port', type=int, required=True)
     a.add_argument('--ready-file')
@@ -317,7 +344,8 @@ def main(argv=None):
     elif args.cmd == 'udp-recv':
         udp_recv(args.port, args.seconds, args.ready_file)
     elif args.cmd == 'udp-send':
-        udp_send(args.dst, args.port, args.rate, args.seconds, args.size)
+        udp_send(args.dst, args.port, args.rate, args.seconds, args.size,
+                 args.ready_file)
     elif args.cmd == 'tcp-recv':
         tcp_recv(args.port, args.ready_file)
     elif args.cmd == 'tcp-send':

@@ -13,7 +13,6 @@ import uuid
 import requests
 
 from vwlab.browser import Browser
-from vwtest.wire_traffic import udp_stream
 
 RATE = 300
 STEPS = ['announced', 'tap_appeared', 'activated', 'sisters_moved',
@@ -28,7 +27,7 @@ def number(text):
 
 
 def test_the_dashboard_shows_the_lab_live(lab, api, pair, wired_guest,
-                                          tmp_path):
+                                          streams, tmp_path):
     va, vb, w = pair('h1', 'h2')
     g, _far, _wid = wired_guest('10.87.0')
     h1, h2, _h3 = lab.hosts
@@ -63,10 +62,7 @@ def test_the_dashboard_shows_the_lab_live(lab, api, pair, wired_guest,
         b.d.execute_script('window.vwNotReloaded = true')
         before = number(b.text(row + 'td.rate-ab'))
         assert before is not None and before < 0.2 * RATE, before
-        out = {}
-        stream = threading.Thread(target=lambda: out.update(r=udp_stream(
-            va, vb, '192.0.2.2', seconds=30, rate=RATE, port=6200)))
-        stream.start()
+        stream = streams(va, vb, '192.0.2.2', 6200, rate=RATE)
         risen = b.wait(lambda: (number(b.text(row + 'td.rate-ab')) or 0)
                        >= 0.8 * RATE and number(b.text(row + 'td.rate-ab')),
                        25, what='the rate to rise')
@@ -78,9 +74,9 @@ def test_the_dashboard_shows_the_lab_live(lab, api, pair, wired_guest,
         # h2 can drop a bystander's tunnelled frames for a few ms there
         # (OVS 3.1's userspace tunnel race, docs/benchmarks.rst), which is
         # not what this wire's count is about.
-        stream.join(90)
-        sent, got = out['r']
-        assert got['received'] == sent['sent'], (sent, got)
+        sent, got, missing, dups = stream.stop()
+        assert (got, missing, dups) == (sent, 0, 0), (sent, got, missing,
+                                                      dups)
 
         # A live migration appears while it runs and ends with each step.
         # The destination's libvirt hook announces it with a hypervisor
@@ -95,7 +91,7 @@ def test_the_dashboard_shows_the_lab_live(lab, api, pair, wired_guest,
         assert r.status_code == 403 and 'only announce migrations to h2' \
             in r.text, r.text
         m_css = '.migration[data-vm="%s"]' % g.name
-        states = set()
+        states, out = set(), {}
         moved = threading.Thread(target=lambda: out.update(
             took=lab.migrate(g, h1, h2)))
         moved.start()

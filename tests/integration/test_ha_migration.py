@@ -19,7 +19,7 @@ from virtualwire.core import ids
 from vwlab import Lab
 from vwlab.qemu_events import EventWatch, stop_resume_windows
 from vwtest.migration import (GUEST_BEFORE_STOP, MARGIN, domstate,
-                               dual_send, migrate_bg, probe_report,
+                               dual_send, migrate_bg, stop_probe,
                                wire_hosts)
 
 
@@ -74,7 +74,7 @@ def test_the_leader_killed_mid_migration_the_standby_completes_it(ha_lab):
     h1.libvirt.virsh('migrate-setspeed', g.name, '1')      # a slow copy
     with EventWatch([h1, h2]) as watch:
         stream = far.tool_bg('udp-echo', '--dst', '10.91.0.1', '--rate',
-                             1000, '--seconds', 16)
+                             1000, '--seconds', 120)
         time.sleep(0.5)
         mig = migrate_bg(g, h1, h2)
         try:
@@ -86,10 +86,13 @@ def test_the_leader_killed_mid_migration_the_standby_completes_it(ha_lab):
             h1.libvirt.virsh('migrate-setspeed', g.name, '10000')
             _out, err = mig.communicate(timeout=120)
             assert mig.returncode == 0, err
+        except BaseException:
+            stream.kill()
+            raise
         finally:
             if mig.poll() is None:
                 mig.kill()
-        report = probe_report(stream)
+        report = stop_probe(stream, after=2.0)
     assert domstate(h2, g.name) == 'running'
     api = _api(lab, other)
     wait_until(lambda: wire_hosts(api, wid) == ('tunnelled', {'h2', 'h3'}),

@@ -15,7 +15,6 @@ import time
 from vwtest import flows_of, wait_until
 from vwlab import rogue as rogue_mod
 from vwlab.shell import CONTROLLER_IP
-from vwtest.wire_traffic import Stream
 
 GUEST = '5eed0039-0000-4000-8000-000000000039'
 
@@ -28,13 +27,14 @@ def _cookie(wire):
     return '0x%x' % (0x5657 << 48 | wire['id'])
 
 
-def test_a_bad_tunnel_address_is_that_hosts_problem_alone(lab, api, pair):
+def test_a_bad_tunnel_address_is_that_hosts_problem_alone(lab, api, pair,
+                                                          streams):
     va, vb, _victim = pair('h1', 'h2', '192.0.2.21/24', '192.0.2.22/24')
     vc, vd, side = pair('h1', 'h3', '192.0.2.23/24', '192.0.2.24/24')
     _ve, _vf, gone = pair('h1', 'h2', '192.0.2.25/24', '192.0.2.26/24')
     h3 = lab.host('h3')
     good, port = h3.tunnel_ip, 'vw-%s' % lab.carrier
-    stream = Stream(lab, va, vb, '192.0.2.22', 6221, 10)
+    stream = streams(va, vb, '192.0.2.22', 6221)
     t0 = time.time()
     try:
         # Together: h3 reports an address no tunnel can use; a wire of
@@ -61,8 +61,8 @@ def test_a_bad_tunnel_address_is_that_hosts_problem_alone(lab, api, pair):
     api.wait_state(side['id'], 'tunnelled')
     wait_until(lambda: vc.ping('192.0.2.24', count=1)[1] == 1, 10,
                what="h3's wire back")
-    assert stream.running(), 'the stream ended before the test did'
-    assert stream.tally() == (10000, 10000, 0, 0)
+    sent, got, missing, dups = stream.stop()
+    assert (got, missing, dups) == (sent, 0, 0), (sent, got, missing, dups)
 
 
 def _collector_refusals(lab, since):
@@ -71,11 +71,11 @@ def _collector_refusals(lab, since):
 
 
 def test_another_hosts_certificate_cannot_read_as_h1_at_the_collector(
-        lab, api, pair):
+        lab, api, pair, streams):
     va, vb, w = pair('h1', 'h2', '192.0.2.27/24', '192.0.2.28/24')
     h1 = lab.host('h1')
     rogue = rogue_mod.impostor(lab, 'rogue4', index=84)
-    stream = Stream(lab, va, vb, '192.0.2.28', 6222, 10)
+    stream = streams(va, vb, '192.0.2.28', 6222)
     t0 = time.time()
     before = lab.collector_get('/v1/status')
     h2key, h2cert = lab.pki.files('h2')
@@ -101,8 +101,8 @@ def test_another_hosts_certificate_cannot_read_as_h1_at_the_collector(
     wait_until(lambda: api.ok('GET', '/v1/wires/%d/stats' % w['id'])[
         'a_to_b']['entered_packets'] >= 5000, 20,
         what="h1's counts read")
-    sent, got, missing, dup = stream.tally()
-    assert (sent, got, missing, dup) == (10000, 10000, 0, 0)
+    sent, got, missing, dup = stream.stop()
+    assert (got, missing, dup) == (sent, 0, 0), (sent, got, missing, dup)
     stats = wait_until(lambda: _settled(api, w['id'], sent), 20,
                        what='the counts settled')
     assert stats['a_to_b']['lost_packets'] == 0, stats
@@ -122,9 +122,10 @@ def _collector_metrics(lab):
                         verify=lab.verify).text
 
 
-def test_a_hypervisor_cannot_rewrite_another_hosts_guest(lab, api, pair):
+def test_a_hypervisor_cannot_rewrite_another_hosts_guest(lab, api, pair,
+                                                         streams):
     va, vb, _w = pair('h1', 'h2', '192.0.2.29/24', '192.0.2.30/24')
-    stream = Stream(lab, va, vb, '192.0.2.30', 6223, 8)
+    stream = streams(va, vb, '192.0.2.30', 6223)
     record = {'name': 'db', 'host': 'h2', 'nics': [
         {'index': 0, 'vnic': next(iter(vb.nics)), 'mac': '', 'alias': ''}]}
     api.ok('PUT', '/v1/guests/%s' % GUEST, json=record)
@@ -141,7 +142,8 @@ def test_a_hypervisor_cannot_rewrite_another_hosts_guest(lab, api, pair):
     [g] = [g for g in api.ok('GET', '/v1/guests')['guests']
            if g['uuid'] == GUEST]
     assert g['host'] == 'h2'
-    assert stream.tally() == (8000, 8000, 0, 0)
+    sent, got, missing, dups = stream.stop()
+    assert (got, missing, dups) == (sent, 0, 0), (sent, got, missing, dups)
 
 
 def _big_topology(n=9000):
@@ -154,7 +156,8 @@ def _big_topology(n=9000):
     return '\n'.join(lines) + '\n'
 
 
-def test_a_megabyte_topology_leaves_the_controller_answering(lab, api, pair):
+def test_a_megabyte_topology_leaves_the_controller_answering(lab, api,
+                                                             pair, streams):
     """Issue 39, point 7: a 1 MiB dry run cost 6.5 s of CPU on the
     control loop's thread, and everything waited for it. Parsed off the
     loop now: no API answer waits out the parse (each comes in well under
@@ -164,7 +167,7 @@ def test_a_megabyte_topology_leaves_the_controller_answering(lab, api, pair):
     va, vb, _w = pair('h1', 'h2', '192.0.2.31/24', '192.0.2.32/24')
     source = _big_topology()
     assert 900_000 < len(source) <= 1 << 20
-    stream = Stream(lab, va, vb, '192.0.2.32', 6224, 12)
+    stream = streams(va, vb, '192.0.2.32', 6224)
     out = {}
 
     def dry_run():
@@ -191,4 +194,5 @@ def test_a_megabyte_topology_leaves_the_controller_answering(lab, api, pair):
     slowest = max(s for _a, s in answers)
     assert len(answers) >= 5 and slowest < min(1.5, out['took'] / 3), (
         slowest, out['took'], answers)
-    assert stream.tally() == (12000, 12000, 0, 0)
+    sent, got, missing, dups = stream.stop()
+    assert (got, missing, dups) == (sent, 0, 0), (sent, got, missing, dups)

@@ -12,7 +12,7 @@ from vwlab.guest_crash import check_guest
 from vwlab.capture import HostCaptures, guest_taps
 from vwlab.qemu_events import EventWatch, stop_resume_windows
 from vwlab.shell import sh
-from vwtest.migration import probe_report, vwctl, wire_hosts
+from vwtest.migration import stop_probe, vwctl, wire_hosts
 
 
 def test_wires_follow_a_live_migrated_guest(lab, api, guest_retry):
@@ -29,6 +29,7 @@ def _wires_follow(lab, api, tmp_path):
     near = h1.add_vm('mn%d' % n, [('mn%d-nic' % n, '10.82.0.2/24')])
     w_far = api.connect(e0, 'mf%d-nic' % n)['id']
     w_near = api.connect(e1, 'mn%d-nic' % n)['id']
+    streams = []
     try:
         api.wait_state(w_far, 'tunnelled')
         api.wait_state(w_near, 'collapsed')
@@ -43,8 +44,10 @@ def _wires_follow(lab, api, tmp_path):
         # guest's other NIC is the network's mistake, not the guest's.
         on = {v: [guest_taps(h1, g.name, g.nics[v]['mac'])] for v in (e0, e1)}
         watch = EventWatch([h1, h2]).__enter__()
+        # Until told to stop, not for a fixed time: on a loaded machine
+        # the second move began after a 12 s stream had ended.
         streams = [vm.tool_bg('udp-echo', '--dst', dst, '--rate', 1000,
-                              '--seconds', 12)
+                              '--seconds', 90)
                    for vm, dst in ((far, '10.81.0.1'), (near, '10.82.0.1'))]
         time.sleep(1)
         lab.migrate(g, h1, h2)
@@ -90,7 +93,8 @@ def _wires_follow(lab, api, tmp_path):
                    ('collapsed', {'h1'}), 15, what='near wire collapses')
         for v in on:
             on[v].append(guest_taps(h1, g.name, g.nics[v]['mac']))
-        reports = [probe_report(p) for p in streams]
+        time.sleep(1)
+        reports = [stop_probe(s, after=0) for s in streams]
         caps.stop()
         watch.__exit__(None, None, None)
         windows = stop_resume_windows(watch.events, g.name)
@@ -130,6 +134,9 @@ def _wires_follow(lab, api, tmp_path):
                         '--seconds', 1)
             assert r['lost'] == 0 and r['duplicates'] == 0, r
     finally:
+        for s in streams:
+            if s.poll() is None:
+                s.kill()
         for h in lab.hosts:
             h.log_datapath_flow_changes(False)
         for w in (w_far, w_near):

@@ -10,8 +10,8 @@ from virtualwire.core import ids
 from vwlab import LabError
 from vwlab.capture import HostCaptures, guest_taps
 from vwlab.qemu_events import EventWatch, stop_resume_windows
-from vwtest.migration import (domstate, dual_send,
-                               migrate_bg, probe_report, wire_flows,
+from vwtest.migration import (domstate, dual_send, migrate_bg,
+                               probe_report, stop_probe, wire_flows,
                                wire_hosts)
 
 
@@ -90,11 +90,11 @@ def test_a_migration_never_activated_times_out_to_the_flows_before(
     before = wire_flows(lab, wid)
     lab.stop_controller()
     lab.start_controller(extra=['--move-timeout', '3'])
-    mig = None
+    mig = stream = None
     try:
         wait_until(api.synced, 30, what='controller back')
         stream = far.tool_bg('udp-echo', '--dst', '10.86.0.1', '--rate',
-                             1000, '--seconds', 20)
+                             1000, '--seconds', 120)
         time.sleep(0.5)
         h1.libvirt.virsh('migrate-setspeed', g.name, '1')
         mig = migrate_bg(g, h1, h2)
@@ -128,13 +128,14 @@ def test_a_migration_never_activated_times_out_to_the_flows_before(
         assert domstate(h1, g.name) == 'running'
         wait_until(lambda: domstate(h2, g.name) is None, 20,
                    what='destination guest gone')
-        r = probe_report(stream)
+        r = stop_probe(stream, after=0)
         assert r['lost'] == 0 and r['duplicates'] == 0, r
         assert wire_flows(lab, wid) == before
         assert api.wire(wid)['host_a'] == 'h1'
     finally:
-        if mig is not None and mig.poll() is None:
-            mig.kill()
+        for p in (mig, stream):
+            if p is not None and p.poll() is None:
+                p.kill()
         lab.stop_controller()
         lab.start_controller()
         wait_until(api.synced, 30, what='controller back with defaults')
@@ -184,7 +185,7 @@ def test_controller_killed_mid_migration_the_wire_still_converges(
     with HostCaptures(lab.hosts, tmp_path) as caps, \
             EventWatch([h1, h2]) as watch:
         stream = far.tool_bg('udp-echo', '--dst', '10.85.0.1', '--rate',
-                             1000, '--seconds', 14)
+                             1000, '--seconds', 120)
         time.sleep(0.5)
         mig = migrate_bg(g, h1, h2)
         try:
@@ -195,6 +196,9 @@ def test_controller_killed_mid_migration_the_wire_still_converges(
             h1.libvirt.virsh('migrate-setspeed', g.name, '10000')
             _out, err = mig.communicate(timeout=90)
             assert mig.returncode == 0, err
+        except BaseException:
+            stream.kill()
+            raise
         finally:
             if mig.poll() is None:
                 mig.kill()
@@ -210,7 +214,7 @@ def test_controller_killed_mid_migration_the_wire_still_converges(
         wait_until(lambda: wire_hosts(api, wid) == ('tunnelled',
                                                      {'h2', 'h3'}),
                    20, what='wire on h2')
-        report = probe_report(stream)
+        report = stop_probe(stream)
     windows = stop_resume_windows(watch.events, g.name)
     assert len(windows) == 1, windows
     # The controller's death cost nothing: the switch-over within the goal

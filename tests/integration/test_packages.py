@@ -7,7 +7,6 @@ serves two lab hosts. Then what an operator does: check the units, read
 --version, connect a wire with the packaged vwctl, restart the
 controller service under a 1 kHz stream, reload settings, probe health,
 and enrol hosts with a join token and with approval."""
-import concurrent.futures
 import json
 import os
 import re
@@ -18,9 +17,9 @@ import shutil
 import pytest
 from cryptography import x509
 
-from vwtest import wait_until
+from vwtest import packaging, wait_until
 from vwlab import Lab, packages
-from vwlab.shell import CONTROLLER_IP, LAB_ROOT
+from vwlab.shell import CONTROLLER_IP
 from vwtest.wire_traffic import stream_across
 
 UNITS = ['virtualwire-intent-db.service', 'virtualwire-controller.service',
@@ -111,16 +110,8 @@ class Installed:
 
 @pytest.fixture(scope='module')
 def installed():
-    work = os.path.join(LAB_ROOT, 'packages-%d' % os.getpid())
-    os.makedirs(work, exist_ok=True)
-    # The fresh root downloads and unpacks while the packages build
-    # (about a minute each, apart).
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        made = pool.submit(packages.make_root, os.path.join(work, 'root'),
-                           [], os.path.join(work, 'root.log'), install=False)
-        changes, debs = packages.build(os.path.join(work, 'build'))
-        root = made.result()
-    packages.copy_debs(root, debs)
+    # Built while the unit tier ran, if it did (vwtest.packaging).
+    work, root, changes, debs = packaging.prepared()
     with Lab(2, collector=False, libvirt=True) as lab:
         _lab_cas_into(lab, root)
         m = packages.Machine(root, lab.mgmt_ns, 'vwpkg' + lab.prefix[2:],

@@ -9,6 +9,7 @@ import pytest
 
 from vwlab import Lab, extenders, sites
 from vwtest import LINKS, Api, links_up, seq, wait_until
+from vwtest.wire_traffic import Stream
 
 @pytest.fixture(scope='session')
 def lab():
@@ -48,6 +49,21 @@ def pair(lab, api):
     yield make
     for wid in made:
         api.req('DELETE', '/v1/wires/%d' % wid)
+
+
+@pytest.fixture
+def streams(lab):
+    """start(va, vb, dst, port) -> a running wire_traffic.Stream that
+    the test stops when it is done with it; one a failed test left
+    running is killed, not left to load the tests after it."""
+    made = []
+
+    def start(va, vb, dst, port, seconds=300, rate=1000, size=64):
+        made.append(Stream(lab, va, vb, dst, port, seconds, rate, size))
+        return made[-1]
+    yield start
+    for s in made:
+        s.kill()
 
 
 @pytest.fixture

@@ -30,6 +30,18 @@ def probe_report(proc):
     return json.loads(out.strip().splitlines()[-1])
 
 
+def stop_probe(proc, after=1.0):
+    """An echo probe's report, ended `after` seconds from now (its
+    after-RESUME window) rather than at a length guessed beforehand: a
+    length long enough for a loaded machine idles on an idle one, and one
+    too short ends before a late move."""
+    import signal
+    import time
+    time.sleep(after)
+    proc.send_signal(signal.SIGINT)
+    return probe_report(proc)
+
+
 def wire_hosts(api, wid):
     w = api.wire(wid)
     return w['state'], {w['host_a'], w['host_b']}

@@ -3,6 +3,7 @@ between stand-in VMs, raw frames sniffed on a VM's NIC, the special
 frames a wire must carry unchanged."""
 import json
 import os
+import signal
 import tempfile
 import threading
 import time
@@ -104,26 +105,62 @@ def stream_across(src, dst, dst_ip, action, seconds=10.0, after=2.0,
 
 
 class Stream:
-    """A 1 kHz UDP stream from va to vb's `dst` for `seconds` (realtime
-    sender), started at once; `lost()` the receiver's tally at the end."""
+    """A UDP stream (1 kHz unless told) from va to vb's `dst` (realtime
+    sender), started at once. `stop()` ends it when the test is done with
+    it and tallies; `seconds` is only a cap (or, for `tally()`, a fixed
+    length)."""
 
-    def __init__(self, lab, va, vb, dst, port, seconds):
+    def __init__(self, lab, va, vb, dst, port, seconds=300, rate=1000,
+                 size=64):
+        self.rate = rate
         ready = os.path.join(lab.dir, 'rx-ready-%d' % port)
         self.seconds = seconds
         self.rx = vb.tool_bg('udp-recv', '--port', port, '--seconds',
                              seconds + 4, '--ready-file', ready)
         wait_until(lambda: os.path.exists(ready), 10, what='udp receiver')
+        os.unlink(ready)
         self.tx = va.tool_bg('udp-send', '--dst', dst, '--port', port,
-                             '--rate', 1000, '--seconds', seconds,
+                             '--rate', rate, '--seconds', seconds,
+                             '--size', size, '--ready-file', ready,
                              realtime=True)
+        wait_until(lambda: os.path.exists(ready), 10, what='udp sender')
+        os.unlink(ready)
+        self.started = time.time()
 
     def running(self):
         return self.tx.poll() is None
 
+    def stop(self):
+        """End it now: the sender, then (what it sent landed) the
+        receiver. (sent, received, missing, duplicates), once it is shown
+        that the sender ran to now on its schedule (a probe that fell
+        silent would judge nothing)."""
+        assert self.running(), 'the stream ended before it was stopped'
+        stopped = time.time()
+        self.tx.send_signal(signal.SIGINT)
+        sent = _last_json(self.tx.communicate(timeout=30)[0])
+        time.sleep(0.5)
+        self.rx.send_signal(signal.SIGINT)
+        got = _last_json(self.rx.communicate(timeout=30)[0])
+        # 1.5 s for the sender's start (python, a namespace) and its end.
+        assert sent['stopped'] and sent['sent'] >= self.rate * (
+            stopped - self.started - 1.5), (sent, stopped - self.started)
+        return sent['sent'], got['received'], got['missing'], \
+            got['duplicates']
+
     def tally(self):
-        """(sent, received, missing, duplicates)."""
-        sent = json.loads(self.tx.communicate(timeout=self.seconds + 30)[0]
-                          .strip().splitlines()[-1])['sent']
-        got = json.loads(self.rx.communicate(timeout=self.seconds + 30)[0]
-                         .strip().splitlines()[-1])
-        return sent, got['received'], got['missing'], got['duplicates']
+        """(sent, received, missing, duplicates) once it ran its length."""
+        sent = _last_json(self.tx.communicate(timeout=self.seconds + 30)[0])
+        got = _last_json(self.rx.communicate(timeout=self.seconds + 30)[0])
+        return sent['sent'], got['received'], got['missing'], \
+            got['duplicates']
+
+    def kill(self):
+        """After a failed test: nothing left running into the next."""
+        for p in (self.tx, self.rx):
+            if p.poll() is None:
+                p.kill()
+
+
+def _last_json(out):
+    return json.loads(out.strip().splitlines()[-1])

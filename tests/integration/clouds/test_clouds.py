@@ -4,6 +4,7 @@ extender with a public address (vwlab.sites); the extenders' encrypted
 links are real wireguard-go daemons run by the real extender agent."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -430,21 +431,28 @@ def test_symmetric_nats_on_both_sides_go_through_a_relay_that_cannot_read(
     assert not api.wire(w['id'])['relayed']
 
 
-def _outage(va, vb, fault, seconds=14.0, rate=100):
-    """Run a rate-Hz sequenced echo stream va -> vb while fault() runs;
+def _outage(va, vb, fault, seconds=60.0, rate=100, heal=12.0, tail=2.0):
+    """Run a rate-Hz sequenced echo stream va -> vb while fault() runs,
+    until the wire carries again (at most `heal` s) and `tail` s more;
     (datagrams lost, longest hole in s, the stream's report)."""
     server = vb.tool_bg('echo-server', '--port', 7000)
     time.sleep(0.3)
     stream = va.tool_bg('udp-echo', '--dst', '192.0.2.2', '--rate', rate,
                         '--seconds', seconds)
-    time.sleep(1.0)
-    fault()
     try:
-        r = json.loads(stream.communicate(timeout=seconds + 60)[0]
+        time.sleep(1.0)
+        fault()
+        wait_until(lambda: va.ping('192.0.2.2', count=1, wait=1)[1] == 1,
+                   heal, what='the wire carrying again')
+        time.sleep(tail)
+        stream.send_signal(signal.SIGINT)
+        r = json.loads(stream.communicate(timeout=60)[0]
                        .strip().splitlines()[-1])
     finally:
-        server.kill()
-        server.wait()
+        for p in (stream, server):
+            if p.poll() is None:
+                p.kill()
+            p.wait()
     sent = r['sent_times']
     # The sender kept sending through the fault (else "no loss" proves
     # nothing): no gap over 0.5 s between sends.
@@ -548,7 +556,8 @@ def test_a_key_rotated_while_traffic_runs_costs_a_moment(cross, clouds):
         p = vwctl(clouds, 'extenders', 'rotate', 'xb')
         assert p.returncode == 0, p.stderr
 
-    lost, hole, r = _outage(va, vb, rotate)
+    # A longer tail: the links switch keys just after vwctl returns.
+    lost, hole, r = _outage(va, vb, rotate, tail=5.0)
     assert r['lost_tail'] == 0 and r['duplicates'] == 0, r
     print('key rotated: %d lost, longest hole %.2f s' % (lost, hole))
     # A new key, pinned by every peer of xb: its links are up with it.
