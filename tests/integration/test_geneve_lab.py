@@ -4,8 +4,8 @@ the controller mapped, ping/UDP/TCP and every frame kind unchanged, two
 wires apart, a forged frame dropped, outer UDP source ports that vary
 with the inner flow (what ECMP hashes on), and a live-migrated QEMU
 guest whose wire follows it."""
-import json
 import re
+import signal
 import subprocess
 import time
 import uuid
@@ -14,7 +14,7 @@ import pytest
 from scapy.all import Ether, Raw
 
 from vwtest import Api, flows_of, wait_until
-from vwtest.migration import wire_hosts
+from vwtest.migration import stop_probe, wire_hosts
 from vwlab import Lab
 from vwtest.wire_traffic import sniff_while, special_frames, tcp_transfer, \
     udp_stream
@@ -137,17 +137,17 @@ def test_outer_udp_source_ports_follow_the_inner_flow(glab, gpair):
     h1 = glab.host('h1')
     cap = subprocess.Popen(
         ['ip', 'netns', 'exec', h1.ns, 'tcpdump', '-i', 'ul0', '-nn', '-l',
-         '-c', '200', 'udp dst port 6081'], stdout=subprocess.PIPE,
+         'udp dst port 6081'], stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL, text=True)
     time.sleep(1.0)
     for port in range(7000, 7016):
         va.tool('udp-send', '--dst', '192.0.2.2', '--port', port,
                 '--rate', 200, '--seconds', 0.05)
-    try:
-        out, _ = cap.communicate(timeout=15)
-    except subprocess.TimeoutExpired:
-        cap.kill()
-        out, _ = cap.communicate()
+    # Until the last one is seen, not until a count (160 datagrams sent:
+    # a count of 200 waited out its 15 s timeout every run).
+    time.sleep(0.5)
+    cap.send_signal(signal.SIGINT)
+    out, _ = cap.communicate(timeout=15)
     sports = {m.group(1) for m in re.finditer(
         r'IP [\d.]+\.(\d+) > [\d.]+\.6081', out)}
     assert len(sports) >= 8, (len(sports), out[:2000])
@@ -165,11 +165,14 @@ def test_a_guest_migrates_and_its_wire_follows(glab):
         wait_until(lambda: far.ping('10.91.0.1', count=1)[1] == 1, 30,
                    what='the guest answering')
         echo = far.tool_bg('udp-echo', '--dst', '10.91.0.1', '--rate', 500,
-                           '--seconds', 10)
-        time.sleep(2)
-        glab.migrate(g, h1, h2)
-        out, _ = echo.communicate(timeout=60)
-        report = json.loads(out.strip().splitlines()[-1])
+                           '--seconds', 120)
+        try:
+            time.sleep(2)
+            glab.migrate(g, h1, h2)
+        except BaseException:
+            echo.kill()
+            raise
+        report = stop_probe(echo, after=2.0)
         wait_until(lambda: wire_hosts(api, wid) == ('tunnelled',
                                                     {'h2', 'h3'}), 15,
                    what='the wire between h2 and h3')
