@@ -18,6 +18,9 @@ import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import commit                                   # noqa: E402
+
 KINDS = ('scale', 'latency', 'migration', 'failover')
 
 
@@ -111,6 +114,7 @@ def main():
                           for (v, n), docs in sorted(loaded.items())
                           for kind, doc in sorted(docs.items())}
     summary['command'] = ' '.join(['python'] + sys.argv)
+    summary['commit'] = commit()          # the code that derived it
     with open(os.path.join(folder, 'summary.json'), 'w') as f:
         json.dump(summary, f, indent=1)
 
