@@ -133,10 +133,9 @@ def udp_recv(port, seconds, ready_file=None):
         left = end - time.time()
         if left <= 0:
             break
-        try:
-            r, _, _ = select.select([s], [], [], min(left, 0.5))
-        except InterruptedError:
-            continue
+        # A signal's handler runs, then select goes on (PEP 475): the
+        # loop sees `stopping` within 0.5 s.
+        r, _, _ = select.select([s], [], [], min(left, 0.5))
         if not r:
             continue
         data, _ = s.recvfrom(65535)
