@@ -7,8 +7,12 @@ BGP). No downloads beyond apt.
 
     python -m vwlab.guest_image [--out DIR] [--json]
 
-The result (vmlinuz, initrd.img, manifest.json) is cached under DIR and
-rebuilt only when a package version or one of our sources changes.
+The result (vmlinuz, vmlinux, initrd.img, manifest.json) is cached under
+DIR and rebuilt only when a package version or one of our sources changes.
+The manifest's kernel is vmlinux, the bzImage's own uncompressed kernel,
+when it carries a PVH entry note: QEMU then jumps straight into it, which
+skips the decompressor, about 1 s of every TCG boot (measured 5.1-5.8 s
+against 6.0-7.1 s).
 """
 import argparse
 import glob
@@ -18,6 +22,7 @@ import json
 import lzma
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -135,6 +140,59 @@ def _module(root, name):
     return lzma.decompress(data) if path.endswith('.xz') else data
 
 
+# The Xen ELF note whose presence lets QEMU boot an ELF kernel via PVH.
+XEN_ELFNOTE_PHYS32_ENTRY = 0x12
+LZ4_LEGACY_MAGIC = b'\x02\x21\x4c\x18'
+
+
+def _has_pvh_note(elf):
+    """True if the ELF image has a PT_NOTE entry Xen/PHYS32_ENTRY."""
+    if elf[:4] != b'\x7fELF' or elf[4] != 2:       # 64-bit ELF only
+        return False
+    phoff, = struct.unpack_from('<Q', elf, 0x20)
+    phentsize, phnum = struct.unpack_from('<HH', elf, 0x36)
+    for i in range(phnum):
+        p_type, _fl, off, _va, _pa, size = struct.unpack_from(
+            '<IIQQQQ', elf, phoff + i * phentsize)
+        if p_type != 4:                                 # PT_NOTE
+            continue
+        pos, end = off, off + size
+        while pos + 12 <= end:
+            namesz, descsz, ntype = struct.unpack_from('<III', elf, pos)
+            name = elf[pos + 12:pos + 12 + namesz].rstrip(b'\0')
+            if name == b'Xen' and ntype == XEN_ELFNOTE_PHYS32_ENTRY:
+                return True
+            pos += 12 + (namesz + 3) // 4 * 4 + (descsz + 3) // 4 * 4
+    return False
+
+
+def extract_pvh_kernel(bzimage, dest):
+    """Writes the bzImage's uncompressed ELF kernel to dest if it is lz4
+    and has a PVH entry; returns whether it did. The x86 boot protocol
+    puts the payload's offset and length at 0x248 (relative to the
+    protected-mode code, which starts after the setup sectors)."""
+    with open(bzimage, 'rb') as f:
+        img = f.read()
+    if img[0x202:0x206] != b'HdrS':
+        return False
+    setup = (img[0x1f1] or 4) + 1
+    off, length = struct.unpack_from('<II', img, 0x248)
+    start = setup * 512 + off
+    payload = img[start:start + length]
+    if payload[:4] != LZ4_LEGACY_MAGIC:
+        return False
+    # The kernel appends the uncompressed size, which lz4 would read as
+    # a truncated block.
+    p = subprocess.run(['lz4', '-dc'], input=payload[:-4],
+                       capture_output=True)
+    if p.returncode != 0 or not _has_pvh_note(p.stdout):
+        return False
+    with open(dest + '.tmp', 'wb') as f:
+        f.write(p.stdout)
+    os.replace(dest + '.tmp', dest)
+    return True
+
+
 def _cpio_gz(tree, dest):
     """A newc cpio of `tree`, gzipped, with fixed owners and times so the
     same inputs give the same bytes."""
@@ -203,6 +261,10 @@ def build(out=DEFAULT_OUT, progress=lambda m: None):
         initrd = os.path.join(out, 'initrd.img')
         shutil.copy(glob.glob(os.path.join(root, 'boot/vmlinuz-*'))[0],
                     kernel)
+        vmlinux = os.path.join(out, 'vmlinux')
+        if extract_pvh_kernel(kernel, vmlinux):
+            progress('kernel has a PVH entry: booting vmlinux directly')
+            kernel = vmlinux
         _cpio_gz(tree, initrd + '.tmp')
         os.replace(initrd + '.tmp', initrd)
         have = dict(want, kernel=kernel, initrd=initrd, modules=included)
