@@ -111,7 +111,7 @@ def test_foreign_actions_decode_as_other_so_the_diff_replaces_them():
 
 
 @pytest.mark.parametrize('flow,words', [
-    (Flow(3, 100, (), (), COOKIE), 'undeclared table'),
+    (Flow(9, 100, (), (), COOKIE), 'undeclared table'),
     (Flow(0, 55, (), (), COOKIE), 'priority 55'),
     (Flow(0, 100, (('ip_dscp', 1),), (), COOKIE), 'match on ip_dscp'),
     (Flow(0, 100, (), (('group', 1),), COOKIE), 'action group'),

@@ -35,6 +35,19 @@ ROLE_REJECTED = 1 << 40      # carrier frames no wire accepts from that source
 ROLE_UNWIRED = 1 << 41       # frames from ports no wire has (table miss)
 ROLE_MASK = 0xFFFF << 32
 
+# A provider switch's flows (core.switches): "VS", the switch's number in
+# bits 16-31 and the port's index in bits 0-15, what the counter counts in
+# bits 32-47.
+SWITCH_COOKIE_MARK = 0x5653 << 48
+SW_ENTERED = 1 << 32         # frames entering the switch on the port
+SW_FLOODED = 1 << 33         # frames from the port flooded (unknown dst)
+SW_LEARNED = 1 << 34         # a MAC learned on the port (one flow each)
+SW_BAD_SOURCE = 1 << 35      # frames dropped for a multicast source
+
+
+def switch_cookie(number, port=0, role=0):
+    return SWITCH_COOKIE_MARK | role | (number << 16) | port
+
 
 _CONNECTOR_RE = re.compile(r'(?:0[xX][0-9a-fA-F]{1,8}|[0-9]{1,10})')
 

@@ -138,12 +138,14 @@ class Host:
 @dataclass(frozen=True)
 class Location:
     """Where a wire end is attached: a host's port, of a kind of end
-    (`pipeline.ends`: 'vnic', a gateway's whole 'port', or a 'vlan' on a
-    gateway's trunk port)."""
+    (`pipeline.ends`: 'vnic', a gateway's whole 'port', a 'vlan' on a
+    gateway's trunk port, or a provider switch's 'switchport': then
+    `ofport` is the port's index in switch number `switch`)."""
     host: str
     ofport: int
     kind: str = 'vnic'
     vlan: Optional[int] = None
+    switch: int = 0
 
 
 @dataclass(frozen=True)

@@ -81,8 +81,10 @@ def default_flows(carrier_ports=()):
     and, per carrier port, a drop counted as rejected carrier frames (no
     wire accepts them from that source): the per-host drop counters
     operators read (`metrics`)."""
-    out = {make_flow(t, 'miss', {}, [], ids.wire_cookie(0) | ids.ROLE_UNWIRED)
-           for t in tables.PIPELINE}
+    # The wire table's only: a switch table's miss is a lookup's answer
+    # (unknown MAC, no wire on a port), not a frame from an unwired port.
+    out = {make_flow(tables.WIRE, 'miss', {}, [],
+                     ids.wire_cookie(0) | ids.ROLE_UNWIRED)}
     for port in sorted(set(carrier_ports)):
         out.add(make_flow(tables.WIRE, 'reject', {'in_port': port}, [],
                           ids.wire_cookie(0) | ids.ROLE_REJECTED))

@@ -48,6 +48,10 @@ COOKIES: Tuple[CookieSpace, ...] = (
                 "a wire's flows: one masked request finds them (stats) and "
                 "they are told from anyone else's; bits 32-47 say what a "
                 "flow's counter counts (core.ids ROLE_*)"),
+    CookieSpace('switch', ids.SWITCH_COOKIE_MARK, ids.COOKIE_MARK_MASK,
+                "a provider switch's own flows and the MACs it learned: "
+                "bits 16-31 its number, 0-15 the port, 32-47 what the "
+                "counter counts (core.ids SW_*)"),
 )
 
 WIRE = Table(
@@ -61,12 +65,60 @@ WIRE = Table(
     match_fields=frozenset({'in_port', 'vlan_vid', 'tunnel_id',
                             'tun_ipv4_src', 'tun_metadata0'}),
     actions=frozenset({'output', 'set_field', 'learn', 'push_vlan',
-                       'pop_vlan'}),
+                       'pop_vlan', 'resubmit'}),
     miss='drop',
     purpose='frames entering on an end or a carrier port leave towards '
-            'the far end (or its host); anything else is dropped')
+            'the far end (or its host, or into a switch port); anything '
+            'else is dropped')
 
-PIPELINE: Tuple[Table, ...] = (WIRE,)
+# A provider switch (core.switches) is four tables that a frame walks with
+# resubmits, its switch's number in reg4 throughout. A wire delivering to
+# a switch port loads the number and the port (reg5) and clears in_port,
+# so that a flood may leave by the port the frame came in on (another
+# wire on the same carrier port). Registers 4-7 are the switch's; reg1
+# is an activation's learn (southbound.openflow).
+SWITCH_IN = Table(
+    id=1, name='switch-in',
+    priorities={'bad-source': 200, 'port': 100},
+    match_fields=frozenset({'reg4', 'reg5', 'eth_src'}),
+    actions=frozenset({'learn_mac', 'set_field', 'resubmit'}),
+    miss='drop',
+    purpose="a frame entering a switch port: its source MAC learned for "
+            "the port (within the port's limit), then looked up; a "
+            "multicast source is dropped (no frame comes from a group)")
+
+SWITCH_MAC = Table(
+    id=2, name='switch-mac',
+    priorities={'learned': 100},
+    match_fields=frozenset({'reg4', 'eth_dst'}),
+    actions=frozenset({'set_field'}),
+    miss='nothing: the destination stays unknown (reg6 0)',
+    purpose="learned MACs: the port (reg6) a destination was last seen "
+            "on (a group address is never a source, so broadcast and "
+            "multicast stay unknown: flooded)")
+
+SWITCH_FWD = Table(
+    id=3, name='switch-forward',
+    priorities={'hairpin': 200, 'flood': 150, 'known': 100},
+    match_fields=frozenset({'reg4', 'reg5', 'reg6', 'reg7'}),
+    actions=frozenset({'set_field', 'resubmit'}),
+    miss='drop',
+    purpose="an unknown destination floods to every port but the one the "
+            "frame came in on (and, from a part of a split switch, to no "
+            "other part); a known one goes to its port, never back out of "
+            "the port it came in on")
+
+SWITCH_OUT = Table(
+    id=4, name='switch-out',
+    priorities={'wire': 100},
+    match_fields=frozenset({'reg4', 'reg6'}),
+    actions=WIRE.actions,
+    miss='drop (a port without a wire)',
+    purpose="a frame leaving a switch port goes down the port's wire, as "
+            "a frame entering a wire end does")
+
+PIPELINE: Tuple[Table, ...] = (WIRE, SWITCH_IN, SWITCH_MAC, SWITCH_FWD,
+                               SWITCH_OUT)
 BY_ID = {t.id: t for t in PIPELINE}
 
 # Match fields a learn action may write (what OVS's learn can set from
@@ -95,6 +147,13 @@ def check(flow) -> None:
                                 % (table.name, act[0], flow))
         if act[0] == 'learn':
             _check_learn(table, act, flow)
+        elif act[0] == 'learn_mac':
+            _check_learn_mac(act, flow)
+        elif act[0] == 'resubmit' and not (
+                act[1] in BY_ID and act[1] > table.id):
+            # Only onwards: a frame's walk through the tables ends.
+            raise PipelineError('resubmit to table %r from %s: %s'
+                                % (act[1], table.name, flow))
     # The first learn is the flow's own wire's (a guest's other vNICs'
     # may follow: pipeline.guests).
     if learns and learns[0][2] & ids.COOKIE_WIRE_MASK != \
@@ -122,6 +181,22 @@ def _check_learn(table, act, flow):
     for name, _value in match:
         if name not in LEARN_FIELDS:
             raise PipelineError('learn cannot match %s: %s' % (name, flow))
+
+
+def _check_learn_mac(act, flow):
+    """('learn_mac', cookie, port limit, idle timeout): in SWITCH_MAC, at
+    'learned', {reg4: the frame's, eth_dst: its eth_src} -> reg6 := the
+    frame's reg5 (southbound.openflow writes it as OVS's learn)."""
+    if len(act) != 4:
+        raise PipelineError('learn_mac takes cookie, limit, idle timeout: '
+                            '%s' % flow)
+    _, cookie, limit, idle = act
+    if cookie & ids.COOKIE_MARK_MASK != ids.SWITCH_COOKIE_MARK:
+        raise PipelineError('a learned MAC needs a switch cookie: %s' % flow)
+    if not (isinstance(limit, int) and 0 < limit <= 65535 and
+            isinstance(idle, int) and 0 < idle <= 65535):
+        raise PipelineError('learn_mac limit and idle timeout are 1-65535: '
+                            '%s' % flow)
 
 
 def describe() -> str:

@@ -24,7 +24,7 @@ from virtualwire.core.model import GATEWAY, Location
 from virtualwire.core.placement import place
 from virtualwire.pipeline import ends, guests, paths
 from virtualwire.pipeline.flow import Flow, host_default_flows, make_flow
-from virtualwire.pipeline.tables import WIRE
+from virtualwire.pipeline.tables import BY_ID, WIRE
 
 OFPP_CONTROLLER = 0xfffffffd
 OFPP_IN_PORT = 0xfffffff8   # OpenFlow drops an output to the port it came in on
@@ -76,12 +76,13 @@ class _Builder:
         self.cid = wire.connector_id
         self.cookie = ids.wire_cookie(wire.connector_id)
         self.hosts = hosts
-        self.units: Dict[Tuple[str, str, Tuple], Units] = {}
-        self.counts: Dict[Tuple[str, str, Tuple], int] = {}   # role bits
+        # (host, table id, role, match) -> action units, role bits
+        self.units: Dict[Tuple[str, int, str, Tuple], Units] = {}
+        self.counts: Dict[Tuple[str, int, str, Tuple], int] = {}
         self.letter = {wire.end_a: 'a', wire.end_b: 'b'}
 
-    def add(self, host, role, match, units, counts=0):
-        key = (host, role, tuple(sorted(match.items())))
+    def add(self, host, role, match, units, counts=0, table=WIRE):
+        key = (host, table.id, role, tuple(sorted(match.items())))
         have = self.units.setdefault(key, [])
         for u in units:
             if tuple(u) not in have:
@@ -90,10 +91,12 @@ class _Builder:
 
     def flows(self) -> Dict[str, Set[Flow]]:
         out: Dict[str, Set[Flow]] = {}
-        for (host, role, match), units in self.units.items():
+        for key, units in self.units.items():
+            host, table, role, match = key
             out.setdefault(host, set()).add(make_flow(
-                WIRE, role, dict(match), [a for u in units for a in u],
-                self.cookie | self.counts.get((host, role, match), 0)))
+                BY_ID[table], role, dict(match),
+                [a for u in units for a in u],
+                self.cookie | self.counts.get(key, 0)))
         return out
 
     def path(self, a, b):
@@ -140,14 +143,21 @@ class _Builder:
         if hold and gated is not None and gated.host == sender.host:
             sends.append([('output', OFPP_CONTROLLER)])
         # Back out of the port it came in on (two VLANs of one trunk).
-        sends = [[('output', OFPP_IN_PORT)
-                  if a == ('output', sender.ofport) else a for a in u]
-                 for u in sends]
+        if kind.is_port:
+            sends = [[('output', OFPP_IN_PORT)
+                      if a == ('output', sender.ofport) else a for a in u]
+                     for u in sends]
+        else:
+            # Out of a switch port, perhaps one of a flood: a tag pushed
+            # for this port's VLAN end must not reach the next port.
+            sends = [u + [('pop_vlan',)] if any(a[0] == 'push_vlan'
+                                                 for a in u) else u
+                     for u in sends]
         self.add(sender.host, 'wire', kind.ingress_match(sender),
                  ([kind.strip(sender)] if kind.strip(sender) else []) + sends,
                  enters | (delivers if any(t.host == sender.host and
                                            t != gated for t in targets)
-                           else 0))
+                           else 0), table=kind.ingress_table)
         for t in targets:
             if t.host == sender.host:
                 continue

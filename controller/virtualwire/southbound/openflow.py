@@ -11,11 +11,12 @@ from os_ken.ofproto import ofproto_v1_4 as ofp
 from os_ken.ofproto import ofproto_v1_4_parser as parser
 
 from virtualwire.pipeline.flow import Flow
-from virtualwire.pipeline.tables import WIRE
-from virtualwire.southbound import geneve_tlv, lazy_stats
+from virtualwire.pipeline.tables import SWITCH_MAC, WIRE
+from virtualwire.southbound import geneve_tlv, lazy_stats, nx_learn2
 
 lazy_stats.install()       # the collector reads no instructions
 geneve_tlv.register()      # tun_metadata0: Geneve's connector id
+nx_learn2.register()       # a switch port's learn, with its MAC limit
 
 
 class _Protocol:
@@ -37,6 +38,10 @@ NX_LEARN_F_SEND_FLOW_REM = 1
 _LEARN_NAMES = {'in_port_nxm': 'in_port', 'tun_id': 'tunnel_id',
                 'tun_ipv4_src': 'tun_ipv4_src', 'tunnel_id_nxm': 'tunnel_id'}
 
+
+# resubmit's in_port is OpenFlow 1.0's 16 bits: 0xfff8 (OFPP_IN_PORT there)
+# keeps the frame's own.
+RESUBMIT_IN_PORT = 0xfff8
 
 # The register a learn's output port goes through: OVS's learn can only
 # output to a field's value, and a guest's activation flow learns for its
@@ -64,6 +69,35 @@ def _learn(act):
                                  priority=priority, cookie=cookie,
                                  flags=0 if _matches_option(match)
                                  else NX_LEARN_F_SEND_FLOW_REM)]
+
+
+def _learn_mac(act):
+    """('learn_mac', cookie, limit, idle) -> OVS's learn(table=SWITCH_MAC,
+    priority=learned, idle_timeout, limit, cookie, NXM_NX_REG4[],
+    eth_dst=eth_src, load:reg5->reg6): the frame's source, in its
+    switch, found at the port it came in on."""
+    _, cookie, limit, idle = act
+    specs = [parser.NXFlowSpecMatch(src=('reg4', 0), dst=('reg4', 0),
+                                    n_bits=32),
+             parser.NXFlowSpecMatch(src=('eth_src', 0), dst=('eth_dst', 0),
+                                    n_bits=48),
+             parser.NXFlowSpecLoad(src=('reg5', 0), dst=('reg6', 0),
+                                   n_bits=32)]
+    return [nx_learn2.NXActionLearn2(
+        table_id=SWITCH_MAC.id, specs=specs, limit=limit,
+        idle_timeout=idle, priority=SWITCH_MAC.priority('learned'),
+        cookie=cookie)]
+
+
+def _read_learn_mac(a):
+    """NXActionLearn2 as a switch reports it -> ('learn_mac', ...), or
+    None if it is not the one _learn_mac writes."""
+    got = [(type(s).__name__, s.src, s.dst, s.n_bits) for s in a.specs]
+    want = [(type(s).__name__, s.src, s.dst, s.n_bits)
+            for s in _learn_mac(('learn_mac', 0, 1, 1))[0].specs]
+    if got != want or a.table_id != SWITCH_MAC.id:
+        return None
+    return ('learn_mac', a.cookie, a.limit, a.idle_timeout)
 
 
 def _matches_option(match):
@@ -121,6 +155,11 @@ def action_objects(a):
         return [parser.OFPActionSetField(**{a[1]: a[2]})]
     if a[0] == 'learn':
         return _learn(a)
+    if a[0] == 'learn_mac':
+        return _learn_mac(a)
+    if a[0] == 'resubmit':
+        return [parser.NXActionResubmitTable(in_port=RESUBMIT_IN_PORT,
+                                             table_id=a[1])]
     if a[0] == 'push_vlan':
         return [parser.OFPActionPushVlan(a[1])]
     if a[0] == 'pop_vlan':
@@ -226,6 +265,12 @@ def _read_action(a):
         return ('push_vlan', a.ethertype)
     if name == 'OFPActionPopVlan':
         return ('pop_vlan',)
+    if name == 'NXActionResubmitTable' and a.in_port == RESUBMIT_IN_PORT:
+        return ('resubmit', a.table_id)
+    if name == 'NXActionLearn2':
+        learn = _read_learn_mac(a)
+        if learn is not None:
+            return learn
     # Something we never install: keep it distinct so the diff replaces it.
     return ('other', repr(a))
 

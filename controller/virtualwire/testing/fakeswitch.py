@@ -10,7 +10,6 @@ go to `FakeFabric.inbox`, for the harness to hand to the controller as
 os-ken would. `FakeFabric.send` answers "does this frame, entering here,
 leave there, with these headers?" by running the installed entries.
 """
-import ipaddress
 import struct
 import threading
 from dataclasses import dataclass, replace
@@ -20,13 +19,9 @@ from os_ken.ofproto import ofproto_parser as ofproto_parser_mod
 from os_ken.ofproto import ofproto_v1_4 as ofp
 from os_ken.ofproto import ofproto_v1_4_parser as parser
 
+from virtualwire.testing import fake_walk
 from virtualwire.testing.fake_geneve import GeneveOption
 
-OFPP_CONTROLLER = ofp.OFPP_CONTROLLER
-OFPP_IN_PORT = ofp.OFPP_IN_PORT
-VID_PRESENT = ofp.OFPVID_PRESENT
-_LEARN_NAMES = {'in_port_nxm': 'in_port', 'tun_id': 'tunnel_id',
-                'tunnel_id_nxm': 'tunnel_id'}
 
 
 @dataclass(frozen=True)
@@ -40,10 +35,13 @@ class Packet:
     tun_ipv4_src: Optional[str] = None
     tun_ipv4_dst: Optional[str] = None
     tun_metadata0: Optional[int] = None     # Geneve's option, once mapped
+    eth_dst: str = 'ff:ff:ff:ff:ff:ff'
+    eth_src: str = '02:00:00:00:00:00'
 
     def frame(self):
         """The Ethernet frame a packet-in carries."""
-        return b'\xff' * 6 + b'\x02' + b'\x00' * 5 + \
+        return bytes.fromhex(self.eth_dst.replace(':', '')) + \
+            bytes.fromhex(self.eth_src.replace(':', '')) + \
             self.eth_type.to_bytes(2, 'big') + self.payload
 
 
@@ -66,15 +64,7 @@ class Entry:
         return [a for i in self.instructions for a in getattr(i, 'actions', [])]
 
     def matches(self, pkt):
-        for field, value in self.match:
-            have = getattr(pkt, field, None)
-            if field == 'vlan_vid':
-                want = value & 0xFFF if value & VID_PRESENT else None
-                if have != want:
-                    return False
-            elif have != value:
-                return False
-        return True
+        return fake_walk.matches(self, fake_walk.Walk(pkt))
 
 
 class FakeDatapath(GeneveOption):
@@ -295,77 +285,12 @@ class FakeDatapath(GeneveOption):
         return reply
 
     def lookup(self, pkt) -> Optional[Entry]:
-        best = None
-        for e in self.table.values():
-            if e.table_id == 0 and e.matches(pkt) and \
-                    (best is None or e.priority > best.priority):
-                best = e
-        return best
+        return fake_walk.lookup(self, 0, fake_walk.Walk(pkt))
 
     def process(self, pkt) -> List[Tuple[int, Packet]]:
-        """[(output port, packet as it leaves)] for a packet entering."""
-        e = self.lookup(pkt)
-        if e is None:
-            return []
-        e.packets += 1
-        e.bytes += len(pkt.frame())
-        out, cur = [], pkt
-        regs: Dict[str, int] = {}
-        for a in e.actions():
-            name = type(a).__name__
-            if name == 'OFPActionSetField' and a.key.startswith('reg'):
-                regs[a.key] = a.value
-            elif name == 'OFPActionSetField' and a.key == 'vlan_vid':
-                cur = replace(cur, vlan_vid=a.value & 0xFFF)
-            elif name == 'OFPActionSetField':
-                cur = replace(cur, **{a.key: a.value})
-            elif name == 'OFPActionPushVlan':
-                cur = replace(cur, vlan_vid=0)
-            elif name == 'OFPActionPopVlan':
-                cur = replace(cur, vlan_vid=None)
-            elif name == 'NXActionLearn':
-                self._learn(a, pkt, regs)
-            elif name == 'OFPActionOutput' and a.port == OFPP_CONTROLLER:
-                self.fabric.packet_in(self, parser.OFPPacketIn(
-                    self, buffer_id=ofp.OFP_NO_BUFFER,
-                    total_len=len(pkt.frame()), reason=ofp.OFPR_APPLY_ACTION,
-                    table_id=e.table_id, cookie=e.cookie,
-                    match=parser.OFPMatch(in_port=pkt.in_port),
-                    data=pkt.frame()[:a.max_len]))
-            elif name == 'OFPActionOutput' and a.port == OFPP_IN_PORT:
-                out.append((pkt.in_port, cur))
-            elif name == 'OFPActionOutput':
-                if a.port != pkt.in_port:    # OpenFlow never echoes
-                    out.append((a.port, cur))
-            else:
-                raise AssertionError('action %s not simulated' % name)
-        return out
-
-    def _learn(self, a, pkt, regs):
-        """OVS learn: add (or replace) priority+match -> output to the
-        port its output spec names a field for (the packet's in_port or
-        a register the actions before it loaded), as OVS does."""
-        match, port = {}, None
-        for spec in a.specs:
-            if type(spec).__name__ == 'NXFlowSpecOutput':
-                src = spec.src[0]
-                port = pkt.in_port if src.startswith('in_port') else \
-                    regs.get(src, 0)           # OVS registers start at 0
-            elif type(spec).__name__ == 'NXFlowSpecMatch':
-                field = _LEARN_NAMES.get(spec.dst[0], spec.dst[0])
-                value = spec.src
-                if field.startswith('tun_ipv4'):
-                    value = str(ipaddress.IPv4Address(value))
-                match[field] = value
-        mod = parser.OFPFlowMod(
-            self, cookie=a.cookie, table_id=a.table_id,
-            command=ofp.OFPFC_ADD, priority=a.priority,
-            flags=ofp.OFPFF_SEND_FLOW_REM if a.flags & 1 else 0,
-            match=parser.OFPMatch(**match),
-            instructions=[parser.OFPInstructionActions(
-                ofp.OFPIT_APPLY_ACTIONS,
-                [parser.OFPActionOutput(port)])] if port is not None else [])
-        self.flow_mod(mod)
+        """[(output port, packet as it leaves)] for a packet entering
+        (testing.fake_walk: the tables as OVS runs them)."""
+        return fake_walk.process(self, pkt)
 
 
 class FakeFabric:

@@ -1,0 +1,94 @@
+"""Provider switches (issue 41; the paper's 4.2 and 3.5): a switch the
+provider implements in Open vSwitch flows on a host, beside the VMs that
+are switches. Its ports are wire ends, so users plug cables (wires) into
+it as into anything else: `sw:NAME/PORT` is port PORT of switch NAME.
+
+A switch belongs to a tenant; its ports join only that tenant's vNICs
+(`core.tenancy`). Each has a number (1-65535) that its flows carry in a
+register and a cookie, so one host holds many switches apart.
+"""
+import re
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from virtualwire.core.ids import InvalidId
+
+PREFIX = 'sw:'
+NUMBER_MAX = 0xFFFF
+MAC_LIMIT = 4096          # learned MACs per port (NSX's figure)
+IDLE_TIMEOUT = 300        # s a learned MAC lives unseen (Linux bridge's)
+PORTS_MAX = 254
+
+_NAME = r'[a-z0-9][a-z0-9_.-]{0,31}'
+_PORT = r'[A-Za-z0-9][A-Za-z0-9_.-]{0,14}'
+_END_RE = re.compile(r'sw:(%s)/(%s)' % (_NAME, _PORT))
+_NAME_RE = re.compile(_NAME)
+_PORT_RE = re.compile(_PORT)
+
+
+@dataclass(frozen=True)
+class ProviderSwitch:
+    """One switch's intent: who owns it, where its flows live (None: not
+    placed yet), its ports in order (a port's index is its position + 1),
+    and its learning bounds."""
+    name: str
+    tenant: str
+    number: int
+    host: Optional[str]
+    ports: Tuple[str, ...]
+    mac_limit: int = MAC_LIMIT
+    idle_timeout: int = IDLE_TIMEOUT
+
+    def __post_init__(self):
+        check_name(self.name)
+        if not 1 <= self.number <= NUMBER_MAX:
+            raise InvalidId('a switch number is 1-%d, got %r'
+                            % (NUMBER_MAX, self.number))
+        if len(self.ports) > PORTS_MAX:
+            raise InvalidId('switch %s has %d ports; at most %d'
+                            % (self.name, len(self.ports), PORTS_MAX))
+        if len(set(self.ports)) != len(self.ports):
+            raise InvalidId('switch %s names a port twice' % self.name)
+        for p in self.ports:
+            if not isinstance(p, str) or not _PORT_RE.fullmatch(p):
+                raise InvalidId('a port name is 1-15 letters, digits and '
+                                '_.- starting with a letter or digit, got '
+                                '%r' % (p,))
+        if not 1 <= self.mac_limit <= 65535:
+            raise InvalidId('mac_limit is 1-65535 per port, got %r'
+                            % (self.mac_limit,))
+        if not 1 <= self.idle_timeout <= 65535:
+            raise InvalidId('idle_timeout is 1-65535 s, got %r'
+                            % (self.idle_timeout,))
+
+    def end(self, port: str) -> str:
+        return '%s%s/%s' % (PREFIX, self.name, port)
+
+    def index(self, port: str) -> Optional[int]:
+        """The port's index (1-based, as its flows carry it), None if the
+        switch has no such port."""
+        try:
+            return self.ports.index(port) + 1
+        except ValueError:
+            return None
+
+
+def check_name(name) -> str:
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+        raise InvalidId('a switch name is 1-32 lower-case letters, digits '
+                        'and _.- starting with a letter or digit, got %r'
+                        % (name,))
+    return name
+
+
+def parse_end(value) -> Optional[Tuple[str, str]]:
+    """(switch, port) of a switch end, None for an end that is not written
+    as one; InvalidId if it is but cannot be valid."""
+    if not isinstance(value, str) or not value.startswith(PREFIX):
+        return None
+    m = _END_RE.fullmatch(value)
+    if not m:
+        raise InvalidId('a switch end is sw:SWITCH/PORT (a switch name of '
+                        'lower-case letters, digits and _.-, a port name '
+                        'up to 15 characters), got %r' % (value,))
+    return m.group(1), m.group(2)

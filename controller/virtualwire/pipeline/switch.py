@@ -1,0 +1,71 @@
+"""A provider switch's own flows on its host: pure, from the switch
+(`core.switches.ProviderSwitch`) and which of its ports join it to its
+other parts (a split switch's mesh). The wires plugged into its ports
+bring the rest (`pipeline.wire`, `pipeline.ends.SwitchPortEnd`): a frame
+a wire delivers to port k enters SWITCH_IN with reg4 = the switch's
+number and reg5 = k; a frame the switch sends out of port k (reg6 = k)
+goes down that port's wire from SWITCH_OUT.
+
+  SWITCH_IN   reg4=n,reg5=k   learn (eth_src -> port k), reg6 := 0,
+                              look it up (SWITCH_MAC), forward (SWITCH_FWD)
+              reg4=n,eth_src=group                drop (no frame comes
+                                                  from a group address)
+  SWITCH_MAC  reg4=n,eth_dst=M   reg6 := the port M was learned on
+  SWITCH_FWD  reg4=n,reg5=k,reg6=0   flood: every other port (from a mesh
+                                     port, every local one: split horizon)
+              reg4=n,reg5=k,reg6=k   drop (never back out of its port)
+              reg4=n,reg7=1,reg6=j   drop, j a mesh port (part to part
+                                     to part would loop)
+              reg4=n                 out of reg6's port (SWITCH_OUT)
+
+A frame from a mesh port is marked (reg7 = 1) as it enters. Each port
+learns through its own flow, so OVS's per-learn limit bounds each port's
+MACs; a learned MAC moves to a new port on the first frame seen from it
+there (the learn replaces the flow with the same match).
+"""
+from typing import FrozenSet, Set
+
+from virtualwire.core import ids
+from virtualwire.core.switches import ProviderSwitch
+from virtualwire.pipeline.flow import Flow, make_flow
+from virtualwire.pipeline.tables import (SWITCH_FWD, SWITCH_IN, SWITCH_MAC,
+                                         SWITCH_OUT)
+
+GROUP = ('01:00:00:00:00:00', '01:00:00:00:00:00')   # the I/G bit
+
+
+def switch_flows(sw: ProviderSwitch,
+                 mesh: FrozenSet[int] = frozenset()) -> Set[Flow]:
+    """The flows of switch `sw`'s tables on its host; `mesh`: indexes of
+    its ports that join it to its other parts."""
+    n = sw.number
+    ports = range(1, len(sw.ports) + 1)
+    out = {make_flow(SWITCH_IN, 'bad-source', {'reg4': n, 'eth_src': GROUP},
+                     [], ids.switch_cookie(n, 0, ids.SW_BAD_SOURCE)),
+           make_flow(SWITCH_FWD, 'known', {'reg4': n},
+                     [('resubmit', SWITCH_OUT.id)], ids.switch_cookie(n))}
+    for k in ports:
+        learn = ('learn_mac', ids.switch_cookie(n, k, ids.SW_LEARNED),
+                 sw.mac_limit, sw.idle_timeout)
+        mark = [('set_field', 'reg7', 1)] if k in mesh else []
+        out.add(make_flow(
+            SWITCH_IN, 'port', {'reg4': n, 'reg5': k},
+            [learn] + mark + [('set_field', 'reg6', 0),
+                              ('resubmit', SWITCH_MAC.id),
+                              ('resubmit', SWITCH_FWD.id)],
+            ids.switch_cookie(n, k, ids.SW_ENTERED)))
+        others = [j for j in ports
+                  if j != k and not (k in mesh and j in mesh)]
+        out.add(make_flow(
+            SWITCH_FWD, 'flood', {'reg4': n, 'reg5': k, 'reg6': 0},
+            [a for j in others for a in (('set_field', 'reg6', j),
+                                         ('resubmit', SWITCH_OUT.id))],
+            ids.switch_cookie(n, k, ids.SW_FLOODED)))
+        out.add(make_flow(SWITCH_FWD, 'hairpin',
+                          {'reg4': n, 'reg5': k, 'reg6': k}, [],
+                          ids.switch_cookie(n, k)))
+        if k in mesh:
+            out.add(make_flow(SWITCH_FWD, 'hairpin',
+                              {'reg4': n, 'reg7': 1, 'reg6': k}, [],
+                              ids.switch_cookie(n, k)))
+    return out
