@@ -191,3 +191,22 @@ def test_a_bad_switch_says_what_is_wrong(kw, words):
     args.update(kw)
     with pytest.raises(ids.InvalidId, match=words):
         ProviderSwitch(**args)
+
+
+def test_a_reconnect_keeps_what_a_switch_learned_and_removes_the_rest():
+    """A dump on reconnect lists the MACs a switch learned itself: the
+    controller's diff leaves them (they are the switch's, and go by their
+    idle timeout) but still removes a stale flow of a switch's own."""
+    from virtualwire.testing.harness import Harness
+    h = Harness()
+    h.host('h1', ('a', 1))
+    sw = h.fabric.switches['h1']
+    mine = pf.Flow(2, 100, (('eth_dst', mac(7)), ('reg4', 3)),
+                   (('set_field', 'reg6', 2),),
+                   ids.switch_cookie(3, 2, ids.SW_LEARNED))
+    stale = pf.Flow(3, 100, (('reg4', 3),), (('resubmit', 4),),
+                    ids.switch_cookie(3))
+    sw.apply(pf.FlowDiff([mine, stale], [], []))
+    h.reconnect('h1')
+    keys = {f.key for f in sw.flows()}
+    assert mine.key in keys and stale.key not in keys

@@ -46,6 +46,7 @@ from virtualwire.metrics.collector import Collector
 from virtualwire.metrics.instruments import Instruments
 from virtualwire.pipeline.flow import FlowDiff
 from virtualwire.pipeline.incremental import IncrementalTables
+from virtualwire.pipeline import switch as switch_pipeline
 from virtualwire.southbound import openflow
 from virtualwire.southbound.session import SwitchSession, hang_up
 
@@ -269,7 +270,9 @@ class Controller:
         restart) changes only what is wrong."""
         if self.sessions.get(s.dp.id) is not s:
             return
-        s.installed = {f.key: f for f in map(openflow.flow_from_stats, body)}
+        # A switch's learned MACs are its own (pipeline.switch.learned).
+        s.installed = {f.key: f for f in map(openflow.flow_from_stats, body)
+                       if not switch_pipeline.learned(f)}
         s.needs_full = True
         s.dump_sent_at = None
         s.dumped_at = time.time()

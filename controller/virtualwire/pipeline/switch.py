@@ -69,3 +69,12 @@ def switch_flows(sw: ProviderSwitch,
                               {'reg4': n, 'reg7': 1, 'reg6': k}, [],
                               ids.switch_cookie(n, k)))
     return out
+
+
+def learned(flow: Flow) -> bool:
+    """A MAC a switch learned itself (its learn action's flow): the
+    switch's state, not the controller's, so never in a desired table
+    and never deleted by a sync's diff; it goes by its idle timeout."""
+    return flow.table == SWITCH_MAC.id and \
+        flow.cookie & ids.COOKIE_MARK_MASK == ids.SWITCH_COOKIE_MARK and \
+        bool(ids.roles_of_cookie(flow.cookie) & ids.SW_LEARNED)
