@@ -82,7 +82,10 @@ class SwitchPortEnd(EndKind):
     def deliver(self, loc):
         return [('set_field', 'reg4', loc.switch),
                 ('set_field', 'reg5', loc.ofport),
-                ('set_field', 'in_port', 0),
+                # NXM's 16-bit in_port: OVS refuses 0 in OXM's 32-bit
+                # one (OFPBAC_BAD_SET_ARGUMENT, measured on 3.1), as
+                # OVN's loopback does it.
+                ('set_field', 'in_port_nxm', 0),
                 ('resubmit', tables.SWITCH_IN.id)]
 
 

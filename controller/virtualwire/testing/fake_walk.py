@@ -90,7 +90,8 @@ def act(dp, e, a, walk, depth):
     elif name == 'OFPActionSetField' and a.key == 'vlan_vid':
         walk.pkt = replace(walk.pkt, vlan_vid=a.value & 0xFFF)
     elif name == 'OFPActionSetField':
-        walk.pkt = replace(walk.pkt, **{a.key: a.value})
+        walk.pkt = replace(walk.pkt, **{_LEARN_NAMES.get(a.key, a.key):
+                                        a.value})
     elif name == 'OFPActionPushVlan':
         walk.pkt = replace(walk.pkt, vlan_vid=0)
     elif name == 'OFPActionPopVlan':
