@@ -70,10 +70,15 @@ _GW_RE = re.compile(r'([A-Za-z0-9][A-Za-z0-9_.-]{0,63})/'
                     r'([A-Za-z0-9][A-Za-z0-9_.:-]{0,14})(?:/([0-9]{1,4}))?')
 
 
+# ':' is never in a host name, so a switch end never reads as a gateway's.
+SWITCH_END_PREFIX = 'sw:'
+
+
 def parse_gateway_end(value):
     """(host, port, vlan or None) of a gateway end, None for anything that
     is not written as one; InvalidId if it is but cannot be valid."""
-    if not isinstance(value, str) or '/' not in value:
+    if not isinstance(value, str) or '/' not in value or \
+            value.startswith(SWITCH_END_PREFIX):
         return None
     m = _GW_RE.fullmatch(value)
     if not m:
@@ -85,14 +90,35 @@ def parse_gateway_end(value):
     return m.group(1), m.group(2), vlan
 
 
+# A provider switch's port (core.switches): sw:SWITCH/PORT.
+SWITCH_NAME_PATTERN = r'[a-z0-9][a-z0-9_.-]{0,31}'
+SWITCH_PORT_PATTERN = r'[A-Za-z0-9][A-Za-z0-9_.-]{0,14}'
+_SW_END_RE = re.compile(r'sw:(%s)/(%s)' % (SWITCH_NAME_PATTERN, SWITCH_PORT_PATTERN))
+
+
+def parse_switch_end(value):
+    """(switch, port) of a switch end, None for an end that is not written
+    as one; InvalidId if it is but cannot be valid."""
+    if not isinstance(value, str) or not value.startswith(SWITCH_END_PREFIX):
+        return None
+    m = _SW_END_RE.fullmatch(value)
+    if not m:
+        raise InvalidId('a switch end is sw:SWITCH/PORT (a switch name of '
+                        'lower-case letters, digits and _.-, a port name '
+                        'up to 15 characters), got %r' % (value,))
+    return m.group(1), m.group(2)
+
+
 def check_end(value):
-    if parse_gateway_end(value) is None:
+    if parse_switch_end(value) is None and \
+            parse_gateway_end(value) is None:
         check_vnic_id(value)
     return value
 
 
 def check_wire_ends(end_a, end_b):
-    """A wire joins two different, valid ends: vNIC ids or gateway ends
+    """A wire joins two different, valid ends: vNIC ids, gateway ends or
+    switch ports
     (whether either is already wired is the intent database's to say: it
     is the arbiter between writers)."""
     check_end(end_a)

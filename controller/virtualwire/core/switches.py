@@ -11,19 +11,20 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from virtualwire.core.ids import InvalidId
+from virtualwire.core.ids import (SWITCH_END_PREFIX as PREFIX, InvalidId,
+                                  SWITCH_NAME_PATTERN, SWITCH_PORT_PATTERN,
+                                  parse_switch_end as parse_end)
 
-PREFIX = 'sw:'
+__all__ = ['PREFIX', 'ProviderSwitch', 'check_name', 'parse_end']
+
 NUMBER_MAX = 0xFFFF
 MAC_LIMIT = 4096          # learned MACs per port (NSX's figure)
 IDLE_TIMEOUT = 300        # s a learned MAC lives unseen (Linux bridge's)
 PORTS_MAX = 254
 
-_NAME = r'[a-z0-9][a-z0-9_.-]{0,31}'
-_PORT = r'[A-Za-z0-9][A-Za-z0-9_.-]{0,14}'
-_END_RE = re.compile(r'sw:(%s)/(%s)' % (_NAME, _PORT))
-_NAME_RE = re.compile(_NAME)
-_PORT_RE = re.compile(_PORT)
+_HOST_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
+_NAME_RE = re.compile(SWITCH_NAME_PATTERN)
+_PORT_RE = re.compile(SWITCH_PORT_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -81,14 +82,10 @@ def check_name(name) -> str:
     return name
 
 
-def parse_end(value) -> Optional[Tuple[str, str]]:
-    """(switch, port) of a switch end, None for an end that is not written
-    as one; InvalidId if it is but cannot be valid."""
-    if not isinstance(value, str) or not value.startswith(PREFIX):
-        return None
-    m = _END_RE.fullmatch(value)
-    if not m:
-        raise InvalidId('a switch end is sw:SWITCH/PORT (a switch name of '
-                        'lower-case letters, digits and _.-, a port name '
-                        'up to 15 characters), got %r' % (value,))
-    return m.group(1), m.group(2)
+
+def check_host(host) -> str:
+    """A host name a switch may be placed on (as hosts name themselves)."""
+    if not isinstance(host, str) or not _HOST_RE.fullmatch(host):
+        raise InvalidId('host must be a host name (letters, digits and '
+                        '._-, up to 64), got %r' % (host,))
+    return host

@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 from typing import Dict
 
 from virtualwire.core.model import Host, Location, Move, Wire
+from virtualwire.core.switches import ProviderSwitch
 from virtualwire.core.placement import place
 
 
@@ -14,6 +15,7 @@ class World:
     wires: Dict[int, Wire] = field(default_factory=dict)
     hosts: Dict[str, Host] = field(default_factory=dict)
     moves: Dict[str, Move] = field(default_factory=dict)
+    switches: Dict[str, ProviderSwitch] = field(default_factory=dict)
 
     def claims(self) -> Dict[str, Dict[str, int]]:
         """vNIC id -> {host name: ofport} for every host it is plugged on."""

@@ -13,9 +13,11 @@ from typing import Dict, Set, Tuple
 
 from virtualwire.core.model import EXTENDER, Host, Wire
 from virtualwire.core.placement import Placement
+from virtualwire.core.switches import PREFIX as SWITCH_END, ProviderSwitch
 from virtualwire.pipeline import guests
 from virtualwire.pipeline.flow import Flow, default_flows, host_default_flows
-from virtualwire.pipeline.wire import (gateway_location, wire_flows,
+from virtualwire.pipeline.switch import switch_flows
+from virtualwire.pipeline.wire import (fixed_location, wire_flows,
                                        wire_locations)
 
 
@@ -44,6 +46,10 @@ class IncrementalTables:
         # default, or as their migration asked (vNIC -> True/False).
         self.hold = False
         self.hold_by_vnic: Dict[str, bool] = {}
+        # Provider switches (core.switches) by name, and the (host, flows)
+        # each one's own tables hold there now.
+        self.switches: Dict[str, ProviderSwitch] = {}
+        self.switch_out: Dict[str, Tuple[str, frozenset]] = {}
         self.stats = {'recomputed': 0, 'extender_changes': 0,
                       'recomputed_for_extenders': 0}
 
@@ -74,6 +80,42 @@ class IncrementalTables:
         self._index_sites(cid, set())
         self._install(cid, {})
 
+    # -- provider switches ---------------------------------------------------
+    def set_switch(self, sw):
+        """A switch as its intent says now: its flows on its host, and the
+        wires plugged into its ports recomputed (its host may have
+        changed, or its ports)."""
+        if self.switches.get(sw.name) == sw:
+            return
+        self.switches[sw.name] = sw
+        self._install_switch(sw.name)
+        self._recompute_ports(sw.name)
+
+    def remove_switch(self, name):
+        if self.switches.pop(name, None) is None:
+            return
+        self._install_switch(name)
+        self._recompute_ports(name)
+
+    def _install_switch(self, name):
+        sw = self.switches.get(name)
+        host = sw.host if sw is not None and sw.host in self.hosts else None
+        old_host, old = self.switch_out.pop(name, (None, frozenset()))
+        new = frozenset(switch_flows(sw)) if sw is not None and host \
+            else frozenset()
+        if old_host is not None and old_host != host:
+            self._swap(old_host, old, set())
+            old = frozenset()
+        if host is not None:
+            self._swap(host, old, new)
+            self.switch_out[name] = (host, new)
+
+    def _recompute_ports(self, name):
+        prefix = '%s%s/' % (SWITCH_END, name)
+        for cid in {c for end, c in self.by_vnic.items()
+                    if end.startswith(prefix)}:
+            self._recompute(cid)
+
     # -- hosts and placement -------------------------------------------------
     def set_host(self, host):
         """A host as its OVSDB shows it now. Returns placement events
@@ -103,6 +145,11 @@ class IncrementalTables:
         if old is None or old.ports != host.ports:
             touched |= {cid for end, cid in self.by_vnic.items()
                         if end.startswith(host.name + '/')}
+        if old is None:         # its switches' flows, and their wires
+            for name, sw in self.switches.items():
+                if sw.host == host.name:
+                    self._install_switch(name)
+                    self._recompute_ports(name)
         for cid in touched:
             self._recompute(cid)
         if old is None or guests.vm_of_port(old) != guests.vm_of_port(host):
@@ -165,7 +212,7 @@ class IncrementalTables:
         return None
 
     def location(self, end):
-        return gateway_location(end, self.hosts) or \
+        return fixed_location(end, self.hosts, self.switches) or \
             self.placement.location(end)
 
     # -- tables --------------------------------------------------------------
@@ -207,7 +254,8 @@ class IncrementalTables:
     def _recompute(self, cid):
         wire = self.wires[cid]
         loc, shadows = wire_locations(wire, self.placement.claims,
-                                      self.placement.moves, self.hosts)
+                                      self.placement.moves, self.hosts,
+                                      self.switches)
         out = wire_flows(wire, self.hosts, loc, shadows,
                          any(self.holds(v) for v in shadows))
         ends = {x.host for x in loc.values()} | \

@@ -23,10 +23,11 @@ learns through its own flow, so OVS's per-learn limit bounds each port's
 MACs; a learned MAC moves to a new port on the first frame seen from it
 there (the learn replaces the flow with the same match).
 """
-from typing import FrozenSet, Set
+from typing import Dict, FrozenSet, Optional, Set
 
 from virtualwire.core import ids
-from virtualwire.core.switches import ProviderSwitch
+from virtualwire.core.model import Location
+from virtualwire.core.switches import ProviderSwitch, parse_end
 from virtualwire.pipeline.flow import Flow, make_flow
 from virtualwire.pipeline.tables import (SWITCH_FWD, SWITCH_IN, SWITCH_MAC,
                                          SWITCH_OUT)
@@ -78,3 +79,59 @@ def learned(flow: Flow) -> bool:
     return flow.table == SWITCH_MAC.id and \
         flow.cookie & ids.COOKIE_MARK_MASK == ids.SWITCH_COOKIE_MARK and \
         bool(ids.roles_of_cookie(flow.cookie) & ids.SW_LEARNED)
+
+
+def switch_location(end, switches: Dict[str, ProviderSwitch],
+                    hosts) -> Optional[Location]:
+    """Where a switch end is: its switch's host, the port's index (None if
+    it is not a switch end, or its switch, port or host is not there)."""
+    try:
+        parsed = parse_end(end)
+    except ids.InvalidId:
+        return None
+    if parsed is None:
+        return None
+    sw = switches.get(parsed[0])
+    if sw is None or sw.host is None or sw.host not in hosts:
+        return None
+    k = sw.index(parsed[1])
+    return None if k is None else \
+        Location(sw.host, k, 'switchport', switch=sw.number)
+
+
+def placed_switch_flows(switches: Dict[str, ProviderSwitch],
+                        hosts) -> Dict[str, Set[Flow]]:
+    """{host: flows} of every switch whose host is known."""
+    out: Dict[str, Set[Flow]] = {}
+    for sw in switches.values():
+        if sw.host is not None and sw.host in hosts:
+            out.setdefault(sw.host, set()).update(switch_flows(sw))
+    return out
+
+
+def port_figures(sw: ProviderSwitch, readings) -> Dict[str, dict]:
+    """Per port of `sw`: frames that entered the switch there, those of
+    them flooded (an unknown, broadcast or multicast destination), and
+    the MACs it learned there, from `readings` [(cookie, packets,
+    eth_dst or None)] of the switch's flows (its cookie's number)."""
+    out: Dict[str, dict] = {
+        p: {'entered_packets': 0, 'flooded_packets': 0, 'macs': []}
+        for p in sw.ports}
+    for cookie, packets, eth_dst in readings:
+        if cookie & ids.COOKIE_MARK_MASK != ids.SWITCH_COOKIE_MARK or \
+                (cookie >> 16) & 0xFFFF != sw.number:
+            continue
+        k = cookie & 0xFFFF
+        if not 1 <= k <= len(sw.ports):
+            continue
+        fig = out[sw.ports[k - 1]]
+        roles = ids.roles_of_cookie(cookie)
+        if roles & ids.SW_ENTERED:
+            fig['entered_packets'] += packets
+        if roles & ids.SW_FLOODED:
+            fig['flooded_packets'] += packets
+        if roles & ids.SW_LEARNED and eth_dst:
+            fig['macs'].append(eth_dst)
+    for fig in out.values():
+        fig['macs'].sort()
+    return out

@@ -24,6 +24,7 @@ from virtualwire.core.model import GATEWAY, Location
 from virtualwire.core.placement import place
 from virtualwire.pipeline import ends, guests, paths
 from virtualwire.pipeline.flow import Flow, host_default_flows, make_flow
+from virtualwire.pipeline.switch import placed_switch_flows, switch_location
 from virtualwire.pipeline.tables import BY_ID, WIRE
 
 OFPP_CONTROLLER = 0xfffffffd
@@ -268,13 +269,21 @@ def gateway_location(end, hosts):
     return Location(host, p.ofport, 'port' if vlan is None else 'vlan', vlan)
 
 
-def wire_locations(wire, claims, moves, hosts=None):
-    """(locations, shadows) of a wire's ends from placement state (vNICs)
-    and the hosts (gateway ends, which never move)."""
+def fixed_location(end, hosts, switches=None):
+    """Where an end that is not a vNIC is: a gateway's port, or a provider
+    switch's port (`pipeline.switch`); None for a vNIC, or one not there
+    now. These follow the hosts and switches, never a vNIC's placement."""
+    return gateway_location(end, hosts) or (
+        switch_location(end, switches, hosts) if switches else None)
+
+
+def wire_locations(wire, claims, moves, hosts=None, switches=None):
+    """(locations, shadows) of a wire's ends from placement state (vNICs),
+    the hosts (gateway ends) and the switches (their ports)."""
     loc: Dict[str, Location] = {}
     shadows: Dict[str, Location] = {}
     for v in wire.ends():
-        gw = gateway_location(v, hosts or {})
+        gw = fixed_location(v, hosts or {}, switches)
         if gw is not None:
             loc[v] = gw
             continue
@@ -292,11 +301,15 @@ def compute_flows(world) -> Dict[str, Set[Flow]]:
     locations, shadows = world.locations(), world.shadows()
     tables = {name: set(host_default_flows(h))
               for name, h in world.hosts.items()}
+    for name, flows in placed_switch_flows(world.switches,
+                                           world.hosts).items():
+        tables[name] |= flows
     for wire in world.wires.values():
-        # The wire's gateway ends over everyone's locations, not a copy of
+        # The wire's fixed ends over everyone's locations, not a copy of
         # them per wire (quadratic: 100,000 wires took the bench minutes).
         gws = {v: gw for v in wire.ends()
-               if (gw := gateway_location(v, world.hosts)) is not None}
+               if (gw := fixed_location(v, world.hosts, world.switches))
+               is not None}
         here = collections.ChainMap(gws, locations) if gws else locations
         for host, flows in wire_flows(wire, world.hosts, here,
                                       shadows).items():
