@@ -265,6 +265,7 @@ def main(argv=None):
     from virtualwire.store.leadership import Leadership
     from virtualwire.store.members import MemberProbe
     from virtualwire.control.cloud_word import PlacementWatch
+    from virtualwire.control.provider_switches import SwitchWatch
     from virtualwire.metrics.exporter import MembersCollector
     from virtualwire.store.runtime import RuntimeStore
 
@@ -393,6 +394,9 @@ def main(argv=None):
     services.append(hub.spawn(daemon.poll_forever, hub, PlacementWatch(
         intent.placements, lambda ch: loop.post(controller.on_words, ch)),
         'the vNIC placements'))
+    services.append(hub.spawn(daemon.poll_forever, hub, SwitchWatch(
+        intent.switches, lambda sw: loop.post(controller.on_switches, sw)),
+        'the provider switches'))
     from virtualwire.control.holding import POLL
     loop.every(POLL, controller.poll_held,
                when=lambda: controller.holding.polls_wanted)

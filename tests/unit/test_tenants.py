@@ -104,12 +104,17 @@ def test_another_tenants_objects_answer_as_nonexistent_ones(api):
     assert api('PUT', '/v1/topologies/globex-net?tenant=globex', {
         'source': 'name: globex-net\nnodes:\n  fw: {vm: %s, nics: {eth0: '
                   '{vnic: globex-fw}}}\n' % VM_B})[0] == 201
+    assert api('POST', '/v1/switches', {'name': 'globex-lan', 'ports': 2,
+                                        'tenant': 'globex',
+                                        'host': 'h2'})[0] == 201
     before = [api('GET', p) for p in ('/v1/wires', '/v1/tenants',
                                       '/v1/credentials', '/v1/vnics',
-                                      '/v1/topologies?tenant=globex')]
+                                      '/v1/topologies?tenant=globex',
+                                      '/v1/switches')]
     flows = api.h.flow_mods()
     victim = isolation.Objects('globex', ['globex-fw', 'globex-app'],
-                               wire['id'], VM_B, 'h2', 'globex-net')
+                               wire['id'], VM_B, 'h2', 'globex-net',
+                               'globex-lan')
     problems, seen = isolation.probe(
         lambda m, p, b: api(m, p, b, acme), victim, 'acme-spare')
     assert problems == []
@@ -117,15 +122,18 @@ def test_another_tenants_objects_answer_as_nonexistent_ones(api):
                             openapi_document()['paths'].values())
     assert seen['GET /v1/wires/{wire_id}'] == [(404, 404)]
     assert seen['DELETE /v1/wires/{wire_id}'] == [(404, 404)]
-    assert seen['POST /v1/wires'] == [(404, 404), (404, 404)]
+    assert seen['POST /v1/wires'] == [(404, 404)] * 3
+    assert seen['GET /v1/switches/{name}'] == [(404, 404)]
+    assert seen['DELETE /v1/switches/{name}'] == [(404, 404)]
+    assert seen['POST /v1/switches'] == [(404, 404)]
     assert seen['PUT /v1/vnics/{vnic_id}/tenant'] == [(403, 403)]
     assert seen['DELETE /v1/topologies/{name}'] == [(404, 404)]
     assert seen['GET /v1/topologies/{name}/graph'] == [(404, 404)]
     assert seen['PUT /v1/topologies/{name}'] == [(422, 422), (422, 422)]
     assert [api('GET', p) for p in ('/v1/wires', '/v1/tenants',
                                     '/v1/credentials', '/v1/vnics',
-                                    '/v1/topologies?tenant=globex')] == \
-        before
+                                    '/v1/topologies?tenant=globex',
+                                    '/v1/switches')] == before
     assert api.h.flow_mods() == flows
     # Every change it tried is in the audit log, refused, as acme.
     tried = [e for e in api.log.recent if e['who'] == 'tenant:acme']

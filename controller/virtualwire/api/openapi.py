@@ -3,6 +3,7 @@ from virtualwire.api.openapi_access import (credential_paths, intent_paths,
                                             revocation_paths)
 from virtualwire.api.openapi_batch import add_batch
 from virtualwire.api.openapi_tenants import tenant_paths
+from virtualwire.api.openapi_switches import switch_paths
 from virtualwire.api.openapi_topologies import topology_paths
 
 
@@ -19,13 +20,16 @@ _ERR = {'$ref': '#/components/responses/Error'}
 # What core.ids accepts, declared so that clients (and the fuzzer) know.
 _VNIC = {'type': 'string', 'pattern': r'^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$',
          'maxLength': 128}
-# A wire end: a vNIC id, or a gateway's HOST/PORT or HOST/PORT/VLAN.
+# A wire end: a vNIC id, a gateway's HOST/PORT or HOST/PORT/VLAN, or a
+# provider switch's port sw:SWITCH/PORT.
 _END = {'type': 'string', 'maxLength': 128, 'description': 'a vNIC id, or a '
         "gateway's physical port HOST/PORT, or a VLAN on its trunk port "
-        'HOST/PORT/VLAN (1-4094)',
+        "HOST/PORT/VLAN (1-4094), or a provider switch's port "
+        'sw:SWITCH/PORT',
         'pattern': r'^([A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}|[A-Za-z0-9]'
                    r'[A-Za-z0-9_.-]{0,63}/[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}'
-                   r'(/[0-9]{1,4})?)$'}
+                   r'(/[0-9]{1,4})?|sw:[a-z0-9][a-z0-9_.-]{0,31}/'
+                   r'[A-Za-z0-9][A-Za-z0-9_.-]{0,14})$'}
 _WIRE_ID = {'name': 'wire_id', 'in': 'path', 'required': True,
             'description': 'connector id: decimal, or 0x and 1-8 hex digits',
             'schema': {'type': 'integer', 'minimum': 1,
@@ -39,6 +43,7 @@ def openapi_document():
     doc['paths'].update(revocation_paths())
     doc['paths'].update(tenant_paths(_VNIC))
     doc['paths'].update(topology_paths())
+    doc['paths'].update(switch_paths())
     add_batch(doc, _END)
     # Any request can be malformed (400: e.g. control characters in its
     # path), lack the token (401), carry a scoped credential that does

@@ -24,6 +24,7 @@ from virtualwire.api.rest_enrolment import EnrolmentHandlers
 from virtualwire.api.rest_settings import SettingsHandlers
 from virtualwire.api.rest_operator import OperatorHandlers
 from virtualwire.api.rest_topologies import TopologyHandlers, file_error
+from virtualwire.api.rest_switches import SwitchHandlers
 from virtualwire.api.rest_wires import WireHandlers
 from virtualwire.core import (batch, credentials, errors, ids, tenancy,
                               topology_file)
@@ -91,6 +92,11 @@ ROUTES = (
     ('/v1/join-tokens', 'POST', 'issue_join_token'),
     ('/v1/settings', 'GET', 'list_settings'),
     ('/v1/settings/{name}', 'PUT', 'set_setting'),
+    ('/v1/switches', 'GET', 'list_switches'),
+    ('/v1/switches', 'POST', 'create_switch'),
+    ('/v1/switches/{name}', 'GET', 'show_switch'),
+    ('/v1/switches/{name}', 'DELETE', 'delete_switch'),
+    ('/v1/switches/{name}/host', 'PUT', 'place_switch'),
     ('/v1/intent/orphans', 'GET', 'orphans'),
     ('/v1/intent/release-orphans', 'POST', 'release_orphans'),
 )
@@ -122,7 +128,8 @@ def _scope(req):
 
 
 class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
-              EnrolmentHandlers, SettingsHandlers, DepartureHandlers):
+              EnrolmentHandlers, SettingsHandlers, DepartureHandlers,
+              SwitchHandlers):
     def __init__(self, loop, controller: ControllerPort, intent, runtime,
                  token, audit_log=None, own_urls=None, signer=None):
         self.loop, self.ctl = loop, controller
@@ -198,7 +205,7 @@ class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
                     return moved
                 if who != ADMIN and who[0] in credentials.TENANT_ROLES:
                     req.environ['virtualwire.scope'] = tenancy.Scope(
-                        who[1], self.intent.ownership.owners())
+                        who[1], self.intent.ownership.end_owners())
             return getattr(self, action)(req, **match)
         except topology_file.FileError as e:
             return file_error(e)

@@ -64,7 +64,7 @@ class TopologyHandlers:
             return '', None
         tenant = tenancy.check_name(req.GET['tenant'])
         return tenant, tenancy.Scope(tenant,
-                                     self.intent.ownership.owners())
+                                     self.intent.ownership.end_owners())
 
     def _record(self, req, name):
         tenancy.check_name(name)

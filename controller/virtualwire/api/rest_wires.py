@@ -139,6 +139,9 @@ class WireHandlers:
         if scope is not None:
             scope.check_ends(doc['a'], doc['b'])
         self._call(self.ctl.views.check_gateway_ends, doc['a'], doc['b'])
+        if any(ids.parse_switch_end(x) for x in (doc['a'], doc['b'])):
+            self._call(self.ctl.views.check_switch_ends,
+                       self.intent.ownership.owners(), doc['a'], doc['b'])
         # The database is the arbiter between writers (Binding's unique
         # index: a vNIC already wired is refused there, with its wire's
         # id); the loop applies the wire when it comes back from it.
@@ -179,8 +182,10 @@ class WireHandlers:
         t0 = time.perf_counter()
         pairs, cids = batch.parse(read_json_object(req, MAX_BATCH_BODY))
         total = len(pairs) + len(cids)
+        owners = self.intent.ownership.owners() if any(
+            ids.parse_switch_end(x) for p in pairs for x in p) else None
         refused = batch.refuse(self._call(self.ctl.views.batch_refusals, pairs,
-                                          cids, _scope(req)), total)
+                                          cids, _scope(req), owners), total)
         if refused is not None:
             raise refused
         try:

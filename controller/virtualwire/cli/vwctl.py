@@ -26,6 +26,7 @@ from virtualwire.cli import intent as cli_intent
 from virtualwire.cli import tenants as cli_tenants
 from virtualwire.cli import enrol as cli_enrol
 from virtualwire.cli import extenders as cli_extenders
+from virtualwire.cli import switches as cli_switches
 from virtualwire.cli import timeline
 from virtualwire.cli import top as cli_top
 from virtualwire.cli import placement as cli_placement
@@ -307,6 +308,7 @@ def build_parser():
     cli_top.add_parser(sub)
     cli_topology.add_parser(sub)
     cli_placement.add_parser(sub)
+    cli_switches.add_parser(sub)
     return p
 
 

@@ -17,7 +17,7 @@ managers, composed): this class hands one part's result to the next.
 - `admission`: which switches and host reports are believed;
 - `roles`: active or standby;
 - `extenders`: extender links, agents' reports and keys;
-- `provider_switches`: switches the provider implements (a skeleton);
+- `provider_switches`: switches the provider implements in OVS flows;
 - `views` reads them all for the API. What they share to read is
   `shared` (`control.shared`).
 """
@@ -145,6 +145,11 @@ class Controller:
             LOG.warning('intent has %d wires, we hold %d: reloading',
                         n_wires, len(self.tables.wires))
             startup.load_wires(self)
+
+    def on_switches(self, switches):
+        """The intent database's provider switches now (all of them)."""
+        self.loop.assert_owner()
+        self.provider_switches.apply(switches)
 
     def on_words(self, changes):
         """The cloud's word on placement changed ({vnic: Word or None})."""
@@ -395,4 +400,5 @@ class Controller:
 
     def _adjust(self, host, diff: FlowDiff, full):
         return (self.safe_start.hold_orphans(host, diff, full),
-                self.holding.packet_outs_for(host))
+                self.holding.packet_outs_for(host),
+                self.provider_switches.purges_for(host))

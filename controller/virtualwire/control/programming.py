@@ -34,8 +34,8 @@ MAX_WAITERS = 4096
 BULK = 1000         # flow mods from which a sync's cost is logged
 
 # (host, its diff, whether it is the whole table) -> (the diff to send,
-# packet-outs to send just before it)
-Adjust = Callable[[str, FlowDiff, bool], Tuple[FlowDiff, list]]
+# packet-outs to send just before it, messages to send just after it)
+Adjust = Callable[[str, FlowDiff, bool], Tuple[FlowDiff, list, list]]
 
 
 class Programming:
@@ -74,8 +74,9 @@ class Programming:
                 diff = diff_keys(s.installed, table, dirty[h.name])
             else:
                 continue
-            diff, outs = adjust(h.name, diff, full)
-            if (diff or outs) and self._send(h.name, s, diff, outs):
+            diff, outs, after = adjust(h.name, diff, full)
+            if (diff or outs or after) and \
+                    self._send(h.name, s, diff, outs, after):
                 sent[h.name] = s.barrier_xid
         mods = self.stats['flow_mods'] - mods
         if mods >= BULK:
@@ -89,9 +90,10 @@ class Programming:
         self.check_waiters()
         return sent
 
-    def _send(self, host, s, diff, outs) -> bool:
+    def _send(self, host, s, diff, outs, after) -> bool:
         try:
-            self.stats['flow_mods'] += s.send_diff(diff, before=outs)
+            self.stats['flow_mods'] += s.send_diff(diff, before=outs,
+                                                   after=after)
         except Exception:   # isolated: the other hosts go on
             LOG.exception('host %s: its changes could not be encoded; '
                           'nothing sent to it, its whole table is diffed '

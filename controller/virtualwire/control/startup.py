@@ -44,6 +44,9 @@ def start(ctl, live=None):
         ctl.on_words(placements.words())
     for h in ctl.remembered.values():
         ctl.placement_events(tables.set_host(h))
+    switches = getattr(ctl.intent, 'switches', None)
+    if switches is not None:          # before the wires plugged into them
+        ctl.provider_switches.apply(switches.switches())
     load_wires(ctl)
     ctl.collector.start()
 

@@ -5,6 +5,7 @@ through their own attributes and views."""
 import time
 
 from virtualwire.control.gateways import check_gateway_ends
+from virtualwire.control.provider_switches import check_switch_ends
 from virtualwire.core import batch, errors, ids, tenancy
 from virtualwire.pipeline import carriers
 from virtualwire.pipeline.wire import wire_path, wire_state
@@ -45,7 +46,12 @@ class Views:
         self.loop.assert_owner()
         check_gateway_ends(self.tables, *ends)
 
-    def batch_refusals(self, pairs, cids, scope=None) -> list:
+    def check_switch_ends(self, owners, *ends):
+        """`owners`: vNIC id -> tenant (the intent database's)."""
+        self.loop.assert_owner()
+        check_switch_ends(self.tables.switches, owners, *ends)
+
+    def batch_refusals(self, pairs, cids, scope=None, owners=None) -> list:
         """Items of a parsed batch the state refuses: another tenant's or
         unknown ends and wires (as nonexistent), a vNIC already wired, a
         gateway end that cannot be one."""
@@ -57,6 +63,7 @@ class Views:
                 if scope is not None:
                     scope.check_ends(a, b)
                 check_gateway_ends(self.tables, a, b)
+                check_switch_ends(self.tables.switches, owners or {}, a, b)
                 for v in (a, b):
                     cid = self.tables.by_vnic.get(v)
                     w = self.tables.wires.get(cid) if cid else None

@@ -46,9 +46,11 @@ TENANT_ROLES = ('tenant', 'tenant-reader')
 TENANT_READS = frozenset({'list_vnics', 'show_vnic', 'list_wires',
                           'show_wire', 'wire_stats', 'all_stats', 'metrics',
                           'list_migrations', 'list_topologies',
-                          'show_topology', 'topology_graph', 'list_guests'})
+                          'show_topology', 'topology_graph', 'list_guests',
+                          'list_switches', 'show_switch'})
 TENANT_WRITES = frozenset({'connect', 'disconnect', 'batch',
-                           'apply_topology', 'destroy_topology'})
+                           'apply_topology', 'destroy_topology',
+                           'create_switch', 'delete_switch'})
 _NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
 
 
@@ -116,9 +118,10 @@ def refusal(role, name, method, action, match, body):
             return None
         if role == 'tenant' and action in TENANT_WRITES:
             return None
-        return ('this token is %s %s\'s: it may only %s its own vNICs and '
-                'wires' % (role, name, 'read' if role == 'tenant-reader'
-                           else 'list, wire and disconnect'))
+        return ('this token is %s %s\'s: it may only %s its own vNICs, '
+                'wires and switches' % (role, name, 'read'
+                                        if role == 'tenant-reader' else
+                                        'list, wire and disconnect'))
     if role == 'extender':
         if action in ('extender_report', 'rotate_key') and \
                 match.get('name') == name:

@@ -186,6 +186,15 @@ def flow_mod(flow, command):
         match=_match(flow), instructions=inst)
 
 
+def delete_by_cookie(table, cookie, cookie_mask):
+    """Delete every flow of `table` whose cookie matches under the mask
+    (non-strict: whatever its match and priority)."""
+    return parser.OFPFlowMod(
+        PROTO, cookie=cookie, cookie_mask=cookie_mask, table_id=table,
+        command=ofp.OFPFC_DELETE, out_port=ofp.OFPP_ANY,
+        out_group=ofp.OFPG_ANY, match=parser.OFPMatch())
+
+
 def diff_messages(diff):
     """FlowMods for a FlowDiff: deletes first, then adds and modifies (the
     order only matters outside a bundle)."""

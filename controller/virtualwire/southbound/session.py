@@ -60,12 +60,14 @@ class SwitchSession:
         self.dump_sent_at = self._now()
         return self.request(openflow.flow_stats_request(), on_done)
 
-    def send_diff(self, diff, before=()):
+    def send_diff(self, diff, before=(), after=()):
         """The difference as one atomic bundle, then a barrier whose reply
         says every change is in place. Returns the number of flow mods.
         `before`: messages sent ahead of the bundle (held frames' packet-
         outs: OVS runs a packet-out as it reads it, a bundle's only once
-        its flows are in, when a newer frame may be delivered first)."""
+        its flows are in, when a newer frame may be delivered first);
+        `after`: messages sent after it and before its barrier (flows the
+        switch learned itself, deleted once what learned them is gone)."""
         assert self.installed is not None, 'diff before the dump'
         # Built whole before anything is sent or recorded: a flow that
         # cannot be encoded raises here, with this switch unchanged.
@@ -81,6 +83,8 @@ class SwitchSession:
         for m in bundle:
             self.dp.send_msg(m)
         self.bundle_id = (self.bundle_id + 1) & 0xFFFFFFFF or 1
+        for m in after:
+            self.dp.send_msg(m)
         barrier = openflow.barrier()
         self.dp.set_xid(barrier)
         self.barrier_xid = barrier.xid

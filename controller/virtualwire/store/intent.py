@@ -31,6 +31,7 @@ from virtualwire.store.revocations import RevocationStore
 from virtualwire.store.enrolment import EnrolmentStore
 from virtualwire.store.ownership import OwnershipStore
 from virtualwire.store.shared_settings import SettingsStore
+from virtualwire.store.switches import SwitchStore
 from virtualwire.store.topologies import TopologyStore
 from virtualwire.store.wire_replica import WireReplica
 from virtualwire.store.errors import LinkExists, StoreError, VnicTaken
@@ -77,6 +78,7 @@ class IntentStore:
         self.enrolment = EnrolmentStore(self.client)
         self.settings = SettingsStore(self.client)
         self.placements = PlacementStore(self.client)
+        self.switches = SwitchStore(self.client)
         self.topologies = TopologyStore(self)
         self._rng = random.SystemRandom()
 

@@ -5,6 +5,7 @@ import datetime
 
 from virtualwire.core import ids, tenancy
 from virtualwire.store import txn as store_txn
+from virtualwire.store.switches import rows as switch_rows
 
 
 class OwnershipStore:
@@ -40,3 +41,13 @@ class OwnershipStore:
         with self.client.lock:
             return {r.vnic: r.tenant for r in
                     self.client.idl.tables['Ownership'].rows.values()}
+
+    def end_owners(self):
+        """{wire end: tenant}: the vNICs, and each provider switch's ports
+        as its tenant's (`sw:NAME/PORT`), for a tenant's scope."""
+        out = self.owners()
+        with self.client.lock:
+            for r in switch_rows(self.client.idl):
+                for port in r.ports:
+                    out['sw:%s/%s' % (r.name, port)] = r.tenant
+        return out

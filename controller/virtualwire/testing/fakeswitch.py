@@ -256,6 +256,12 @@ class FakeDatapath(GeneveOption):
                         hard_timeout=0, packet_count=old.packets,
                         byte_count=old.bytes,
                         match=parser.OFPMatch(**dict(old.match))))
+        elif mod.command == ofp.OFPFC_DELETE and not list(mod.match.items()):
+            # Non-strict, by table and cookie only (a switch's MACs).
+            for k, old in list(self.table.items()):
+                if old.table_id == mod.table_id and old.cookie & \
+                        mod.cookie_mask == mod.cookie & mod.cookie_mask:
+                    del self.table[k]
         else:
             raise AssertionError('flow mod command %d not expected'
                                  % mod.command)

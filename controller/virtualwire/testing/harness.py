@@ -21,6 +21,7 @@ from virtualwire.testing.memory_revocations import MemoryRevocations
 from virtualwire.core.model import Encap, ExtenderLink, Host, VnicPort, Wire
 from virtualwire.store.errors import LinkExists, VnicTaken
 from virtualwire.testing.fakeswitch import FakeFabric
+from virtualwire.testing.memory_switches import MemorySwitches
 from virtualwire.testing.memory_topologies import MemoryTopologies
 
 TUN = 65000
@@ -38,7 +39,8 @@ class MemoryIntent:
         self.link_rows: Dict[tuple, ExtenderLink] = {}
         self.credentials = MemoryCredentials()
         self.revocations = MemoryRevocations()
-        self.ownership = MemoryOwnership()
+        self.switches = MemorySwitches()
+        self.ownership = MemoryOwnership(self.switches)
         self.placements = MemoryPlacements()
         self.topologies = MemoryTopologies(self)
         self.on_change: Callable = lambda events, n: None
@@ -150,8 +152,9 @@ class MemoryCredentials:
 class MemoryOwnership:
     """store.ownership.OwnershipStore's interface, in memory."""
 
-    def __init__(self):
+    def __init__(self, switches=None):
         self.rows: Dict[str, str] = {}
+        self.switches = switches
 
     def assign(self, vnic_id, tenant):
         ids.check_vnic_id(vnic_id)
@@ -164,6 +167,10 @@ class MemoryOwnership:
 
     def owners(self):
         return dict(self.rows)
+
+    def end_owners(self):
+        return dict(self.rows, **(self.switches.end_owners()
+                                  if self.switches else {}))
 
 
 class MemoryPlacements:

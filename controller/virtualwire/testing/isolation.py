@@ -21,22 +21,23 @@ class Objects:
     """Names for one side: the victim's real objects or their ghosts."""
 
     def __init__(self, tenant, vnics, wire, vm_uuid, host,
-                 topology='no-topology'):
+                 topology='no-topology', switch='no-switch'):
         self.tenant, self.vnics, self.wire = tenant, list(vnics), wire
         self.vm_uuid, self.host, self.topology = vm_uuid, host, topology
+        self.switch = switch
 
     @classmethod
     def ghosts(cls, victim):
         return cls('ghost-tenant', ['ghost-vnic-%d' % i
                                     for i in range(len(victim.vnics))],
                    GHOST_WIRE, str(uuid.UUID(int=0x5EED)), 'ghost-host',
-                   'ghost-topology')
+                   'ghost-topology', 'ghost-switch')
 
     def words(self):
         """What an answer about nothing must not mention (the host is
         the cloud's, not the tenant's: a tenant's own vNICs show theirs)."""
         return [self.tenant, self.vm_uuid, ids.fmt_connector(self.wire),
-                '%x' % self.wire, self.topology] + self.vnics
+                '%x' % self.wire, self.topology, self.switch] + self.vnics
 
 
 def _fill(path, objs):
@@ -47,6 +48,8 @@ def _fill(path, objs):
         values['name'] = objs.tenant
     if path.startswith('/v1/topologies/'):
         values['name'] = objs.topology
+    if path.startswith('/v1/switches/'):
+        values['name'] = objs.switch
     return re.sub(r'\{(\w+)\}', lambda m: values[m.group(1)], path)
 
 
@@ -54,7 +57,11 @@ def _bodies(method, path, objs, own_free):
     """Bodies that name the objects (several for a connect)."""
     if method == 'post' and path == '/v1/wires':
         return [{'a': own_free, 'b': objs.vnics[0]},
-                {'a': objs.vnics[0], 'b': objs.vnics[1]}]
+                {'a': objs.vnics[0], 'b': objs.vnics[1]},
+                {'a': own_free, 'b': 'sw:%s/p1' % objs.switch}]
+    if method == 'post' and path == '/v1/switches':
+        # Its name taken, in its tenant: each reads as unknown.
+        return [{'name': objs.switch, 'ports': 1, 'tenant': objs.tenant}]
     if method == 'post' and path == '/v1/wires/batch':
         return [{'create': [{'a': own_free, 'b': objs.vnics[0]}]},
                 {'delete': [objs.wire]}]
@@ -106,7 +113,7 @@ def _swap(text, victim, ghost):
 
 def _pairs(objs):
     named = [(objs.tenant, 'tenant'), (objs.vm_uuid, 'vm'),
-             (objs.topology, 'topology'),
+             (objs.topology, 'topology'), (objs.switch, 'switch'),
              (objs.host, 'host'), (ids.fmt_connector(objs.wire), 'wire'),
              (str(objs.wire), 'wire'), ('%x' % objs.wire, 'wire')]
     named += [(v, 'vnic%d' % i) for i, v in enumerate(objs.vnics)]

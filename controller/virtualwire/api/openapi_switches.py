@@ -1,0 +1,86 @@
+"""The OpenAPI of provider switches (`api.rest_switches`): list, show,
+create, delete, place."""
+from virtualwire.core.switches import PORTS_MAX
+
+_ERR = {'$ref': '#/components/responses/Error'}
+_NAME = {'type': 'string', 'pattern': '^[a-z0-9][a-z0-9_.-]{0,31}$'}
+_HOST = {'type': 'string', 'pattern': '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$'}
+_PORT = {'type': 'string', 'pattern': '^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$'}
+_LIMIT = {'type': 'integer', 'minimum': 1, 'maximum': 65535}
+_PORT_VIEW = {'type': 'object', 'properties': {
+    'name': _PORT, 'index': {'type': 'integer'},
+    'end': {'type': 'string', 'description': 'the wire end: sw:NAME/PORT'},
+    'wire': {'type': ['integer', 'null']},
+    'peer': {'type': ['string', 'null']},
+    'peer_host': {'type': ['string', 'null']}}}
+_VIEW = {'type': 'object', 'properties': {
+    'name': _NAME, 'tenant': {'type': 'string'},
+    'number': {'type': 'integer'}, 'host': {'type': ['string', 'null']},
+    'placed': {'type': 'boolean'}, 'mac_limit': _LIMIT,
+    'idle_timeout': _LIMIT,
+    'ports': {'type': 'array', 'items': _PORT_VIEW}}}
+
+
+def _ok(schema, status='OK'):
+    return {'description': status,
+            'content': {'application/json': {'schema': schema}}}
+
+
+def switch_paths():
+    by_name = [{'name': 'name', 'in': 'path', 'required': True,
+                'schema': _NAME}]
+    return {
+        '/v1/switches': {
+            'get': {
+                'summary': 'Provider switches (a tenant sees its own): '
+                           'ports, the wire on each and its other end',
+                'responses': {'200': _ok({'type': 'object', 'properties': {
+                    'switches': {'type': 'array', 'items': _VIEW}}})}},
+            'post': {
+                'summary': 'Create a switch the provider implements in '
+                           "Open vSwitch flows; its ports are wire ends "
+                           'sw:NAME/PORT. ports: a count (p1..pN) or names. '
+                           "A tenant's credential makes its own tenant's "
+                           'and never names the host (the one with most of '
+                           "its vNICs); the operator names the tenant and "
+                           'may name the host',
+                'requestBody': {'required': True, 'content': {
+                    'application/json': {'schema': {
+                        'type': 'object', 'required': ['name', 'ports'],
+                        'additionalProperties': False,
+                        'properties': {
+                            'name': _NAME,
+                            'ports': {'oneOf': [
+                                {'type': 'integer', 'minimum': 1,
+                                 'maximum': PORTS_MAX},
+                                {'type': 'array', 'items': _PORT,
+                                 'minItems': 1, 'maxItems': PORTS_MAX,
+                                 'uniqueItems': True}]},
+                            'host': _HOST,
+                            'tenant': {'type': 'string'},
+                            'mac_limit': _LIMIT,
+                            'idle_timeout': _LIMIT}}}}},
+                'responses': {'201': _ok(_VIEW, 'Created'), '404': _ERR,
+                              '409': _ERR, '422': _ERR}}},
+        '/v1/switches/{name}': {
+            'parameters': by_name,
+            'get': {'summary': 'One switch',
+                    'responses': {'200': _ok(_VIEW), '404': _ERR,
+                                  '422': _ERR}},
+            'delete': {'summary': 'Delete a switch with no wire plugged in '
+                                  '(409 names the wires still plugged)',
+                       'responses': {'204': {'description': 'Deleted'},
+                                     '404': _ERR, '409': _ERR,
+                                     '422': _ERR}}},
+        '/v1/switches/{name}/host': {
+            'parameters': by_name,
+            'put': {'summary': "Place a switch's flows on another host "
+                               '(operator); its wires follow',
+                    'requestBody': {'required': True, 'content': {
+                        'application/json': {'schema': {
+                            'type': 'object', 'required': ['host'],
+                            'additionalProperties': False,
+                            'properties': {'host': _HOST}}}}},
+                    'responses': {'200': _ok(_VIEW), '404': _ERR,
+                                  '422': _ERR}}},
+    }

@@ -1,0 +1,161 @@
+"""REST handlers of provider switches (a part of `RestApi`; issue 41):
+list, show, create, delete, and place on a host. A switch's ports are
+wire ends (`sw:NAME/PORT`): wires are plugged into them with
+`POST /v1/wires` like any other end.
+
+A tenant's credential sees and makes only its own tenant's switches
+(another's reads as none), and never names or sees a host: where a
+switch runs is the cloud's (the host with most of the tenant's vNICs,
+unless the operator says). A switch with wires still plugged in is not
+deleted: unplug them first, so no wire is left pointing nowhere."""
+from typing import Any
+
+import webob
+
+from virtualwire.api.controller_port import ControllerPort
+from virtualwire.api.render import json_response, read_json_object
+from virtualwire.core import errors, ids, tenancy
+from virtualwire.core.switches import (IDLE_TIMEOUT, MAC_LIMIT, PORTS_MAX,
+                                       check_host, check_name)
+
+FIELDS = ('name', 'ports', 'host', 'tenant', 'mac_limit', 'idle_timeout')
+HIDDEN_FROM_TENANTS = ('host', 'placed')
+READ_TIMEOUT = 5.0         # s: a connected switch answers in milliseconds
+
+
+def _scope(req):
+    return req.environ.get('virtualwire.scope')
+
+
+def parse_create(doc):
+    """(name, ports, host or None, tenant or None, mac_limit,
+    idle_timeout) of a `POST /v1/switches` body."""
+    unknown = sorted(set(doc) - set(FIELDS))
+    if unknown:
+        raise errors.Malformed('unknown field(s): %s (expected %s)'
+                               % (', '.join(unknown), ', '.join(FIELDS)))
+    for k in ('name', 'ports'):
+        if k not in doc:
+            raise errors.Malformed('missing field: %s' % k)
+    name = check_name(doc['name'])
+    ports = doc['ports']
+    if isinstance(ports, int) and not isinstance(ports, bool):
+        if not 1 <= ports <= PORTS_MAX:
+            raise errors.Invalid('ports: 1-%d, got %d' % (PORTS_MAX, ports))
+        ports = ['p%d' % i for i in range(1, ports + 1)]
+    if not isinstance(ports, list) or not ports:
+        raise errors.Invalid('ports must be a count or a list of port '
+                             'names, got %r' % (ports,))
+    host = doc.get('host')
+    if host is not None:
+        check_host(host)
+    tenant = doc.get('tenant')
+    if tenant is not None:
+        tenancy.check_name(tenant)
+    limits = []
+    for k, default in (('mac_limit', MAC_LIMIT),
+                       ('idle_timeout', IDLE_TIMEOUT)):
+        v = doc.get(k, default)
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise errors.Invalid('%s must be a whole number, got %r'
+                                 % (k, v))
+        limits.append(v)
+    return name, ports, host, tenant, limits[0], limits[1]
+
+
+class SwitchHandlers:
+    ctl: ControllerPort
+    intent: Any
+
+    def _call(self, fn, *args) -> Any: ...
+
+    def _visible_switch(self, req, name):
+        """The switch's view, once it is known this caller may see it (a
+        tenant's 404 for another's switch reads as for none)."""
+        check_name(name)
+        view = self._call(self.ctl.provider_switches.view, name)
+        scope = _scope(req)
+        if scope is not None:
+            if view['tenant'] != scope.tenant:
+                raise errors.NotFound('no switch named %s' % name)
+            view = {k: v for k, v in view.items()
+                    if k not in HIDDEN_FROM_TENANTS}
+            view['ports'] = [{k: v for k, v in p.items()
+                              if k != 'peer_host'} for p in view['ports']]
+        return view
+
+    def list_switches(self, req):
+        scope = _scope(req)
+        views = self._call(self.ctl.provider_switches.views)
+        if scope is not None:
+            views = [self._visible_switch(req, v['name']) for v in views
+                     if v['tenant'] == scope.tenant]
+        return json_response(200, {'switches': views})
+
+    def show_switch(self, req, name):
+        """The switch, and each port's figures as its OVS counts them now
+        (`figures`: null, with `figures_error`, if its host cannot say)."""
+        view = self._visible_switch(req, name)
+        try:
+            figs = self._call(self.ctl.provider_switches.read,
+                              name).result(READ_TIMEOUT)
+        except (errors.Unavailable, TimeoutError) as e:
+            view['figures_error'] = str(e) if _scope(req) is None else \
+                "the switch's host cannot be read now"
+        else:
+            for p in view['ports']:
+                p.update(figs.get(p['name'], {}))
+        return json_response(200, view)
+
+    def create_switch(self, req):
+        name, ports, host, tenant, mac_limit, idle = parse_create(
+            read_json_object(req))
+        scope = _scope(req)
+        if scope is not None:
+            if host is not None:
+                raise errors.Refused('where a switch runs is the cloud\'s '
+                                     'choice: leave out host')
+            if tenant not in (None, scope.tenant):
+                raise errors.NotFound('no tenant %s' % tenant)
+            tenant = scope.tenant
+        if tenant is None:
+            raise errors.Malformed('missing field: tenant (the tenant whose '
+                                   'vNICs the switch joins)')
+        if host is None:
+            owners = self.intent.ownership.owners()
+            host = self._call(self.ctl.provider_switches.suggest_host,
+                              sorted(v for v, t in owners.items()
+                                     if t == tenant))
+        sw = self.intent.switches.create(name, tenant, host, ports,
+                                         mac_limit, idle)
+        self._call(self.ctl.on_switches, self.intent.switches.switches())
+        resp = json_response(201, self._visible_switch(req, sw.name))
+        resp.headers['Location'] = '/v1/switches/%s' % sw.name
+        return resp
+
+    def delete_switch(self, req, name):
+        view = self._visible_switch(req, name)
+        wired = [p for p in view['ports'] if p['wire']]
+        if wired:
+            raise errors.Conflict('switch %s still has %d wire(s) plugged '
+                                  'in (%s): disconnect them first' % (
+                                      name, len(wired), ', '.join(
+                                          '%s: %s' % (p['name'],
+                                                      ids.fmt_connector(
+                                                          p['wire']))
+                                          for p in wired)))
+        self.intent.switches.delete(name)
+        self._call(self.ctl.on_switches, self.intent.switches.switches())
+        return webob.Response(status=204)
+
+    def place_switch(self, req, name):
+        """The operator moves a switch's flows to another host (its wires
+        follow). Learned MACs are learned again on the new host."""
+        doc = read_json_object(req)
+        if set(doc) != {'host'}:
+            raise errors.Malformed('body must be {"host": name}')
+        check_host(doc['host'])
+        self._visible_switch(req, name)
+        self.intent.switches.place(name, doc['host'])
+        self._call(self.ctl.on_switches, self.intent.switches.switches())
+        return json_response(200, self._visible_switch(req, name))

@@ -1,0 +1,102 @@
+"""`vwctl switch`: switches the provider implements in Open vSwitch flows
+(issue 41). Their ports are wire ends: `vwctl connect VNIC sw:NAME/PORT`.
+
+    vwctl switch list
+    vwctl switch show NAME
+    vwctl switch create NAME --ports 4|up,down [--tenant T] [--host H]
+    vwctl switch delete NAME
+    vwctl switch move NAME --to HOST
+"""
+from tabulate import tabulate
+
+from virtualwire.cli.client import CliError
+
+
+def _ports(text):
+    return int(text) if text.isdigit() else \
+        [p for p in text.split(',') if p]
+
+
+def _list_rows(switches):
+    return [[s['name'], s['tenant'], s.get('host') or '-',
+             '%d/%d' % (sum(1 for p in s['ports'] if p['wire']),
+                        len(s['ports'])), s['mac_limit'], s['idle_timeout']]
+            for s in switches]
+
+
+def _show(s):
+    head = 'switch %s (tenant %s, number %d) on %s%s\n' % (
+        s['name'], s['tenant'], s['number'], s.get('host') or '-',
+        '' if s.get('placed', True) else ' (host not connected)')
+    head += 'learns at most %d MACs per port, forgets one unseen for %d s' \
+        % (s['mac_limit'], s['idle_timeout'])
+    rows = [[p['name'], '0x%08x' % p['wire'] if p['wire'] else '-',
+             p['peer'] or '-', p.get('peer_host') or '-',
+             p.get('entered_packets', '?'), p.get('flooded_packets', '?'),
+             len(p['macs']) if 'macs' in p else '?']
+            for p in s['ports']]
+    macs = ['  %s: %s' % (p['name'], ' '.join(p['macs']))
+            for p in s['ports'] if p.get('macs')]
+    tail = '\n\nlearned MACs:\n' + '\n'.join(macs) if macs else ''
+    if s.get('figures_error'):
+        tail += '\n\nno figures: %s' % s['figures_error']
+    return '%s\n\n%s%s' % (head, tabulate(rows, headers=[
+        'port', 'wire', 'other end', 'its host', 'entered', 'flooded',
+        'MACs']), tail)
+
+
+def cmd_switch(c, a):
+    act = a.switch_action
+    if act == 'list':
+        doc = c.call('GET', '/v1/switches')
+        return doc, tabulate(_list_rows(doc['switches']), headers=[
+            'switch', 'tenant', 'host', 'wired', 'MACs/port', 'idle s'])
+    if act == 'show':
+        doc = c.call('GET', '/v1/switches/%s' % a.name)
+        return doc, _show(doc)
+    if act == 'create':
+        body = {'name': a.name, 'ports': _ports(a.ports)}
+        for k in ('tenant', 'host', 'mac_limit', 'idle_timeout'):
+            if getattr(a, k) is not None:
+                body[k] = getattr(a, k)
+        doc = c.call('POST', '/v1/switches', body)
+        return doc, 'created switch %s with %d ports: plug wires into ' \
+            'sw:%s/PORT\n\n%s' % (doc['name'], len(doc['ports']),
+                                  doc['name'], _show(doc))
+    if act == 'delete':
+        c.call('DELETE', '/v1/switches/%s' % a.name)
+        return {'deleted': a.name}, 'deleted switch %s' % a.name
+    if act == 'move':
+        doc = c.call('PUT', '/v1/switches/%s/host' % a.name, {'host': a.to})
+        return doc, 'switch %s now on %s; its wires follow' % (
+            a.name, doc['host'])
+    raise CliError('unknown switch action %s' % act)
+
+
+def add_parser(sub):
+    s = sub.add_parser('switch', help='switches the provider implements in '
+                       'Open vSwitch: list, show, create, delete, move')
+    acts = s.add_subparsers(dest='switch_action', metavar='ACTION')
+    acts.required = True
+    acts.add_parser('list', help='every switch you may see')
+    x = acts.add_parser('show', help='ports, their wires and other ends')
+    x.add_argument('name')
+    x = acts.add_parser('create', help='a new switch')
+    x.add_argument('name')
+    x.add_argument('--ports', required=True,
+                   help='a count (p1..pN) or names: up,down,...')
+    x.add_argument('--tenant', help="whose vNICs it joins (operator; a "
+                   "tenant's credential makes its own)")
+    x.add_argument('--host', help='where it runs (operator; default: the '
+                   "host with most of the tenant's vNICs)")
+    x.add_argument('--mac-limit', type=int, dest='mac_limit',
+                   help='MACs learned per port (default 4096)')
+    x.add_argument('--idle-timeout', type=int, dest='idle_timeout',
+                   help='s a MAC unseen is kept (default 300)')
+    x = acts.add_parser('delete', help='a switch with no wire plugged in')
+    x.add_argument('name')
+    x = acts.add_parser('move', help='run it on another host (operator)')
+    x.add_argument('name')
+    x.add_argument('--to', required=True, metavar='HOST')
+    s.set_defaults(fn=cmd_switch)
+    return s
