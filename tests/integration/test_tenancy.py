@@ -85,14 +85,18 @@ def test_tenants_are_apart_on_the_real_controller(lab, api, tmp_path):
         before = {p: api.ok('GET', p) for p in (
             '/v1/wires', '/v1/tenants', '/v1/credentials')}
         vnics_before = api.ok('GET', '/v1/vnics')
+        vwctl(lab, 'switch', 'create', 'globex-lan', '--ports', '2',
+              '--tenant', 'globex', '--host', 'h3')
         flows = _flows(lab)
         victim = isolation.Objects('globex', ['globex-a-nic', 'globex-b-nic'],
-                                   gw['id'], str(uuid.uuid4()), 'h3')
+                                   gw['id'], str(uuid.uuid4()), 'h3',
+                                   switch='globex-lan')
         problems, seen = isolation.probe(acme, victim, 'acme-c-nic')
         assert problems == [], '\n'.join(problems)
         assert seen['GET /v1/vnics/{vnic_id}'] == [(404, 404)]
         assert seen['DELETE /v1/wires/{wire_id}'] == [(404, 404)]
         assert seen['GET /v1/wires/{wire_id}/stats'] == [(404, 404)]
+        assert seen['GET /v1/switches/{name}'] == [(404, 404)]
         # Nothing changed: intent, assignments, credentials, flows.
         assert {p: api.ok('GET', p) for p in before} == before
         assert [(v['id'], v['tenant'], v['wire']) for v in api.ok(
@@ -157,6 +161,7 @@ def test_tenants_are_apart_on_the_real_controller(lab, api, tmp_path):
     finally:
         for wid in made:
             api.req('DELETE', '/v1/wires/%d' % wid)
+        api.req('DELETE', '/v1/switches/globex-lan')
         for vm in ('acme-a', 'acme-c'):
             h1.remove_vm(h1.vms[vm])
         for vm in ('acme-b', 'globex-a'):

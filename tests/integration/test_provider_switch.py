@@ -1,0 +1,165 @@
+"""A provider switch on real Open vSwitch (issue 41): the operator makes
+switch `lan` on h1 with vwctl, four VMs on three hosts (two on h1, one
+each on h2 and h3) are wired to its ports, and what a user of a switch
+checks holds on the real thing:
+- every VM reaches every other (ARP broadcast, then unicast);
+- one broadcast reaches every other VM exactly once, and never comes
+  back to its sender;
+- once a MAC has been seen, unicast to it reaches only its port;
+- the frame kinds a wire carries unchanged (VLAN tags, QinQ, LLDP, BPDU,
+  an unknown ethertype, ARP) cross the switch unchanged;
+- a port learns no more MACs than its limit (OVS's learn limit);
+- a vNIC of another tenant is refused a port, and nothing changes."""
+import json
+import subprocess
+import sys
+
+import pytest
+from scapy.all import Ether, Raw
+
+from vwtest import seq, wait_until
+from vwtest.wire_traffic import sniff_while, special_frames
+
+SUBNET = '10.77.%d.%d/24'
+SWITCH_MAC_TABLE = 2         # pipeline.tables.SWITCH_MAC: the learned MACs
+
+
+def vwctl(lab, *args, ok=True):
+    r = subprocess.run([sys.executable, '-m', 'virtualwire.cli', '--config',
+                        lab.vwctl_config, *args], capture_output=True,
+                       text=True, timeout=60)
+    assert (r.returncode == 0) == ok, (r.returncode, r.stdout, r.stderr)
+    return r.stdout + r.stderr
+
+
+@pytest.fixture(scope='module')
+def lan(lab, api):
+    """(switch name, [vm1..vm4]): four VMs of tenant `t<n>` on h1, h1,
+    h2, h3, each wired to port i of the tenant's switch on h1, every VM
+    having pinged every other (so every MAC is learned). One for the
+    module: a test that changes it puts it back."""
+    n = next(seq)
+    name, tenant = 'lan%d' % n, 't%d' % n
+    vms = []
+    for i, host in enumerate(('h1', 'h1', 'h2', 'h3'), 1):
+        vm = lab.host(host).add_vm('s%dv%d' % (n, i), [
+            ('s%dv%d-nic' % (n, i), SUBNET % (n % 250, i))])
+        vms.append(vm)
+        vwctl(lab, 'tenants', 'assign', 's%dv%d-nic' % (n, i), tenant)
+    out = vwctl(lab, 'switch', 'create', name, '--ports', '4', '--tenant',
+                tenant, '--host', 'h1', '--mac-limit', '8')
+    assert 'created switch %s with 4 ports' % name in out, out
+    wires = [api.connect('s%dv%d-nic' % (n, i), 'sw:%s/p%d' % (name, i))
+             for i in range(1, 5)]
+    for w, state in zip(wires, ('collapsed', 'collapsed', 'tunnelled',
+                                'tunnelled')):
+        api.wait_state(w['id'], state)
+    for vm in vms:
+        for i in range(1, 5):
+            ip = (SUBNET % (n % 250, i)).split('/')[0]
+            if vm is not vms[i - 1]:
+                wait_until(lambda: vm.ping(ip, count=1)[1] == 1, 15,
+                           what='%s reaches %s through the switch'
+                           % (vm.name, ip))
+    yield name, vms
+    for w in api.ok('GET', '/v1/wires')['wires']:
+        if w['b'].startswith('sw:%s/' % name):
+            api.req('DELETE', '/v1/wires/%d' % w['id'])
+    api.req('DELETE', '/v1/switches/%s' % name)
+
+
+def mac_of(vm):
+    return next(iter(vm.nics.values()))['mac']
+
+
+def send_and_count(sender, vms, frame):
+    """{vm name: how many times `frame` arrived} while sender sends it."""
+    raw = bytes(frame)
+    seen = sniff_while(vms, lambda: sender.tool('frames-send', 'eth0',
+                                                raw.hex()))
+    return {vm.name: seen[vm.name].count(raw) for vm in vms}
+
+
+def test_a_broadcast_reaches_every_other_port_exactly_once(lan):
+    _, vms = lan
+    frame = Ether(dst='ff:ff:ff:ff:ff:ff', src=mac_of(vms[0]),
+                  type=0x88b5) / Raw(b'one broadcast')
+    got = send_and_count(vms[0], vms, frame)
+    assert got == {vms[0].name: 0, vms[1].name: 1, vms[2].name: 1,
+                   vms[3].name: 1}, got
+
+
+def test_unicast_reaches_only_its_port_once_learned(lab, lan):
+    name, vms = lan
+    # vm3 (on h2) to vm4 (on h3): the switch on h1 sends it to h3 only.
+    frame = Ether(dst=mac_of(vms[3]), src=mac_of(vms[2]), type=0x88b5) / \
+        Raw(b'for vm4 only')
+    got = send_and_count(vms[2], vms, frame)
+    assert got == {vms[0].name: 0, vms[1].name: 0, vms[2].name: 0,
+                   vms[3].name: 1}, got
+    # A MAC never seen floods, to every other port.
+    frame = Ether(dst='02:00:5e:00:00:99', src=mac_of(vms[2]),
+                  type=0x88b5) / Raw(b'unknown destination')
+    got = send_and_count(vms[2], vms, frame)
+    assert got == {vms[0].name: 1, vms[1].name: 1, vms[2].name: 0,
+                   vms[3].name: 1}, got
+    # What the switch learned, and what it counted, as vwctl shows it.
+    doc = json.loads(vwctl(lab, '--json', 'switch', 'show', name))
+    for port, vm in zip(doc['ports'], vms):
+        assert mac_of(vm) in port['macs'], (port, vm.name)
+        assert port['entered_packets'] > 0, port
+    assert doc['ports'][2]['flooded_packets'] >= 1, doc['ports'][2]
+
+
+def test_every_frame_kind_crosses_the_switch_unchanged(lan):
+    _, vms = lan
+    frames = {k: bytes(f) for k, f in special_frames(mac_of(vms[0])).items()}
+    seen = sniff_while([vms[3]], lambda: vms[0].tool(
+        'frames-send', 'eth0', *[f.hex() for f in frames.values()]))
+    for kind, f in frames.items():
+        assert f in seen[vms[3].name], \
+            '%s frame did not cross the switch unchanged' % kind
+
+
+def test_a_port_learns_no_more_macs_than_its_limit(lab, lan):
+    name, vms = lan
+    h1 = lab.host('h1')
+
+    def learned_on_port_1():
+        out = h1.ofctl('dump-flows', 'table=%d' % SWITCH_MAC_TABLE)
+        return [l for l in out.splitlines() if 'load:0x1->NXM_NX_REG6' in l]
+    # vm1 sends from 20 source MACs; its port's limit is 8.
+    forged = [bytes(Ether(dst='ff:ff:ff:ff:ff:ff',
+                          src='02:aa:00:00:00:%02x' % i, type=0x88b5) /
+                    Raw(b'from many MACs')) for i in range(20)]
+    vms[0].tool('frames-send', 'eth0', *[f.hex() for f in forged])
+    wait_until(lambda: len(learned_on_port_1()) >= 8, 10,
+               what='port 1 learned up to its limit')
+    assert len(learned_on_port_1()) == 8, learned_on_port_1()
+    # A MAC beyond the limit is unknown: frames to it flood, and vm1's
+    # own MAC (learned before) still goes only to vm1.
+    got = send_and_count(vms[2], vms, Ether(
+        dst='02:aa:00:00:00:13', src=mac_of(vms[2]), type=0x88b5) /
+        Raw(b'to an unlearned MAC'))
+    assert got[vms[1].name] == 1 and got[vms[3].name] == 1, got
+    shown = vwctl(lab, 'switch', 'show', name)
+    assert 'learns at most 8 MACs per port' in shown, shown
+
+
+def test_another_tenants_vnic_is_refused_a_port(lab, api, lan):
+    name, vms = lan
+    n = next(seq)
+    lab.host('h2').add_vm('s%dx' % n, [('s%dx-nic' % n, None)])
+    vwctl(lab, 'tenants', 'assign', 's%dx-nic' % n, 'rival%d' % n)
+    p4 = next(w for w in api.ok('GET', '/v1/wires')['wires']
+              if w['b'] == 'sw:%s/p4' % name)
+    api.req('DELETE', '/v1/wires/%d' % p4['id'])
+    before = api.ok('GET', '/v1/wires')
+    r = api.req('POST', '/v1/wires', json={'a': 's%dx-nic' % n,
+                                           'b': 'sw:%s/p4' % name})
+    assert r.status_code == 403, r.text
+    assert 'not a vNIC of tenant' in r.json()['error']['message'], r.text
+    assert api.ok('GET', '/v1/wires') == before
+    out = vwctl(lab, 'connect', 's%dx-nic' % n, 'sw:%s/p4' % name, ok=False)
+    assert 'not a vNIC of tenant' in out, out
+    api.connect(p4['a'], p4['b'])           # as it was, for the others
