@@ -85,10 +85,9 @@ def test_forged_tunnel_packet_from_third_host_is_dropped(pair, lab, api):
                 rogue.tool('frames-send', 'eth0', forged.hex())
             va.tool('frames-send', 'eth0', genuine.hex())
 
-        # Six tool runs (each a Python start in a namespace) outlasted the
-        # default 2 s of sniffing on a loaded CI host: the genuine frame,
-        # sent last, was never seen.
-        seen = sniff_while([vb], send, seconds=8.0)
+        # Six tool runs (each a Python start in a namespace): the sniffer
+        # runs until they are done (once, a fixed 2 s did not).
+        seen = sniff_while([vb], send)
         assert genuine in seen[vb.name]           # the sniffer works
         assert forged not in seen[vb.name]
         # And the rogue frames did reach h2: its table-miss drop counted them.

@@ -44,24 +44,30 @@ def udp_stream(src, dst, dst_ip, seconds=1.0, rate=1000, port=6001, size=64,
     return sent, json.loads(out.strip().splitlines()[-1])
 
 
-def sniff_while(vms, action, seconds=2.0):
-    """Sniff every vm's eth0 while action() runs; {vm.name: [bytes]}."""
+def sniff_while(vms, action, drain=1.0):
+    """Sniff every vm's eth0 while action() runs, however long it takes,
+    and for `drain` seconds after it (a frame in flight crosses a lab
+    wire in milliseconds: what has not arrived a second later is not
+    coming); {vm.name: [bytes]}. The sniffers print each frame as it
+    arrives, so they are stopped, not waited out."""
     procs, readies = {}, []
     for vm in vms:
         ready = tempfile.mktemp(prefix='vwready')
         procs[vm.name] = vm.tool_bg('frames-sniff', 'eth0', '--seconds',
-                                    seconds, '--ready-file', ready)
+                                    600, '--ready-file', ready)
         readies.append(ready)
     wait_until(lambda: all(os.path.exists(r) for r in readies), 10,
                what='sniffers')
     for r in readies:
         os.unlink(r)
     action()
+    time.sleep(drain)
     seen = {}
     for name, p in procs.items():
-        out, _ = p.communicate(timeout=seconds + 20)
-        seen[name] = [bytes.fromhex(json.loads(l)['hex'])
-                      for l in out.splitlines() if l.strip()]
+        p.send_signal(signal.SIGTERM)
+        out, _ = p.communicate(timeout=20)
+        seen[name] = [bytes.fromhex(json.loads(line)['hex'])
+                      for line in out.splitlines() if line.strip()]
     return seen
 
 
