@@ -152,3 +152,19 @@ def test_out_of_descriptors_the_listeners_shed_and_keep_serving(servers):
     s = socket.create_connection(('127.0.0.1', ports['openflow']))
     lived, _ = _drip(s, client_hello(), limit=3.0)
     assert lived < 2.0
+
+
+def test_a_deadline_counts_from_the_accept_not_from_its_handler():
+    """Under a flood a connection's handler may first run seconds after
+    its accept: its deadline is what is left of it then."""
+    from virtualwire.listen_guard import Deadline
+    delays = []
+
+    class Hub:
+        def spawn_after(self, seconds, fn):
+            delays.append(seconds)
+
+    Deadline(Hub(), 10.0, object(), since=time.monotonic() - 2.6)
+    Deadline(Hub(), 10.0, object())
+    Deadline(Hub(), 10.0, object(), since=time.monotonic() - 60)
+    assert 7.3 < delays[0] <= 7.4 and delays[1:] == [10.0, 0.0], delays

@@ -20,6 +20,7 @@ listeners).
 """
 import logging
 import ssl
+import time
 
 from os_ken.base import app_manager
 from os_ken.controller import controller as of_controller
@@ -69,6 +70,7 @@ class Listener:
                  'PLAIN TCP: lab only')
         while True:
             sock, addr = server.accept()
+            accepted = time.monotonic()
             if self.tls is None:        # the lab flag: nothing to prove
                 hub.spawn(of_controller.datapath_connection_factory,
                           sock, addr)
@@ -87,10 +89,10 @@ class Listener:
                 self.refusals.count(self.name, 'over_cap', addr[0])
                 sock.close()
                 continue
-            hub.spawn(self.connection, sock, addr, ip)
+            hub.spawn(self.connection, sock, addr, ip, accepted)
 
-    def connection(self, sock, addr, ip):
-        deadline = Deadline(hub, self.deadline, sock)
+    def connection(self, sock, addr, ip, accepted=None):
+        deadline = Deadline(hub, self.deadline, sock, since=accepted)
         failure = None
         try:
             sock.do_handshake()
