@@ -141,12 +141,22 @@ def hold_flood(lab, api, attacker, before, tmp_path):
         assert got['opened'] >= 12000, got
         assert got['still_open'] == 0, got      # all closed, none kept
     mid = refusals(api)
-    for listener in ('openflow', 'southbound_rest'):
+    for listener, got in (('openflow', held_of), ('southbound_rest',
+                                                   held_rest)):
         # Over the caps: refused (an address over its share) or evicted
         # (the oldest unproven, for a newcomer); the rest at the deadline.
-        assert grew(mid, before, (listener, 'over_cap')) + grew(
-            mid, before, (listener, 'evicted')) >= 8000, mid
-        assert grew(mid, before, (listener, 'deadline')) >= 1000, mid
+        # How many of each depends on how fast the server accepts: when
+        # the flood takes longer than the deadline to accept, its oldest
+        # connections reach the deadline before a newcomer needs their
+        # place (CI once: REST evicted 6,999 and 9,603 at the deadline;
+        # another run 8,406 and 4,990). Every one was closed by a guard,
+        # and the caps took thousands.
+        capped = grew(mid, before, (listener, 'over_cap')) + grew(
+            mid, before, (listener, 'evicted'))
+        timed_out = grew(mid, before, (listener, 'deadline'))
+        assert capped >= 4000, mid
+        assert timed_out >= 1000, mid
+        assert capped + timed_out >= got['opened'], (mid, got)
     return mid
 
 
