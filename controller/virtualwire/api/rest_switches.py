@@ -63,6 +63,15 @@ def parse_create(doc):
     return name, ports, host, tenant, limits[0], limits[1]
 
 
+def _for_tenant(view):
+    """A switch's view without what is the cloud's: its host, and where
+    each port's other end runs."""
+    out = {k: v for k, v in view.items() if k not in HIDDEN_FROM_TENANTS}
+    out['ports'] = [{k: v for k, v in p.items() if k != 'peer_host'}
+                    for p in view['ports']]
+    return out
+
+
 class SwitchHandlers:
     ctl: ControllerPort
     intent: Any
@@ -75,20 +84,22 @@ class SwitchHandlers:
         check_name(name)
         view = self._call(self.ctl.provider_switches.view, name)
         scope = _scope(req)
-        if scope is not None:
-            if view['tenant'] != scope.tenant:
-                raise errors.NotFound('no switch named %s' % name)
-            view = {k: v for k, v in view.items()
-                    if k not in HIDDEN_FROM_TENANTS}
-            view['ports'] = [{k: v for k, v in p.items()
-                              if k != 'peer_host'} for p in view['ports']]
-        return view
+        if scope is None:
+            return view
+        if view['tenant'] != scope.tenant:
+            raise errors.NotFound('no switch named %s' % name)
+        return _for_tenant(view)
+
+    def _apply_switches(self):
+        """The database's switches applied on this instance before it
+        answers (the others follow within a second: SwitchWatch)."""
+        self._call(self.ctl.on_switches, self.intent.switches.switches())
 
     def list_switches(self, req):
         scope = _scope(req)
         views = self._call(self.ctl.provider_switches.views)
         if scope is not None:
-            views = [self._visible_switch(req, v['name']) for v in views
+            views = [_for_tenant(v) for v in views
                      if v['tenant'] == scope.tenant]
         return json_response(200, {'switches': views})
 
@@ -128,7 +139,7 @@ class SwitchHandlers:
                                      if t == tenant))
         sw = self.intent.switches.create(name, tenant, host, ports,
                                          mac_limit, idle)
-        self._call(self.ctl.on_switches, self.intent.switches.switches())
+        self._apply_switches()
         resp = json_response(201, self._visible_switch(req, sw.name))
         resp.headers['Location'] = '/v1/switches/%s' % sw.name
         return resp
@@ -145,7 +156,7 @@ class SwitchHandlers:
                                                           p['wire']))
                                           for p in wired)))
         self.intent.switches.delete(name)
-        self._call(self.ctl.on_switches, self.intent.switches.switches())
+        self._apply_switches()
         return webob.Response(status=204)
 
     def place_switch(self, req, name):
@@ -157,5 +168,5 @@ class SwitchHandlers:
         check_host(doc['host'])
         self._visible_switch(req, name)
         self.intent.switches.place(name, doc['host'])
-        self._call(self.ctl.on_switches, self.intent.switches.switches())
+        self._apply_switches()
         return json_response(200, self._visible_switch(req, name))

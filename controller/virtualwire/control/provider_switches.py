@@ -179,8 +179,8 @@ def _same_tenant(sw, other, switches, owners):
         # Whose it is instead is not said: another tenant's vNIC reads as
         # one that is simply not this tenant's.
         raise errors.Refused('%s is not a vNIC of tenant %s: switch %s '
-                               'joins only its tenant\'s vNICs' % (
-                                   other, sw.tenant, sw.name))
+                             'joins only its tenant\'s vNICs' % (
+                                 other, sw.tenant, sw.name))
 
 
 class SwitchWatch:

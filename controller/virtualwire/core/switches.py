@@ -82,7 +82,6 @@ def check_name(name) -> str:
     return name
 
 
-
 def check_host(host) -> str:
     """A host name a switch may be placed on (as hosts name themselves)."""
     if not isinstance(host, str) or not _HOST_RE.fullmatch(host):

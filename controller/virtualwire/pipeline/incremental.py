@@ -89,13 +89,15 @@ class IncrementalTables:
             return
         self.switches[sw.name] = sw
         self._install_switch(sw.name)
-        self._recompute_ports(sw.name)
+        for cid in self._plugged_into(sw.name):
+            self._recompute(cid)
 
     def remove_switch(self, name):
         if self.switches.pop(name, None) is None:
             return
         self._install_switch(name)
-        self._recompute_ports(name)
+        for cid in self._plugged_into(name):
+            self._recompute(cid)
 
     def _install_switch(self, name):
         sw = self.switches.get(name)
@@ -110,11 +112,11 @@ class IncrementalTables:
             self._swap(host, old, new)
             self.switch_out[name] = (host, new)
 
-    def _recompute_ports(self, name):
+    def _plugged_into(self, name):
+        """The wires plugged into switch `name`'s ports."""
         prefix = '%s%s/' % (SWITCH_END, name)
-        for cid in {c for end, c in self.by_vnic.items()
-                    if end.startswith(prefix)}:
-            self._recompute(cid)
+        return {c for end, c in self.by_vnic.items()
+                if end.startswith(prefix)}
 
     # -- hosts and placement -------------------------------------------------
     def set_host(self, host):
@@ -149,7 +151,7 @@ class IncrementalTables:
             for name, sw in self.switches.items():
                 if sw.host == host.name:
                     self._install_switch(name)
-                    self._recompute_ports(name)
+                    touched |= self._plugged_into(name)
         for cid in touched:
             self._recompute(cid)
         if old is None or guests.vm_of_port(old) != guests.vm_of_port(host):

@@ -49,5 +49,6 @@ class OwnershipStore:
         with self.client.lock:
             for r in switch_rows(self.client.idl):
                 for port in r.ports:
-                    out['sw:%s/%s' % (r.name, port)] = r.tenant
+                    out['%s%s/%s' % (ids.SWITCH_END_PREFIX, r.name,
+                                     port)] = r.tenant
         return out
