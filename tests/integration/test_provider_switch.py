@@ -9,14 +9,19 @@ checks holds on the real thing:
 - the frame kinds a wire carries unchanged (VLAN tags, QinQ, LLDP, BPDU,
   an unknown ethertype, ARP) cross the switch unchanged;
 - a port learns no more MACs than its limit (OVS's learn limit);
+- each port's counters (entered, delivered, flooded, learned MACs) move
+  with what was sent, in `vwctl switch list`, /metrics and the dashboard
+  in a real browser;
 - a vNIC of another tenant is refused a port, and nothing changes."""
 import json
 import subprocess
 import sys
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from scapy.all import Ether, Raw
 
+from vwlab.browser import Browser
 from vwtest import seq, wait_until
 from vwtest.wire_traffic import sniff_while, special_frames
 
@@ -144,6 +149,63 @@ def test_a_port_learns_no_more_macs_than_its_limit(lab, lan):
     assert got[vms[1].name] == 1 and got[vms[3].name] == 1, got
     shown = vwctl(lab, 'switch', 'show', name)
     assert 'learns at most 8 MACs per port' in shown, shown
+
+
+def port_counters(lab, name):
+    """{port: counters} of switch `name` as `vwctl switch list` has them."""
+    doc = json.loads(vwctl(lab, '--json', 'switch', 'list'))
+    sw = next(s for s in doc['switches'] if s['name'] == name)
+    return {p['name']: p['counters'] for p in sw['ports']}
+
+
+def test_each_ports_counters_reach_vwctl_metrics_and_the_dashboard(
+        lab, api, lan):
+    name, vms = lan
+    sent = 25
+    wait_until(lambda: port_counters(lab, name)['p1'] is not None, 15,
+               what='the collector to read h1')
+    before = port_counters(lab, name)
+    # vm1 broadcasts `sent` frames: each enters at p1, is flooded, and
+    # leaves by p2, p3 and p4.
+    frame = bytes(Ether(dst='ff:ff:ff:ff:ff:ff', src=mac_of(vms[0]),
+                        type=0x88b5) / Raw(b'counted'))
+    vms[0].tool('frames-send', 'eth0', *[frame.hex()] * sent)
+
+    def moved():
+        now = port_counters(lab, name)
+        d = {p: {k: now[p][k] - before[p][k] for k in now[p]}
+             for p in now}
+        return d if d['p1']['entered_packets'] >= sent and all(
+            d[p]['delivered_packets'] >= sent for p in ('p2', 'p3',
+                                                        'p4')) else None
+    d = wait_until(moved, 20, what="the ports' counters to move")
+    # The guests may say a little themselves meanwhile (ARP), not more.
+    assert sent <= d['p1']['entered_packets'] <= sent + 5, d
+    assert sent <= d['p1']['flooded_packets'] <= sent + 5, d
+    assert d['p1']['delivered_packets'] <= 5, d
+    now = port_counters(lab, name)
+    assert [now[p]['learned_macs'] >= 1 for p in now] == [True] * 4, now
+
+    text = api.req('GET', '/metrics').text
+    got = {(s.name, s.labels.get('port')): s.value
+           for f in text_string_to_metric_families(text)
+           for s in f.samples if s.labels.get('switch') == name}
+    assert got[('virtualwire_provider_switch_port_entered_packets_total',
+                'p1')] >= now['p1']['entered_packets'], got
+    assert got[('virtualwire_provider_switch_port_delivered_packets_total',
+                'p4')] >= now['p4']['delivered_packets'], got
+    assert got[('virtualwire_provider_switch_port_learned_macs', 'p3')] \
+        >= 1, got
+
+    row = '#switches tr[data-switch="%s"][data-port="p1"] ' % name
+    with Browser(trust_cert=lab.pki.files('controller')[1]) as b:
+        b.open(lab.url + '/')
+        with open(lab.credential('reader', 'noc')) as f:
+            b.sign_in(f.read().strip())
+        shown = b.wait(lambda: b.text(row + 'td.entered'), 15,
+                       what='the switch in the dashboard')
+        assert int(shown.replace(',', '')) >= now['p1']['entered_packets']
+        assert b.text(row + 'td:nth-child(4)') == next(iter(vms[0].nics))
 
 
 def test_another_tenants_vnic_is_refused_a_port(lab, api, lan):

@@ -7,7 +7,19 @@ _NAME = {'type': 'string', 'pattern': '^[a-z0-9][a-z0-9_.-]{0,31}$'}
 _HOST = {'type': 'string', 'pattern': '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$'}
 _PORT = {'type': 'string', 'pattern': '^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$'}
 _LIMIT = {'type': 'integer', 'minimum': 1, 'maximum': 65535}
+_COUNT = {'type': ['integer', 'null'], 'minimum': 0}
+_COUNTERS = {
+    'type': ['object', 'null'],
+    'description': "the collector's counts (null: the switch's host not "
+                   'read yet); entered, flooded and learned_macs start '
+                   'again from zero when the switch moves',
+    'properties': {
+        'entered_packets': _COUNT, 'flooded_packets': _COUNT,
+        'learned_macs': _COUNT,
+        'delivered_packets': dict(_COUNT, description='sent out of the '
+                                  'port onto its wire (null: not known)')}}
 _PORT_VIEW = {'type': 'object', 'properties': {
+    'counters': _COUNTERS,
     'name': _PORT, 'index': {'type': 'integer'},
     'end': {'type': 'string', 'description': 'the wire end: sw:NAME/PORT'},
     'wire': {'type': ['integer', 'null']},

@@ -82,7 +82,7 @@ class SwitchHandlers:
         """The switch's view, once it is known this caller may see it (a
         tenant's 404 for another's switch reads as for none)."""
         check_name(name)
-        view = self._call(self.ctl.provider_switches.view, name)
+        view = self._call(self.ctl.views.switch_views, name)[0]
         scope = _scope(req)
         if scope is None:
             return view
@@ -97,15 +97,16 @@ class SwitchHandlers:
 
     def list_switches(self, req):
         scope = _scope(req)
-        views = self._call(self.ctl.provider_switches.views)
+        views = self._call(self.ctl.views.switch_views)
         if scope is not None:
             views = [_for_tenant(v) for v in views
                      if v['tenant'] == scope.tenant]
         return json_response(200, {'switches': views})
 
     def show_switch(self, req, name):
-        """The switch, and each port's figures as its OVS counts them now
-        (`figures`: null, with `figures_error`, if its host cannot say)."""
+        """The switch, its ports' counters (the collector's, as listed),
+        and each port's figures as its OVS counts them now, with the MACs
+        learned there (`figures_error` if its host cannot say)."""
         view = self._visible_switch(req, name)
         try:
             figs = self._call(self.ctl.provider_switches.read,

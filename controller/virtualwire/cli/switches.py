@@ -17,11 +17,27 @@ def _ports(text):
         [p for p in text.split(',') if p]
 
 
+def _sum(ports, key):
+    """A counter over a switch's ports ('-': its host not read yet)."""
+    figs = [(p.get('counters') or {}).get(key) for p in ports]
+    return '-' if None in figs else sum(figs)
+
+
 def _list_rows(switches):
     return [[s['name'], s['tenant'], s.get('host') or '-',
              '%d/%d' % (sum(1 for p in s['ports'] if p['wire']),
-                        len(s['ports'])), s['mac_limit'], s['idle_timeout']]
+                        len(s['ports'])),
+             _sum(s['ports'], 'entered_packets'),
+             _sum(s['ports'], 'flooded_packets'),
+             _sum(s['ports'], 'learned_macs'),
+             s['mac_limit'], s['idle_timeout']]
             for s in switches]
+
+
+def _delivered(p):
+    c = p.get('counters') or {}
+    return '-' if c.get('delivered_packets') is None \
+        else c['delivered_packets']
 
 
 def _show(s):
@@ -32,7 +48,8 @@ def _show(s):
         % (s['mac_limit'], s['idle_timeout'])
     rows = [[p['name'], '0x%08x' % p['wire'] if p['wire'] else '-',
              p['peer'] or '-', p.get('peer_host') or '-',
-             p.get('entered_packets', '?'), p.get('flooded_packets', '?'),
+             p.get('entered_packets', '?'), _delivered(p),
+             p.get('flooded_packets', '?'),
              len(p['macs']) if 'macs' in p else '?']
             for p in s['ports']]
     macs = ['  %s: %s' % (p['name'], ' '.join(p['macs']))
@@ -41,8 +58,8 @@ def _show(s):
     if s.get('figures_error'):
         tail += '\n\nno figures: %s' % s['figures_error']
     return '%s\n\n%s%s' % (head, tabulate(rows, headers=[
-        'port', 'wire', 'other end', 'its host', 'entered', 'flooded',
-        'MACs']), tail)
+        'port', 'wire', 'other end', 'its host', 'entered', 'delivered',
+        'flooded', 'MACs']), tail)
 
 
 def cmd_switch(c, a):
@@ -50,7 +67,8 @@ def cmd_switch(c, a):
     if act == 'list':
         doc = c.call('GET', '/v1/switches')
         return doc, tabulate(_list_rows(doc['switches']), headers=[
-            'switch', 'tenant', 'host', 'wired', 'MACs/port', 'idle s'])
+            'switch', 'tenant', 'host', 'wired', 'entered', 'flooded',
+            'MACs', 'MAC limit/port', 'idle s'])
     if act == 'show':
         doc = c.call('GET', '/v1/switches/%s' % a.name)
         return doc, _show(doc)

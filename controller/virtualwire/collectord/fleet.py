@@ -29,6 +29,8 @@ from virtualwire.core import ids
 from virtualwire.metrics import loss
 from virtualwire.metrics.counters import FlowCounters
 from virtualwire.metrics.figures import WINDOW, flat, window
+from virtualwire.metrics.switch_ports import (READ_MARK, READ_MASK,
+                                              SwitchPorts, is_switch_flow)
 from virtualwire.southbound import counter_keys, openflow
 
 LOG = logging.getLogger(__name__)
@@ -88,6 +90,7 @@ class Fleet:
         self.moved_at: Dict[int, float] = {}   # cid -> its last credit
         self.up_at: Dict[str, float] = {}      # host -> when last up
         self.switches: Dict[int, Switch] = {}
+        self.switch_ports = SwitchPorts()    # provider switches' ports
         self.names: Dict[int, str] = {}      # dpid -> host name
         self.history: Dict[int, collections.deque] = {}
         self.last_sample = clock()
@@ -205,7 +208,7 @@ class Fleet:
                 continue
             s.sent_at, s.body = now, []
             s.xid = self.send(s.conn, openflow.flow_stats_request(
-                ids.COOKIE_MARK, ids.COOKIE_MARK_MASK))
+                READ_MARK, READ_MASK))     # wires' and provider switches'
 
     def reply(self, dpid, conn, xid, body, more):
         s = self.switches.get(dpid)
@@ -215,8 +218,11 @@ class Fleet:
         if more:
             return
         now = self.clock()
+        self.switch_ports.take(s.name, [(st.cookie, st.packet_count)
+                                        for st in s.body], self.gen + 1)
         readings = [(counter_keys.counter_key(st), st.cookie, st.packet_count,
-                     st.byte_count) for st in s.body]
+                     st.byte_count) for st in s.body
+                    if not is_switch_flow(st.cookie)]
         self.urgent |= self.counters.poll(s.name, readings, at=now,
                                           fresh=s.readings == 0)
         if s.name is not None and s.sent_at is not None:
@@ -368,6 +374,8 @@ class Fleet:
                           if c in self.counters.wires},
                 'hosts': {h: self.counters.host(h)
                           for h in self.counters.hosts},
+                'switch_ports': self.switch_ports.feed(
+                    None if full else since),
                 'status': self.status()}
 
     def _counted(self, cid):

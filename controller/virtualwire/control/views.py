@@ -7,6 +7,7 @@ import time
 from virtualwire.control.gateways import check_gateway_ends
 from virtualwire.control.provider_switches import check_switch_ends
 from virtualwire.core import batch, errors, ids, tenancy
+from virtualwire.metrics.switch_ports import port_counters
 from virtualwire.pipeline import carriers
 from virtualwire.pipeline.wire import wire_path, wire_state
 
@@ -333,6 +334,7 @@ class Views:
             states[m.state] = states.get(m.state, 0) + 1
         return {'wires': wires, 'hosts': hosts, 'migrations': states,
                 'links': self.ctl.extenders.link_views(),
+                'switches': self.switch_views(),
                 'collector': self.collector.status(),
                 'claims_refused': dict(self.ctl.cloud_word.refused_total),
                 'departures_refused': dict(
@@ -340,6 +342,26 @@ class Views:
                 'takeovers_refused': dict(
                     self.ctl.admission.switch_takeovers.refused_total),
                 'active': bool(self.ctl.roles.active)}
+
+    def switch_views(self, name=None):
+        """Provider switches (one: `name`) as wired, each port with its
+        counters (`metrics.switch_ports`)."""
+        self.loop.assert_owner()
+        part = self.ctl.provider_switches
+        out = [part.view(name)] if name is not None else part.views()
+        for v in out:
+            port_counters(v, self.collector.switch_counts(v['host'],
+                                                          v['number'])
+                          if v['placed'] else None, self._sent_by)
+        return out
+
+    def _sent_by(self, cid, end):
+        totals = self.collector.totals(cid)
+        w = self.tables.wires.get(cid)
+        if totals is None or w is None:
+            return None
+        return totals['a_to_b' if w.end_a == end else 'b_to_a'][
+            'entered_packets']
 
     def all_wire_stats(self):
         """Every wire's figures (as `wire_stats`), from memory: what

@@ -104,9 +104,13 @@ class Scope:
                                           for v in m['vnics'])]
 
     def metrics(self, doc):
-        """The metrics view with only its wires (no hosts, links,
-        migrations or collector figures: those are the cloud's)."""
-        return {'wires': self.wires(doc['wires'], 'end_a', 'end_b')}
+        """The metrics view with only its wires and switches (no hosts,
+        links, migrations or collector figures: those are the cloud's;
+        nor where its switches run)."""
+        return {'wires': self.wires(doc['wires'], 'end_a', 'end_b'),
+                'switches': [dict(s, host=None)
+                             for s in doc.get('switches', [])
+                             if s['tenant'] == self.tenant]}
 
 
 def tenants_view(owners, creds):

@@ -18,6 +18,8 @@ from virtualwire.core import errors, ids
 from virtualwire.metrics.counters import FlowCounters
 from virtualwire.metrics import loss
 from virtualwire.metrics.figures import WINDOW, window
+from virtualwire.metrics.switch_ports import (READ_MARK, READ_MASK,
+                                              SwitchPorts, is_switch_flow)
 from virtualwire.southbound import counter_keys, openflow
 
 LOG = logging.getLogger(__name__)
@@ -57,6 +59,7 @@ class Collector:
         self.ready = False
         self.unread: set = set()
         self.removed_seen = 0        # flow-removed messages taken
+        self.switch_ports = SwitchPorts()    # provider switches' ports
         self._dirty, self._urgent = False, False
         self._saved_at = clock()
         self.started_at = clock()
@@ -114,8 +117,8 @@ class Collector:
                 continue
             self.pending[h.name] = (s, now)
             self.up_at[h.name] = now
-            s.request(openflow.flow_stats_request(ids.COOKIE_MARK,
-                                                  ids.COOKIE_MARK_MASK),
+            # The wires' flows and the provider switches' (`switch_ports`).
+            s.request(openflow.flow_stats_request(READ_MARK, READ_MASK),
                       lambda body, n=h.name, s=s: self._replied(n, s, body))
         if not self.pending:
             self._finish()
@@ -124,7 +127,8 @@ class Collector:
         if self.pending.get(host, (None,))[0] is not session:
             return
         sent = self.pending.pop(host)[1]
-        self._urgent |= self.counters.poll(host, _readings(body),
+        wires = self._take_switches(host, body)
+        self._urgent |= self.counters.poll(host, _readings(wires),
                                            at=self.clock())
         self.asked_at[host] = sent
         self.unread.discard(host)
@@ -212,6 +216,7 @@ class Collector:
         they counted between our last reading and the restart is lost,
         never counted twice)."""
         self.loop.assert_owner()
+        self._take_switches(host, body)
         self._urgent |= self.counters.poll(
             host, [r for r in _readings(body)
                    if ids.connector_of_cookie(r[1]) is not None],
@@ -220,7 +225,18 @@ class Collector:
         self.read_at[host] = self.up_at[host] = self.clock()
         self._dirty = True
 
+    def _take_switches(self, host, body):
+        """The provider switches' counts of a reading taken; the rest
+        (the wires' flows) returned."""
+        self.switch_ports.take(host, [(st.cookie, st.packet_count)
+                                      for st in body])
+        return [st for st in body if not is_switch_flow(st.cookie)]
+
     # -- figures ---------------------------------------------------------------
+    def switch_counts(self, host, number):
+        """`SwitchPorts.of`: a provider switch's port counts."""
+        return self.switch_ports.of(host, number) if self.ready else None
+
     def check_ready(self):
         """Raise Unavailable until the figures can be shown."""
         if not self.ready:

@@ -26,6 +26,7 @@ class LoopCollector:
     def collect(self):
         doc = self.loop.call(self.ctl.views.metrics_view)
         yield from wire_families(doc['wires'])
+        yield from switch_families(doc['switches'])
         yield from host_families(doc['hosts'])
         yield from other_families(doc)
         yield from role_families(doc, self.intent)
@@ -113,6 +114,41 @@ def wire_families(wires):
     yield from fams.values()
     yield lost
     yield unsettled
+
+
+def switch_families(switches):
+    """Provider switches: what each is, and its ports' counters
+    (`metrics.switch_ports`); a port whose host was not read yet has no
+    series rather than zeros."""
+    info = InfoMetricFamily('virtualwire_provider_switch',
+                            'A switch the provider runs in a host',
+                            labels=['switch'])
+    fams = {k: CounterMetricFamily('virtualwire_provider_switch_port_' + k,
+                                   help_, labels=['switch', 'port'])
+            for k, help_ in (
+                ('entered_packets', 'Frames that entered the switch on '
+                 'the port'),
+                ('delivered_packets', 'Frames the switch sent out of the '
+                 'port onto its wire'),
+                ('flooded_packets', 'Frames from the port flooded to every '
+                 'other port (broadcast, multicast, unknown destination)'))}
+    macs = GaugeMetricFamily(
+        'virtualwire_provider_switch_port_learned_macs',
+        'MACs the switch learned on the port now', labels=['switch', 'port'])
+    for sw in switches:
+        info.add_metric([sw['name']], {'tenant': sw['tenant'],
+                                       'host': sw.get('host') or ''})
+        for p in sw['ports']:
+            c = p.get('counters')
+            if c is None:
+                continue
+            for k, fam in fams.items():
+                if c[k] is not None:
+                    fam.add_metric([sw['name'], p['name']], c[k])
+            macs.add_metric([sw['name'], p['name']], c['learned_macs'])
+    yield info
+    yield from fams.values()
+    yield macs
 
 
 def host_families(hosts):
@@ -220,9 +256,11 @@ class Fixed:
 
 
 def scoped_exposition(doc):
-    """Only the wires of a metrics view already cut to a tenant's
+    """Only the wires and switches of a metrics view already cut to a
+    tenant's
     (`core.tenancy.Scope.metrics`): no host, link, migration, collector
     or controller series."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(Fixed(list(wire_families(doc['wires']))))
+    registry.register(Fixed(list(wire_families(doc['wires'])) +
+                            list(switch_families(doc.get('switches', [])))))
     return generate_latest(registry)

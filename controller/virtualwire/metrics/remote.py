@@ -25,6 +25,7 @@ from os_ken.lib import hub
 from virtualwire.core import errors
 from virtualwire.metrics.counters import DIRECTIONS
 from virtualwire.metrics.figures import flat
+from virtualwire.metrics.switch_ports import SwitchPorts
 from virtualwire import netns
 
 LOG = logging.getLogger(__name__)
@@ -38,6 +39,7 @@ class RemoteCollector:
         self.verify, self.interval, self.clock = verify, interval, clock
         self.mirror: dict = {}       # cid -> figures, as the collector's
         self.hosts: dict = {}
+        self.switch_ports = SwitchPorts()
         self.remote_status: dict = {}
         self.epoch, self.gen = '', 0
         self.ready = False
@@ -104,6 +106,11 @@ class RemoteCollector:
                     'unsettled_packets': 0, 'loss_cuts': 0,
                     'window': still[d]} for d, _, _ in DIRECTIONS}
 
+    def switch_counts(self, host, number):
+        if not (self.ready and self._fresh()):
+            return None
+        return self.switch_ports.of(host, number)
+
     def host(self, name):
         return self.hosts.get(name) or {
             k + s: 0 for k in ('rejected', 'unwired', 'held')
@@ -118,8 +125,11 @@ class RemoteCollector:
 
     def apply(self, url, doc):
         """A feed from the collector (on the loop)."""
-        if doc['full'] or doc['epoch'] != self.epoch:
+        full = doc['full'] or doc['epoch'] != self.epoch
+        if full:
             self.mirror = {}
+        # (A collector older than provider switches sends none.)
+        self.switch_ports.apply(doc.get('switch_ports', {}), full)
         for cid, figures in doc['wires'].items():
             if figures is None:         # never counted: zeros (wire_figures)
                 self.mirror.pop(int(cid), None)

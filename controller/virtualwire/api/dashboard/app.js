@@ -58,9 +58,11 @@ function show() {
 async function poll() {
   clearTimeout(timer);
   try {
-    const [status, hosts, wires, vnics, stats, migrations, topologies] = await Promise.all([
-      get('/v1/status'), get('/v1/hosts'), get('/v1/wires'), get('/v1/vnics'),
-      get('/v1/stats'), get('/v1/migrations'), get('/v1/topologies')]);
+    const [status, hosts, wires, vnics, stats, migrations, topologies, switches] =
+      await Promise.all([
+        get('/v1/status'), get('/v1/hosts'), get('/v1/wires'), get('/v1/vnics'),
+        get('/v1/stats'), get('/v1/migrations'), get('/v1/topologies'),
+        get('/v1/switches')]);
     await logicalView(topologies.topologies || []);
     const byId = {};
     for (const s of (stats.wires || [])) byId[s.connector_id] = s;
@@ -70,7 +72,8 @@ async function poll() {
     render({status, scoped, wires: wires.wires || [],
             hosts: scoped ? hostsOf(vnics.vnics || []) : hosts.hosts || [],
             vnics: vnics.vnics || [], stats: byId, statsError: stats.error,
-            migrations: migrations.migrations || []});
+            migrations: migrations.migrations || [],
+            switches: switches.switches || []});
     $('banner').hidden = !stats.error;
     if (stats.error) $('banner').textContent = 'Flow statistics: ' + stats.error;
     $('updated').textContent = 'updated ' + new Date().toLocaleTimeString([], {hour12: false});
@@ -121,6 +124,27 @@ function render(d) {
   wireTable(d);
   drawMigrations($('migrations'), d.migrations);
   hostTable(d.hosts);
+  switchTable(d.switches);
+}
+
+// One row per port of each provider switch, with the collector's counts
+// ('-': the switch's host not read yet).
+function switchTable(switches) {
+  $('switches-card').hidden = !switches.length;
+  const body = clear($('switches').tBodies[0]);
+  const n = (v) => (v === null || v === undefined) ? '-' : v.toLocaleString();
+  for (const s of switches) {
+    for (const p of s.ports) {
+      const c = p.counters || {};
+      const tr = html('tr', {'data-switch': s.name, 'data-port': p.name});
+      const cells = [
+        [s.name], [s.host || '-'], [p.name], [p.peer || '-'],
+        [n(c.entered_packets), 'num entered'], [n(c.delivered_packets), 'num delivered'],
+        [n(c.flooded_packets), 'num flooded'], [n(c.learned_macs), 'num macs']];
+      for (const [text, cls] of cells) tr.appendChild(html('td', cls ? {class: cls} : {}, text));
+      body.appendChild(tr);
+    }
+  }
 }
 
 // Figures of a wire for people: rates each way, throughput, window loss.
