@@ -403,3 +403,50 @@ def test_placement_advises_moves_that_collapse_the_busy_path(lab, api, shop,
         assert m['off_extenders_bps'] == 0 and len(m['collapses']) == 1
     assert not any(m['name'] == 'fw' and m['to'] == 'h1' for m in moves)
     assert 'advice only: nothing is moved' in text and 'client' in text
+
+
+# The shop with its switch VM replaced by a switch the provider runs.
+PROVIDED = SHOP.replace('name: shop', 'name: shoplan').replace(
+    '''  sw:
+    vm: shop-sw
+    kind: switch
+    nics: {eth0: null, eth1: null, eth2: null, eth3: null}''', '''  tier:
+    kind: provider-switch
+    switch: shoplan-tier
+    nics: {p0: null, p1: null, p2: null, p3: null}''').replace(
+    '["fw:eth1", "sw:eth0"]', '["fw:eth1", "tier:p0"]').replace(
+    '["sw:eth1", "web1:eth0"]', '["tier:p1", "web1:eth0"]').replace(
+    '["sw:eth2", "web2:eth0"]', '["tier:p2", "web2:eth0"]').replace(
+    '["sw:eth3", "db:eth0"]', '["tier:p3", "db:eth0"]')
+
+
+def test_a_provider_switch_in_the_file_is_made_used_and_removed(
+        lab, api, shop, capsys):
+    """The tenant's file names a provider switch instead of the switch
+    VM: apply makes it (the tenant's, on a host of the tier), the client
+    reaches the database through the firewall and it, inspect shows it,
+    and destroy takes it away with the wires."""
+    api.req('DELETE', '/v1/topologies/shop?tenant=shop')
+    path = str(shop['dir'] / 'shoplan.yaml')
+    with open(path, 'w') as f:
+        f.write(PROVIDED)
+    code, out, err = ctl(capsys, 'topology', 'apply', path, '--wait',
+                         token_file=shop['token'])
+    assert code == 0 and 'create switch' in out and \
+        'created 5' in out, (out, err)
+    sw = api.ok('GET', '/v1/switches/shoplan-tier')
+    assert sw['tenant'] == 'shop' and sw['host'] in ('h1', 'h2', 'h3')
+    assert [p['peer'] for p in sw['ports']] == [
+        'shop-fw-eth1', 'shop-web1-eth0', 'shop-web2-eth0', 'shop-db-eth0']
+    client = shop['vms']['client']
+    wait_until(lambda: client.ping('10.61.2.20', count=1)[1] == 1, 15,
+               what='the database through the firewall and the switch')
+    code, out, err = ctl(capsys, '--json', 'topology', 'inspect', 'shoplan',
+                         token_file=shop['token'])
+    tier = next(n for n in json.loads(out)['nodes'] if n['name'] == 'tier')
+    assert tier['kind'] == 'provider-switch' and tier['hosts'] == [], tier
+    code, out, err = ctl(capsys, 'topology', 'destroy', 'shoplan', '--wait',
+                         token_file=shop['token'])
+    assert code == 0 and 'deleted 5 wires' in out, err
+    assert api.req('GET', '/v1/switches/shoplan-tier').status_code == 404
+    assert client.ping('10.61.2.20', count=2)[1] == 0

@@ -10,7 +10,7 @@ file is resolved as that tenant sees the deployment, whoever applies it:
 the operator applying it cannot wire another tenant's vNIC into it.
 """
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 import webob
 
@@ -20,7 +20,8 @@ from virtualwire.api.rest_wires import wait_args
 from virtualwire.api.topology_parsing import TopologyParser, check_quota
 from virtualwire.store import wire_writes
 from virtualwire.core import (errors, ids, tenancy, topology_file,
-                              topology_graph, topology_plan, topology_view)
+                              topology_graph, topology_plan, topology_switches,
+                              topology_view)
 
 MAX_SOURCE_BODY = topology_file.MAX_SOURCE + 64 * 1024
 
@@ -50,6 +51,9 @@ class TopologyHandlers:
 
     def _programmed(self, seconds, req):
         raise NotImplementedError
+
+    # SwitchHandlers': the database's switches applied before answering.
+    _apply_switches: Callable[[], None]
 
     # -- whose ------------------------------------------------------------------
     def _tenant(self, req):
@@ -107,23 +111,29 @@ class TopologyHandlers:
             out.append(topology_view.summary(r, tf, wires))
         return json_response(200, {'topologies': out})
 
-    def _view(self, rec):
+    def _view(self, rec, scope):
         tf = self.topology_parser.parse(rec.source, rec.name)
         wires = self._call(self.ctl.views.wires_with_rates,
                            list(rec.wires.values()))
+        # Where its provider switches run is the cloud's, not a tenant's.
+        hosts = {} if scope is not None else {
+            v['name']: v['host']
+            for v in self._call(self.ctl.provider_switches.views)}
         return topology_view.inspect(rec, tf, wires,
-                                     self._call(self.ctl.views.vnic_views))
+                                     self._call(self.ctl.views.vnic_views),
+                                     hosts)
 
     def show_topology(self, req, name):
         _query(req, ('tenant',))
         rec = self._record(req, name)
-        view = self._view(rec)
+        view = self._view(rec, req.environ.get('virtualwire.scope'))
         view['source'] = rec.source
         return json_response(200, view)
 
     def topology_graph(self, req, name):
         _query(req, ('tenant',))
-        body = topology_graph.svg(self._view(self._record(req, name)))
+        body = topology_graph.svg(self._view(
+            self._record(req, name), req.environ.get('virtualwire.scope')))
         resp = webob.Response(status=200, body=body.encode())
         resp.headers['Content-Type'] = 'image/svg+xml; charset=utf-8'
         # The picture holds the tenant's data: a browser must not run it as
@@ -162,20 +172,31 @@ class TopologyHandlers:
                     'the file is topology %r, not %r' % (tf.name, name),
                     None, 'topology')
             plan, resolved, before = self._plan(tf, scope)
+            switches = topology_switches.plan(
+                resolved, tenant, self.intent.switches.switches(), before)
         except topology_file.FileError as e:
             return file_error(e)
         out = {'name': name, 'tenant': tenant or None, 'dry_run': dry,
-               'plan': plan.view(), 'changed': False}
+               'plan': dict(plan.view(), switches=switches.view(resolved)),
+               'changed': False}
         if dry:
             return json_response(200, out)
-        mapping = resolved.mapping()
+        mapping = switches.mapping(resolved)
         if before is not None and plan.changes == 0 and \
+                not switches.create and not switches.delete and \
                 before.source == doc['source'] and \
                 before.resolved == mapping:
             out['generation'] = before.generation   # nothing to write
             return json_response(200, out)
+        if switches.create:          # before the wires plugged into them
+            topology_switches.make(switches, resolved, tenant,
+                                   self.intent.switches,
+                                   lambda v: self._switch_host(tenant, v))
+            self._apply_switches()
         links = self.intent.topologies.apply(tenant, name, doc['source'],
-                                 plan, mapping, before, wire_writes.now())
+                                             plan, mapping, before,
+                                             wire_writes.now())
+        self._remove_switches(switches.delete)
         out.update(changed=True, generation=(before.generation
                                              if before else 0) + 1,
                    wires={k: ids.fmt_connector(c) for k, c in links.items()})
@@ -203,11 +224,25 @@ class TopologyHandlers:
                                   wires, by_vnic, taken)
         return plan, resolved, before
 
+    def _switch_host(self, tenant, vnics):
+        """Where a topology's new switch runs: the host with most of the
+        vNICs linked to it (of all the tenant's, if none is)."""
+        if not vnics:
+            vnics = sorted(v for v, t in self.intent.ownership.owners()
+                           .items() if t == tenant)
+        return self._call(self.ctl.provider_switches.suggest_host, vnics)
+
+    def _remove_switches(self, names):
+        if names and topology_switches.remove(names, self.intent.switches,
+                                              self.intent.wires()):
+            self._apply_switches()
+
     def destroy_topology(self, req, name):
         _query(req, ('tenant', 'wait', 'timeout'))
         seconds = wait_args(_only(req, ('wait', 'timeout')))
         rec = self._record(req, name)
         gone = self.intent.topologies.destroy(rec)
+        self._remove_switches(sorted(topology_switches.owned(rec)))
         out = {'name': name, 'tenant': rec.tenant or None,
                'deleted': [ids.fmt_connector(c) for c in gone]}
         if seconds is not None and gone:

@@ -54,6 +54,9 @@ def plan_rows(plan):
               d['b'], d['connector_id']] for d in plan['delete']]
     rows += [['keep', k['link'].replace('|', ' - '), '', '',
               k['connector_id']] for k in plan['keep']]
+    sw = plan.get('switches') or {}
+    rows += [[act + ' switch', name, '', '', '']
+             for act in ('create', 'delete') for name in sw.get(act, [])]
     return tabulate(rows, headers=['action', 'link', 'vNIC a', 'vNIC b',
                                    'connector'])
 

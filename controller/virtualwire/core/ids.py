@@ -93,6 +93,8 @@ def parse_gateway_end(value):
 # A provider switch's port (core.switches): sw:SWITCH/PORT.
 SWITCH_NAME_PATTERN = r'[a-z0-9][a-z0-9_.-]{0,31}'
 SWITCH_PORT_PATTERN = r'[A-Za-z0-9][A-Za-z0-9_.-]{0,14}'
+SWITCH_NAME_RE = re.compile(SWITCH_NAME_PATTERN)
+SWITCH_PORT_RE = re.compile(SWITCH_PORT_PATTERN)
 _SW_END_RE = re.compile(r'sw:(%s)/(%s)' % (SWITCH_NAME_PATTERN,
                                             SWITCH_PORT_PATTERN))
 

@@ -21,12 +21,13 @@ from typing import Dict, List, Optional, Tuple
 import jsonschema
 import yaml
 
-from virtualwire.core import errors
+from virtualwire.core import errors, ids
 
 SCHEMA_PATH = os.path.join(os.path.dirname(__file__),
                            'topology.schema.json')
 MAX_SOURCE = 1 << 20           # a file of 1 MiB holds thousands of links
-KINDS = ('server', 'switch', 'router', 'firewall')
+KINDS = ('server', 'switch', 'router', 'firewall', 'provider-switch')
+PROVIDER_SWITCH = 'provider-switch'     # no VM: `core.switches`
 
 
 def schema():
@@ -68,6 +69,14 @@ class Node:
     kind: str
     host: Optional[str]
     nics: Dict[str, Nic]
+    switch: Optional[str] = None    # a provider switch's name
+    mac_limit: Optional[int] = None
+    idle_timeout: Optional[int] = None
+
+    @property
+    def provided(self) -> bool:
+        """A switch the provider runs (no VM): its NICs are its ports."""
+        return self.kind == PROVIDER_SWITCH
 
 
 @dataclass(frozen=True)
@@ -215,6 +224,40 @@ def _nic(name, spec, line, where) -> Nic:
                or None, spec.get('alias'), spec.get('ip'))
 
 
+_SWITCH_ONLY = ('switch', 'mac_limit', 'idle_timeout')
+
+
+def _node(name, line, spec, nics) -> Node:
+    kind = spec.get('kind', 'server')
+    if kind != PROVIDER_SWITCH:
+        given = [k for k in _SWITCH_ONLY if k in spec]
+        if given:
+            raise FileError('node %s: %s only for kind provider-switch'
+                            % (name, ', '.join(given)), line)
+        return Node(name, line, spec.get('vm'), kind, spec.get('host'), nics)
+    if 'vm' in spec:
+        raise FileError('node %s: a provider-switch is no VM: leave out vm'
+                        % name, line)
+    if not spec.get('nics'):
+        raise FileError('node %s: a provider-switch names its ports as its '
+                        'nics ({p1: null, p2: null})' % name, line)
+    switch = spec.get('switch', name)
+    if not ids.SWITCH_NAME_RE.fullmatch(switch):
+        raise FileError('node %s: a provider switch\'s name is lower-case '
+                        'letters, digits and _.- (at most 32): give it as '
+                        'switch: NAME' % name, line)
+    for nic in nics.values():
+        if (nic.vnic, nic.mac, nic.alias, nic.ip) != (None,) * 4:
+            raise FileError('node %s, NIC %s: a provider switch\'s NIC is a '
+                            'port: null' % (name, nic.name), nic.line)
+        if not ids.SWITCH_PORT_RE.fullmatch(nic.name):
+            raise FileError('node %s, NIC %s: a port name is letters, '
+                            'digits and _.- (at most 15)' % (name, nic.name),
+                            nic.line)
+    return Node(name, line, None, kind, spec.get('host'), nics, switch,
+                spec.get('mac_limit'), spec.get('idle_timeout'))
+
+
 def _build(doc, source, text) -> TopologyFile:
     try:
         nodes = {}
@@ -229,9 +272,14 @@ def _build(doc, source, text) -> TopologyFile:
             nics = {str(k): _nic(str(k), v, nic_lines.get(k, nline),
                                  'node %s, NIC %s' % (nname, k))
                     for k, v in nics_doc.items()}
-            nodes[nname] = Node(nname, nline, spec.get('vm'),
-                                spec.get('kind', 'server'),
-                                spec.get('host'), nics)
+            nodes[nname] = _node(nname, nline, spec, nics)
+        named: Dict[str, str] = {}
+        for node in (n for n in nodes.values() if n.provided):
+            if node.switch in named:
+                raise FileError('nodes %s and %s are both switch %s'
+                                % (named[node.switch], node.name,
+                                   node.switch), node.line)
+            named[node.switch or ''] = node.name
         links: List[Link] = []
         used: Dict[str, int] = {}
         raw = doc.get('links') or _LinedList()

@@ -18,7 +18,7 @@ COLOURS = {'collapsed': '#2e7d32', 'tunnelled': '#1565c0',
            'extended': '#ef6c00'}
 DASH = {'tunnelled': '6 4', 'extended': '2 4'}
 ICONS = {'server': '\u25a4', 'switch': '\u21c4', 'router': '\u2295',
-         'firewall': '\u25a6'}
+         'firewall': '\u25a6', 'provider-switch': '\u21c6'}
 
 
 def rate_text(bps):
@@ -87,7 +87,9 @@ def svg(view) -> str:
     for node in view['nodes']:
         x, y, h = boxes[node['name']]
         c = col[node['name']]
-        where = ', '.join(node['hosts']) or 'not running'
+        where = ', '.join(node['hosts']) or (
+            'the provider' if node['kind'] == 'provider-switch'
+            else 'not running')
         out.append('<g class="vw-node" data-node=%s data-kind=%s>' % (
             quoteattr(node['name']), quoteattr(node['kind'])))
         out.append('<rect x="%.0f" y="%.0f" width="%d" height="%.0f" rx="6" '

@@ -147,6 +147,11 @@ class Resolved:
         out.update(self.ends)
         return out
 
+    def switches(self) -> Dict[str, str]:
+        """{node: switch name} of its provider switches."""
+        return {n.name: n.switch for n in self.file.nodes.values()
+                if n.provided and n.switch}
+
     def links(self) -> Dict[str, Tuple[str, str, int]]:
         return {k.key: (self.ends[k.a], self.ends[k.b], k.line)
                 for k in self.file.links}
@@ -227,6 +232,14 @@ def resolve(tf: TopologyFile, inv: Inventory) -> Resolved:
     vms: Dict[str, str] = {}
     first: Dict[str, Tuple[str, int]] = {}
     for node in tf.nodes.values():
+        if node.provided:
+            # The provider's switch: its ports are ends of their own
+            # (`store.topology_switches` makes it if it is not there).
+            vms[node.name] = 'sw:%s' % node.switch
+            for nic in node.nics.values():
+                ends['%s:%s' % (node.name, nic.name)] = 'sw:%s/%s' % (
+                    node.switch, nic.name)
+            continue
         guest = _find_vm(node, inv)
         if guest is None and node.vm is not None and \
                 not _uuid_known(node.vm, inv):

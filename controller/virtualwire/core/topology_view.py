@@ -9,9 +9,12 @@ from virtualwire.core.topology_file import TopologyFile
 
 
 def inspect(record, tf: TopologyFile, wires: Dict[int, dict],
-            vnics: Dict[str, dict]) -> dict:
+            vnics: Dict[str, dict],
+            switch_hosts: Optional[Dict[str, str]] = None) -> dict:
     """`record`: store.topologies.Record; `wires`: {cid: wire view with
-    rates} of its wires that exist; `vnics`: {id: vNIC view} plugged."""
+    rates} of its wires that exist; `vnics`: {id: vNIC view} plugged;
+    `switch_hosts`: {provider switch: its host}, as the caller may see."""
+    switch_hosts = switch_hosts or {}
     ends = {k: v for k, v in record.resolved.items() if ':' in k}
     nodes = []
     for node in tf.nodes.values():
@@ -19,6 +22,10 @@ def inspect(record, tf: TopologyFile, wires: Dict[int, dict],
         for nic in node.nics.values():
             vnic = ends.get('%s:%s' % (node.name, nic.name))
             v = vnics.get(vnic) if vnic else None
+            if node.provided:       # a port: where its switch runs
+                vnic = 'sw:%s/%s' % (node.switch, nic.name)
+                v = {'host': switch_hosts.get(node.switch or ''),
+                     'mac': None}
             nics.append({'name': nic.name, 'vnic': vnic,
                          'host': v['host'] if v else None,
                          'mac': v['mac'] if v else nic.mac,

@@ -6,7 +6,8 @@
 import {svg, clear} from './draw.js';
 
 const BOX_W = 190, HEAD_H = 40, NIC_H = 20, COL_GAP = 150, ROW_GAP = 26, PAD = 24;
-const ICON = {server: '\u25a4', switch: '\u21c4', router: '\u2295', firewall: '\u25a6'};
+const ICON = {server: '\u25a4', switch: '\u21c4', router: '\u2295', firewall: '\u25a6',
+              'provider-switch': '\u21c6'};
 
 export function columns(view) {
   const near = {};
@@ -69,7 +70,8 @@ export function drawLogical(el, view) {
     g.appendChild(svg('text', {x: x + 8, y: y + 16, class: 'name'},
                       (ICON[n.kind] || '') + ' ' + n.name));
     g.appendChild(svg('text', {x: x + 8, y: y + 31, class: 'sub'},
-                      n.kind + ' on ' + (n.hosts.join(', ') || 'not running')));
+                      n.kind + ' on ' + (n.hosts.join(', ') ||
+                        (n.kind === 'provider-switch' ? 'the provider' : 'not running'))));
     n.nics.forEach((nic, i) => {
       const ny = y + HEAD_H + NIC_H * i + 10, ep = n.name + ':' + nic.name;
       const right = (peerCol[ep] ?? c + 1) >= c, px = right ? x + BOX_W : x;
