@@ -14,6 +14,7 @@ checks holds on the real thing:
   in a real browser;
 - a vNIC of another tenant is refused a port, and nothing changes."""
 import json
+import time
 import subprocess
 import sys
 
@@ -225,3 +226,35 @@ def test_another_tenants_vnic_is_refused_a_port(lab, api, lan):
     out = vwctl(lab, 'connect', 's%dx-nic' % n, 'sw:%s/p4' % name, ok=False)
     assert 'not a vNIC of tenant' in out, out
     api.connect(p4['a'], p4['b'])           # as it was, for the others
+
+
+def test_the_switch_moves_under_a_1khz_stream_through_it(lab, api, lan,
+                                                         streams):
+    """Two 1 kHz streams through the switch (vm3 on h2 to vm4 on h3, vm1
+    on h1 to vm3) while the operator moves it h1 -> h2 (vwctl) -> h1
+    (REST): nothing is lost or doubled (make-before-break,
+    control.switch_moves), and the MACs it learned go with it."""
+    name, vms = lan
+    n = int(name[3:])
+    ip = {i: (SUBNET % (n % 250, i)).split('/')[0] for i in (1, 3, 4)}
+    a = streams(vms[2], vms[3], ip[4], 6401)
+    b = streams(vms[0], vms[2], ip[3], 6402)
+    time.sleep(1.0)
+    out = vwctl(lab, 'switch', 'move', name, '--to', 'h2')
+    assert 'now on h2' in out, out
+    time.sleep(1.5)
+    learned = lab.host('h2').ofctl('dump-flows', 'table=%d' %
+                                   SWITCH_MAC_TABLE)
+    assert all(mac_of(vm) in learned for vm in vms), learned
+    assert api.ok('PUT', '/v1/switches/%s/host' % name,
+                  json={'host': 'h1'})['host'] == 'h1'
+    time.sleep(1.5)
+    results = [s.stop() for s in (a, b)]
+    print('switch moves h1 -> h2 -> h1 under 1 kHz: (sent, got, missing, '
+          'dups) %s' % (results,))
+    for sent, got, missing, dups in results:
+        assert (missing, dups) == (0, 0), results
+    number = api.ok('GET', '/v1/switches/%s' % name)['number']
+    wait_until(lambda: 'reg4=0x%x,' % number not in lab.host('h2').ofctl(
+        'dump-flows', 'table=%d' % SWITCH_MAC_TABLE), 5,
+        what='the MACs learned on h2 gone with the switch')

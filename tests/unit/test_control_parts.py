@@ -10,7 +10,8 @@ import virtualwire
 PACKAGE = pathlib.Path(virtualwire.__file__).parent
 CONTROL = PACKAGE / 'control'
 PARTS = {'programming', 'safe_start', 'migrating', 'cloud_word', 'holding',
-         'admission', 'roles', 'extenders', 'provider_switches'}
+         'admission', 'roles', 'extenders', 'provider_switches',
+         'switch_moves'}
 # What a part may import from control/: the shared reads, the refusal
 # log, and pure helpers; never another part.
 SHARED = {'shared', 'refusals', 'migrations', 'loop', 'takeover'}

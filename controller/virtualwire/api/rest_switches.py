@@ -162,7 +162,8 @@ class SwitchHandlers:
 
     def place_switch(self, req, name):
         """The operator moves a switch's flows to another host (its wires
-        follow). Learned MACs are learned again on the new host."""
+        follow, make-before-break, with the MACs it learned:
+        `control.switch_moves`)."""
         doc = read_json_object(req)
         if set(doc) != {'host'}:
             raise errors.Malformed('body must be {"host": name}')

@@ -18,6 +18,7 @@ managers, composed): this class hands one part's result to the next.
 - `roles`: active or standby;
 - `extenders`: extender links, agents' reports and keys;
 - `provider_switches`: switches the provider implements in OVS flows;
+- `switch_moves`: a provider switch's move, make-before-break;
 - `views` reads them all for the API. What they share to read is
   `shared` (`control.shared`).
 """
@@ -33,6 +34,7 @@ from virtualwire.control.holding import Holding
 from virtualwire.control.migrating import Moves
 from virtualwire.control.programming import Programming
 from virtualwire.control.provider_switches import ProviderSwitches
+from virtualwire.control.switch_moves import SwitchMoves
 from virtualwire.control.refusals import Refusals
 from virtualwire.control.roles import RESEND, STAND_BY, TAKE_OVER, Roles
 from virtualwire.control.safe_start import SafeStart
@@ -89,6 +91,7 @@ class Controller:
         self.roles = Roles(active)      # or a standby that writes nothing
         self.extenders = Extenders(self.shared, intent, self.refusals)
         self.provider_switches = ProviderSwitches(self.shared)
+        self.switch_moves = SwitchMoves(self.shared)
         self.host_owner = {}            # host name -> OVSDB remote
         self.remembered = {}            # name -> Host, as last persisted
         self.started_from = None        # what start() read (control.startup)
@@ -149,7 +152,8 @@ class Controller:
     def on_switches(self, switches):
         """The intent database's provider switches now (all of them)."""
         self.loop.assert_owner()
-        self.provider_switches.apply(switches)
+        for old, sw, hosts in self.provider_switches.apply(switches):
+            self.switch_moves.start(old, sw, hosts)
 
     def on_words(self, changes):
         """The cloud's word on placement changed ({vnic: Word or None})."""
@@ -268,6 +272,7 @@ class Controller:
             host = self.shared.host_of_dpid(msg.datapath.id)
             if host is not None:
                 self.moves.sisters_confirmed(host, msg.xid)
+                self.switch_moves.confirmed(host, msg.xid)
             self.programming.check_waiters()
 
     def _dumped(self, s: SwitchSession, body):
@@ -370,6 +375,7 @@ class Controller:
         self.programming.check_waiters()
         if self.active:
             self.moves.expire_moves()
+            self.switch_moves.expire()
             self._pass_on()
         now = time.time()
         for s in list(self.sessions.values()):
@@ -393,12 +399,15 @@ class Controller:
             return      # held frames go out with the bundle they wait for
         sent = self.programming.sync(self.moves.sync_order(), self._adjust)
         self.moves.sisters_sent(sent)
+        self.switch_moves.sent(sent)
         for m in self.shared.pop_changed().values():
             self.runtime.save_migration(
                 m.view(), self.shared.migrations.keep_ids())
             self.instruments.migration_changed(m.view())
 
     def _adjust(self, host, diff: FlowDiff, full):
+        diff, after = self.switch_moves.adjust(host, diff, full)
+        if not self.switch_moves.active_on(host):   # not mid-move
+            after += self.provider_switches.purges_for(host)
         return (self.safe_start.hold_orphans(host, diff, full),
-                self.holding.packet_outs_for(host),
-                self.provider_switches.purges_for(host))
+                self.holding.packet_outs_for(host), after)

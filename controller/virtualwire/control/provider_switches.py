@@ -46,8 +46,11 @@ class ProviderSwitches:
     def switches(self) -> Dict[str, ProviderSwitch]:
         return self.shared.tables.switches
 
-    def apply(self, switches: Mapping[str, ProviderSwitch]):
-        """The intent database's switches now (all of them)."""
+    def apply(self, switches: Mapping[str, ProviderSwitch]) -> list:
+        """The intent database's switches now (all of them). Returns the
+        moves [(as it was, as it is, hosts whose tables changed)] of
+        placed switches, for `control.switch_moves`."""
+        moved = []
         self.shared.loop.assert_owner()
         tables = self.shared.tables
         for name in [n for n in tables.switches if n not in switches]:
@@ -64,6 +67,10 @@ class ProviderSwitches:
                         != (sw.host, sw.number, sw.ports):
                     self._left(old)
                 tables.set_switch(sw)
+                if old is not None and old.host != sw.host and \
+                        old.host in tables.hosts and sw.host in tables.hosts:
+                    moved.append((old, sw, set(tables.dirty)))
+        return moved
 
     def _left(self, sw):
         if sw.host:

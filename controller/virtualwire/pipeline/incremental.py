@@ -218,6 +218,11 @@ class IncrementalTables:
             self.placement.location(end)
 
     # -- tables --------------------------------------------------------------
+    def redirty(self, host, keys):
+        """Flow keys of `host` whose change a sync held back (a staged
+        move, `control.switch_moves`): diffed again at the next sync."""
+        self.dirty.setdefault(host, set()).update(keys)
+
     def pop_dirty(self):
         """{host: flow keys changed} since the last call."""
         d, self.dirty = self.dirty, {}

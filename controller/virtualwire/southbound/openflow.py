@@ -195,6 +195,18 @@ def delete_by_cookie(table, cookie, cookie_mask):
         out_group=ofp.OFPG_ANY, match=parser.OFPMatch())
 
 
+def learned_copy(stat, idle_timeout):
+    """A MAC a provider switch learned (a flow-stats entry of its
+    SWITCH_MAC table), added elsewhere as its learn action would add it:
+    same match, priority, cookie and action (a later learn of the same
+    MAC replaces it)."""
+    return parser.OFPFlowMod(
+        PROTO, cookie=stat.cookie, table_id=SWITCH_MAC.id,
+        command=ofp.OFPFC_ADD, idle_timeout=idle_timeout,
+        priority=stat.priority, match=stat.match,
+        instructions=stat.instructions)
+
+
 def diff_messages(diff):
     """FlowMods for a FlowDiff: deletes first, then adds and modifies (the
     order only matters outside a bundle)."""
