@@ -24,11 +24,17 @@ _PORT_VIEW = {'type': 'object', 'properties': {
     'end': {'type': 'string', 'description': 'the wire end: sw:NAME/PORT'},
     'wire': {'type': ['integer', 'null']},
     'peer': {'type': ['string', 'null']},
-    'peer_host': {'type': ['string', 'null']}}}
+    'peer_host': {'type': ['string', 'null']},
+    'part': {'type': ['string', 'null'],
+             'description': 'the host of the part the port lives on'}}}
 _VIEW = {'type': 'object', 'properties': {
     'name': _NAME, 'tenant': {'type': 'string'},
     'number': {'type': 'integer'}, 'host': {'type': ['string', 'null']},
     'placed': {'type': 'boolean'}, 'mac_limit': _LIMIT,
+    'split': {'type': 'boolean'},
+    'parts': {'type': 'array', 'items': _HOST,
+              'description': 'hosts it has a part on (the operator\'s '
+                             'view)'},
     'idle_timeout': _LIMIT,
     'ports': {'type': 'array', 'items': _PORT_VIEW}}}
 
@@ -94,5 +100,26 @@ def switch_paths():
                             'additionalProperties': False,
                             'properties': {'host': _HOST}}}}},
                     'responses': {'200': _ok(_VIEW), '404': _ERR,
+                                  '422': _ERR}}},
+        '/v1/switches/{name}/parts': {
+            'parameters': by_name,
+            'put': {'summary': 'Split a switch (operator): parts on other '
+                               'hosts for the ports named ({} joins it '
+                               'again), or each plugged port on its other '
+                               "end's host (auto); a mesh of wires joins "
+                               'the parts',
+                    'requestBody': {'required': True, 'content': {
+                        'application/json': {'schema': {'oneOf': [
+                            {'type': 'object', 'required': ['parts'],
+                             'additionalProperties': False,
+                             'properties': {'parts': {
+                                 'type': 'object',
+                                 'additionalProperties': _HOST}}},
+                            {'type': 'object', 'required': ['auto'],
+                             'additionalProperties': False,
+                             'properties': {'auto': {
+                                 'type': 'boolean', 'enum': [True]}}}]}}}},
+                    'responses': {'200': _ok(_VIEW), '400': _ERR,
+                                  '404': _ERR, '409': _ERR,
                                   '422': _ERR}}},
     }

@@ -19,7 +19,7 @@ from virtualwire.core.switches import (IDLE_TIMEOUT, MAC_LIMIT, PORTS_MAX,
                                        check_host, check_name)
 
 FIELDS = ('name', 'ports', 'host', 'tenant', 'mac_limit', 'idle_timeout')
-HIDDEN_FROM_TENANTS = ('host', 'placed')
+HIDDEN_FROM_TENANTS = ('host', 'placed', 'parts')
 READ_TIMEOUT = 5.0         # s: a connected switch answers in milliseconds
 
 
@@ -63,11 +63,25 @@ def parse_create(doc):
     return name, ports, host, tenant, limits[0], limits[1]
 
 
+def check_mesh_ids(sw, wires):
+    """Refuse to split a switch while a user's wire holds one of the
+    connector ids its mesh would use (drawn before the range was
+    reserved): two wires with one tunnel key between the same hosts."""
+    taken = sorted(c for c in wires if c >= ids.MESH_CONNECTOR_BASE and
+                   (c - ids.MESH_CONNECTOR_BASE) >> 12 == sw.number)
+    if taken:
+        raise errors.Conflict('wire %s holds a connector id reserved for '
+                              'the mesh of switch %s: delete or remake it '
+                              'first' % (ids.fmt_connector(taken[0]),
+                                         sw.name))
+
+
 def _for_tenant(view):
     """A switch's view without what is the cloud's: its host, and where
     each port's other end runs."""
     out = {k: v for k, v in view.items() if k not in HIDDEN_FROM_TENANTS}
-    out['ports'] = [{k: v for k, v in p.items() if k != 'peer_host'}
+    out['ports'] = [{k: v for k, v in p.items()
+                     if k not in ('peer_host', 'part')}
                     for p in view['ports']]
     return out
 
@@ -159,6 +173,34 @@ class SwitchHandlers:
         self.intent.switches.delete(name)
         self._apply_switches()
         return webob.Response(status=204)
+
+    def split_switch(self, req, name):
+        """The operator splits a switch (the paper's 3.5): {"parts":
+        {PORT: HOST}} puts those ports on a part on that host (the others
+        stay on the switch's host; {} joins it again), {"auto": true} each
+        plugged port on its other end's host. The parts are joined by a
+        mesh of wires with reserved connector ids."""
+        doc = read_json_object(req)
+        view = self._visible_switch(req, name)
+        if set(doc) == {'auto'} and doc['auto'] is True:
+            parts = {p['name']: p['peer_host'] for p in view['ports']
+                     if p['peer_host'] and p['peer_host'] != view['host']}
+        elif set(doc) == {'parts'} and isinstance(doc['parts'], dict):
+            parts = {str(p): check_host(h) for p, h in doc['parts'].items()
+                     if h != view['host']}
+        else:
+            raise errors.Malformed('body must be {"parts": {PORT: HOST}} or '
+                                   '{"auto": true}')
+        unknown = sorted(set(parts) - {p['name'] for p in view['ports']})
+        if unknown:
+            raise errors.NotFound('switch %s has no port %s (its ports: %s)'
+                                  % (name, ', '.join(unknown), ', '.join(
+                                      p['name'] for p in view['ports'])))
+        sw = self.intent.switches.get(name)
+        check_mesh_ids(sw, self.intent.wires())
+        self.intent.switches.split(name, parts)
+        self._apply_switches()
+        return json_response(200, self._visible_switch(req, name))
 
     def place_switch(self, req, name):
         """The operator moves a switch's flows to another host (its wires

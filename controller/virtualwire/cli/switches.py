@@ -6,6 +6,7 @@
     vwctl switch create NAME --ports 4|up,down [--tenant T] [--host H]
     vwctl switch delete NAME
     vwctl switch move NAME --to HOST
+    vwctl switch split NAME --auto | --part PORT=HOST ... | --join
 """
 from tabulate import tabulate
 
@@ -15,6 +16,20 @@ from virtualwire.cli.client import CliError
 def _ports(text):
     return int(text) if text.isdigit() else \
         [p for p in text.split(',') if p]
+
+
+def _split_body(a):
+    if a.auto:
+        return {'auto': True}
+    if a.join:
+        return {'parts': {}}
+    parts = {}
+    for item in a.part:
+        port, sep, host = item.partition('=')
+        if not sep or not port or not host:
+            raise CliError('--part takes PORT=HOST, got %r' % item)
+        parts[port] = host
+    return {'parts': parts}
 
 
 def _sum(ports, key):
@@ -46,6 +61,9 @@ def _show(s):
         '' if s.get('placed', True) else ' (host not connected)')
     head += 'learns at most %d MACs per port, forgets one unseen for %d s' \
         % (s['mac_limit'], s['idle_timeout'])
+    if s.get('split'):
+        head += '\nsplit: parts on %s, joined by a mesh' % ', '.join(
+            s.get('parts') or ['(hidden)'])
     rows = [[p['name'], '0x%08x' % p['wire'] if p['wire'] else '-',
              p['peer'] or '-', p.get('peer_host') or '-',
              p.get('entered_packets', '?'), _delivered(p),
@@ -84,6 +102,11 @@ def cmd_switch(c, a):
     if act == 'delete':
         c.call('DELETE', '/v1/switches/%s' % a.name)
         return {'deleted': a.name}, 'deleted switch %s' % a.name
+    if act == 'split':
+        doc = c.call('PUT', '/v1/switches/%s/parts' % a.name,
+                     _split_body(a))
+        return doc, 'switch %s now has parts on %s\n\n%s' % (
+            a.name, ', '.join(doc.get('parts') or ['-']), _show(doc))
     if act == 'move':
         doc = c.call('PUT', '/v1/switches/%s/host' % a.name, {'host': a.to})
         return doc, 'switch %s now on %s; its wires follow' % (
@@ -116,5 +139,15 @@ def add_parser(sub):
     x = acts.add_parser('move', help='run it on another host (operator)')
     x.add_argument('name')
     x.add_argument('--to', required=True, metavar='HOST')
+    x = acts.add_parser('split', help='parts on other hosts, joined by a '
+                        'mesh (operator)')
+    x.add_argument('name')
+    how = x.add_mutually_exclusive_group(required=True)
+    how.add_argument('--auto', action='store_true', help="each plugged "
+                     "port on its other end's host")
+    how.add_argument('--part', action='append', metavar='PORT=HOST',
+                     help='this port on a part on that host (repeat)')
+    how.add_argument('--join', action='store_true',
+                     help='one central switch again')
     s.set_defaults(fn=cmd_switch)
     return s

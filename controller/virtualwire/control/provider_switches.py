@@ -144,9 +144,11 @@ class ProviderSwitches:
             where = tables.location(peer) if peer else None
             ports.append({'name': port, 'index': i, 'end': end,
                           'wire': cid, 'peer': peer,
-                          'peer_host': where.host if where else None})
+                          'peer_host': where.host if where else None,
+                          'part': sw.part_of(port)})
         return {'name': sw.name, 'tenant': sw.tenant, 'number': sw.number,
                 'host': sw.host, 'placed': sw.host in tables.hosts,
+                'split': sw.split, 'parts': list(sw.part_hosts()),
                 'mac_limit': sw.mac_limit, 'idle_timeout': sw.idle_timeout,
                 'ports': ports}
 

@@ -49,6 +49,18 @@ def switch_cookie(number, port=0, role=0):
     return SWITCH_COOKIE_MARK | role | (number << 16) | port
 
 
+# Connector ids of the wires joining a split switch's parts (never a
+# user's: new wires' ids are drawn outside the range): the switch's
+# number and the pair of parts.
+MESH_CONNECTOR_BASE = 0xF0000000
+MESH_PAIRS_MAX = 1 << 12
+
+
+def mesh_connector(number, pair):
+    assert 0 <= pair < MESH_PAIRS_MAX and 1 <= number <= 0xFFFF
+    return MESH_CONNECTOR_BASE | (number << 12) | pair
+
+
 _CONNECTOR_RE = re.compile(r'(?:0[xX][0-9a-fA-F]{1,8}|[0-9]{1,10})')
 
 

@@ -21,6 +21,7 @@ NUMBER_MAX = 0xFFFF
 MAC_LIMIT = 4096          # learned MACs per port (NSX's figure)
 IDLE_TIMEOUT = 300        # s a learned MAC lives unseen (Linux bridge's)
 PORTS_MAX = 254
+PARTS_MAX = 64            # hosts a split switch has parts on
 
 _HOST_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
 _NAME_RE = re.compile(SWITCH_NAME_PATTERN)
@@ -31,7 +32,9 @@ _PORT_RE = re.compile(SWITCH_PORT_PATTERN)
 class ProviderSwitch:
     """One switch's intent: who owns it, where its flows live (None: not
     placed yet), its ports in order (a port's index is its position + 1),
-    and its learning bounds."""
+    and its learning bounds. A split switch (the paper's 3.5) has a part
+    on other hosts too: `parts` names the ports that live elsewhere
+    ((port, host), sorted); the others live on `host`."""
     name: str
     tenant: str
     number: int
@@ -39,6 +42,7 @@ class ProviderSwitch:
     ports: Tuple[str, ...]
     mac_limit: int = MAC_LIMIT
     idle_timeout: int = IDLE_TIMEOUT
+    parts: Tuple[Tuple[str, str], ...] = ()
 
     def __post_init__(self):
         check_name(self.name)
@@ -61,6 +65,31 @@ class ProviderSwitch:
         if not 1 <= self.idle_timeout <= 65535:
             raise InvalidId('idle_timeout is 1-65535 s, got %r'
                             % (self.idle_timeout,))
+        if self.parts and not self.host:
+            raise InvalidId('switch %s: a split switch has a host (its '
+                            'first part)' % self.name)
+        for port, host in self.parts:
+            if port not in self.ports:
+                raise InvalidId('switch %s has no port %s to place on %s'
+                                % (self.name, port, host))
+            check_host(host)
+        if len(self.part_hosts()) > PARTS_MAX:
+            raise InvalidId('switch %s would have parts on %d hosts; at '
+                            'most %d' % (self.name, len(self.part_hosts()),
+                                         PARTS_MAX))
+
+    def part_of(self, port: str) -> Optional[str]:
+        """The host of the part a port lives on."""
+        return dict(self.parts).get(port, self.host)
+
+    def part_hosts(self) -> Tuple[str, ...]:
+        """Every host the switch has a part on, sorted (one: not split)."""
+        return tuple(sorted({h for h in [self.host] + [h for _p, h in
+                                                        self.parts] if h}))
+
+    @property
+    def split(self) -> bool:
+        return len(self.part_hosts()) > 1
 
     def end(self, port: str) -> str:
         return '%s%s/%s' % (PREFIX, self.name, port)

@@ -16,7 +16,7 @@ from virtualwire.core.placement import Placement
 from virtualwire.core.switches import PREFIX as SWITCH_END, ProviderSwitch
 from virtualwire.pipeline import guests
 from virtualwire.pipeline.flow import Flow, default_flows, host_default_flows
-from virtualwire.pipeline.switch import switch_flows
+from virtualwire.pipeline.split import switch_host_flows
 from virtualwire.pipeline.wire import (fixed_location, wire_flows,
                                        wire_locations)
 
@@ -49,7 +49,7 @@ class IncrementalTables:
         # Provider switches (core.switches) by name, and the (host, flows)
         # each one's own tables hold there now.
         self.switches: Dict[str, ProviderSwitch] = {}
-        self.switch_out: Dict[str, Tuple[str, frozenset]] = {}
+        self.switch_out: Dict[str, Dict[str, frozenset]] = {}
         self.stats = {'recomputed': 0, 'extender_changes': 0,
                       'recomputed_for_extenders': 0}
 
@@ -100,17 +100,17 @@ class IncrementalTables:
             self._recompute(cid)
 
     def _install_switch(self, name):
+        """A switch's flows on every host it touches now (its parts, and
+        the hosts its mesh crosses: `pipeline.split`)."""
         sw = self.switches.get(name)
-        host = sw.host if sw is not None and sw.host in self.hosts else None
-        old_host, old = self.switch_out.pop(name, (None, frozenset()))
-        new = frozenset(switch_flows(sw)) if sw is not None and host \
-            else frozenset()
-        if old_host is not None and old_host != host:
-            self._swap(old_host, old, set())
-            old = frozenset()
-        if host is not None:
-            self._swap(host, old, new)
-            self.switch_out[name] = (host, new)
+        new = {h: frozenset(f) for h, f in
+               switch_host_flows(sw, self.hosts).items()} if sw else {}
+        old = self.switch_out.pop(name, {})
+        for host in set(old) | set(new):
+            self._swap(host, old.get(host, frozenset()),
+                       new.get(host, frozenset()))
+        if new:
+            self.switch_out[name] = new
 
     def _plugged_into(self, name):
         """The wires plugged into switch `name`'s ports."""
@@ -147,9 +147,12 @@ class IncrementalTables:
         if old is None or old.ports != host.ports:
             touched |= {cid for end, cid in self.by_vnic.items()
                         if end.startswith(host.name + '/')}
-        if old is None:         # its switches' flows, and their wires
+        if old is None or old.site != host.site or \
+                old.encaps != host.encaps:
+            # Its switches' flows and their wires; and split switches'
+            # meshes, which may cross it (an extender) or change with it.
             for name, sw in self.switches.items():
-                if sw.host == host.name:
+                if host.name in sw.part_hosts() or sw.split:
                     self._install_switch(name)
                     touched |= self._plugged_into(name)
         for cid in touched:

@@ -23,11 +23,13 @@ learns through its own flow, so OVS's per-learn limit bounds each port's
 MACs; a learned MAC moves to a new port on the first frame seen from it
 there (the learn replaces the flow with the same match).
 """
-from typing import Dict, FrozenSet, Optional, Set
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from virtualwire.core import ids
 from virtualwire.core.model import Location
-from virtualwire.core.switches import ProviderSwitch, parse_end
+from virtualwire.core.switches import PREFIX as SWITCH_END
+from virtualwire.core.switches import ProviderSwitch
 from virtualwire.pipeline.flow import Flow, make_flow
 from virtualwire.pipeline.tables import (SWITCH_FWD, SWITCH_IN, SWITCH_MAC,
                                          SWITCH_OUT)
@@ -36,27 +38,41 @@ GROUP = ('01:00:00:00:00:00', '01:00:00:00:00:00')   # the I/G bit
 
 
 def switch_flows(sw: ProviderSwitch,
-                 mesh: FrozenSet[int] = frozenset()) -> Set[Flow]:
-    """The flows of switch `sw`'s tables on its host; `mesh`: indexes of
-    its ports that join it to its other parts."""
+                 mesh: FrozenSet[int] = frozenset(),
+                 local: Optional[FrozenSet[int]] = None,
+                 inter: FrozenSet[int] = frozenset(),
+                 reps: Optional[FrozenSet[int]] = None) -> Set[Flow]:
+    """The flows of switch `sw`'s tables on one host. A central switch
+    has every port there. A part of a split switch (`layout`) has its
+    `local` ports, `mesh` ports to the other parts of its site, `inter`
+    ports to parts in other sites, of which `reps` (None: all) are the
+    ones its own ports' floods go to (one part per other site). Where a
+    frame entered says where a flood of it goes, so no frame loops:
+    from a local port to every other port but the non-`reps` inter ones;
+    from a mesh port to the local ports; from an inter port to the local
+    and mesh ones. Unicast never goes mesh to mesh nor inter to inter."""
     n = sw.number
-    ports = range(1, len(sw.ports) + 1)
+    if local is None:
+        local = frozenset(range(1, len(sw.ports) + 1)) - mesh - inter
+    reps = inter if reps is None else reps
     out = {make_flow(SWITCH_IN, 'bad-source', {'reg4': n, 'eth_src': GROUP},
                      [], ids.switch_cookie(n, 0, ids.SW_BAD_SOURCE)),
            make_flow(SWITCH_FWD, 'known', {'reg4': n},
                      [('resubmit', SWITCH_OUT.id)], ids.switch_cookie(n))}
-    for k in ports:
+    for k in sorted(local | mesh | inter):
         learn = ('learn_mac', ids.switch_cookie(n, k, ids.SW_LEARNED),
                  sw.mac_limit, sw.idle_timeout)
-        mark = [('set_field', 'reg7', 1)] if k in mesh else []
+        cls = 1 if k in mesh else 2 if k in inter else 0
+        mark = [('set_field', 'reg7', cls)] if cls else []
         out.add(make_flow(
             SWITCH_IN, 'port', {'reg4': n, 'reg5': k},
             [learn] + mark + [('set_field', 'reg6', 0),
                               ('resubmit', SWITCH_MAC.id),
                               ('resubmit', SWITCH_FWD.id)],
             ids.switch_cookie(n, k, ids.SW_ENTERED)))
-        others = [j for j in ports
-                  if j != k and not (k in mesh and j in mesh)]
+        others = sorted(local - {k}) + (
+            sorted(mesh | reps) if cls == 0 else
+            sorted(mesh) if cls == 2 else [])
         out.add(make_flow(
             SWITCH_FWD, 'flood', {'reg4': n, 'reg5': k, 'reg6': 0},
             [a for j in others for a in (('set_field', 'reg6', j),
@@ -65,9 +81,9 @@ def switch_flows(sw: ProviderSwitch,
         out.add(make_flow(SWITCH_FWD, 'hairpin',
                           {'reg4': n, 'reg5': k, 'reg6': k}, [],
                           ids.switch_cookie(n, k)))
-        if k in mesh:
+        if cls:
             out.add(make_flow(SWITCH_FWD, 'hairpin',
-                              {'reg4': n, 'reg7': 1, 'reg6': k}, [],
+                              {'reg4': n, 'reg7': cls, 'reg6': k}, [],
                               ids.switch_cookie(n, k)))
     return out
 
@@ -81,32 +97,94 @@ def learned(flow: Flow) -> bool:
         bool(ids.roles_of_cookie(flow.cookie) & ids.SW_LEARNED)
 
 
+# A part's port towards another part: MESH_BASE + that part's position
+# among the switch's sorted part hosts (above every user port's index).
+MESH_BASE = 256
+
+
+@dataclass(frozen=True)
+class Part:
+    """One host's part of a switch (`switch_flows`' arguments)."""
+    host: str
+    local: FrozenSet[int]
+    mesh: FrozenSet[int] = frozenset()
+    inter: FrozenSet[int] = frozenset()
+    reps: FrozenSet[int] = frozenset()
+
+    def flows(self, sw):
+        return switch_flows(sw, self.mesh, self.local, self.inter,
+                            self.reps)
+
+
+def layout(sw: ProviderSwitch, sites: Dict[str, str]) -> Dict[str, Part]:
+    """{host: Part} of switch `sw` (`sites`: host -> site). Parts of one
+    site are joined in a full mesh; across sites, each part is joined to
+    the first part (by name) of every other site, its representative,
+    so a flood crosses to each other site once and fans out there."""
+    hosts = sw.part_hosts()
+    pos = {h: i for i, h in enumerate(hosts)}
+    rep: Dict[str, str] = {}
+    for h in hosts:
+        rep.setdefault(sites.get(h, ''), h)
+    out = {}
+    for h in hosts:
+        here = sites.get(h, '')
+        mesh, inter, reps = set(), set(), set()
+        for j in hosts:
+            there = sites.get(j, '')
+            if j == h:
+                continue
+            if there == here:
+                mesh.add(MESH_BASE + pos[j])
+            elif rep[there] == j or rep[here] == h:
+                inter.add(MESH_BASE + pos[j])
+                if rep[there] == j:
+                    reps.add(MESH_BASE + pos[j])
+        out[h] = Part(h, frozenset(i for i, p in enumerate(sw.ports, 1)
+                                   if sw.part_of(p) == h),
+                      frozenset(mesh), frozenset(inter), frozenset(reps))
+    return out
+
+
+def mesh_end(sw: ProviderSwitch, a: str, b: str) -> str:
+    """The end of part a's port towards part b."""
+    return '%s%s/~%s~%s' % (SWITCH_END, sw.name, a, b)
+
+
+def mesh_links(sw: ProviderSwitch, sites) -> List[Tuple[int, str, str]]:
+    """[(connector id, end on a, end on b)] of the wires joining the
+    parts (ids from the reserved range, `ids.mesh_connector`)."""
+    parts = layout(sw, sites)
+    hosts = sw.part_hosts()
+    pairs = [(a, b) for i, a in enumerate(hosts) for b in hosts[i + 1:]
+             if MESH_BASE + hosts.index(b) in parts[a].mesh | parts[a].inter]
+    return [(ids.mesh_connector(sw.number, i), mesh_end(sw, a, b),
+             mesh_end(sw, b, a)) for i, (a, b) in enumerate(pairs)]
+
+
 def switch_location(end, switches: Dict[str, ProviderSwitch],
                     hosts) -> Optional[Location]:
-    """Where a switch end is: its switch's host, the port's index (None if
-    it is not a switch end, or its switch, port or host is not there)."""
-    try:
-        parsed = parse_end(end)
-    except ids.InvalidId:
+    """Where a switch end is: its part's host, the port's index (None if
+    it is not a switch end, or its switch, port or host is not there). A
+    mesh end (`mesh_end`) is a part's port towards another part."""
+    if not isinstance(end, str) or not end.startswith(SWITCH_END):
         return None
-    if parsed is None:
+    name, _, port = end[len(SWITCH_END):].partition('/')
+    sw = switches.get(name)
+    if sw is None:
         return None
-    sw = switches.get(parsed[0])
-    if sw is None or sw.host is None or sw.host not in hosts:
+    if port.startswith('~'):
+        a, _, b = port[1:].partition('~')
+        where = sw.part_hosts()
+        if a not in where or b not in where or a not in hosts:
+            return None
+        return Location(a, MESH_BASE + where.index(b), 'switchport',
+                        switch=sw.number)
+    k = sw.index(port)
+    host = sw.part_of(port)
+    if k is None or host is None or host not in hosts:
         return None
-    k = sw.index(parsed[1])
-    return None if k is None else \
-        Location(sw.host, k, 'switchport', switch=sw.number)
-
-
-def placed_switch_flows(switches: Dict[str, ProviderSwitch],
-                        hosts) -> Dict[str, Set[Flow]]:
-    """{host: flows} of every switch whose host is known."""
-    out: Dict[str, Set[Flow]] = {}
-    for sw in switches.values():
-        if sw.host is not None and sw.host in hosts:
-            out.setdefault(sw.host, set()).update(switch_flows(sw))
-    return out
+    return Location(host, k, 'switchport', switch=sw.number)
 
 
 def port_figures(sw: ProviderSwitch, readings) -> Dict[str, dict]:

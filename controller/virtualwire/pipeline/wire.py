@@ -24,7 +24,7 @@ from virtualwire.core.model import GATEWAY, Location
 from virtualwire.core.placement import place
 from virtualwire.pipeline import ends, guests, paths
 from virtualwire.pipeline.flow import Flow, host_default_flows, make_flow
-from virtualwire.pipeline.switch import placed_switch_flows, switch_location
+from virtualwire.pipeline.switch import switch_location
 from virtualwire.pipeline.tables import BY_ID, WIRE
 
 OFPP_CONTROLLER = 0xfffffffd
@@ -298,6 +298,8 @@ def wire_locations(wire, claims, moves, hosts=None, switches=None):
 def compute_flows(world) -> Dict[str, Set[Flow]]:
     """Desired flow table of every known host, from scratch: the reference
     that `incremental.IncrementalTables` is checked against."""
+    # (pipeline.split computes a switch's mesh wires with wire_flows.)
+    from virtualwire.pipeline.split import placed_switch_flows
     locations, shadows = world.locations(), world.shadows()
     tables = {name: set(host_default_flows(h))
               for name, h in world.hosts.items()}

@@ -139,10 +139,12 @@ class IntentStore:
         return wire_writes.taken_by(self.client.remote, vnics)
 
     def draw_ids(self, n, known):
-        """n random connector ids none of `known` has."""
+        """n random connector ids none of `known` has (below the range
+        split switches' meshes use)."""
         out: set = set()
         while len(out) < n:
-            cid = self._rng.randint(ids.CONNECTOR_MIN, ids.CONNECTOR_MAX)
+            cid = self._rng.randint(ids.CONNECTOR_MIN,
+                                    ids.MESH_CONNECTOR_BASE - 1)
             if cid not in known:
                 out.add(cid)
         return list(out)

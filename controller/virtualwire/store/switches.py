@@ -25,9 +25,11 @@ class SwitchExists(errors.Conflict):
 def _switch(row) -> ProviderSwitch:
     by_index = sorted((i, p) for p, i in row.ports.items())
     host = row.host[0] if row.host else None
+    # (A 1.16.0 database has no parts: every switch is central.)
+    parts = getattr(row, 'parts', None) or {}
     return ProviderSwitch(row.name, row.tenant, row.number, host,
                           tuple(p for _i, p in by_index), row.mac_limit,
-                          row.idle_timeout)
+                          row.idle_timeout, tuple(sorted(parts.items())))
 
 
 def rows(idl):
@@ -106,6 +108,22 @@ class SwitchStore:
                     found.append(r)
 
         store_txn.commit(self.client, build, 'placing switch %s' % name)
+        return bool(found)
+
+    def split(self, name, parts) -> bool:
+        """The ports `parts` ({port: host}) live on those hosts' parts;
+        the others on the switch's host ({}: a central switch again).
+        False if there is no such switch."""
+        found: list = []
+
+        def build(txn, idl):
+            found.clear()
+            for r in rows(idl):
+                if r.name == name:
+                    r.parts = dict(parts)
+                    found.append(r)
+
+        store_txn.commit(self.client, build, 'splitting switch %s' % name)
         return bool(found)
 
     def delete(self, name) -> bool:

@@ -1,6 +1,7 @@
 """store.switches.SwitchStore's interface, in memory: each change is
 handed to on_change(all switches), as the watch
 (control.provider_switches.SwitchWatch) hands the database's."""
+import dataclasses
 from typing import Callable, Dict
 
 from virtualwire.core.switches import (IDLE_TIMEOUT, MAC_LIMIT, NUMBER_MAX,
@@ -41,9 +42,16 @@ class MemorySwitches:
         sw = self.rows.get(name)
         if sw is None:
             return False
-        self.rows[name] = ProviderSwitch(sw.name, sw.tenant, sw.number, host,
-                                         sw.ports, sw.mac_limit,
-                                         sw.idle_timeout)
+        self.rows[name] = dataclasses.replace(sw, host=host)
+        self.on_change(self.switches())
+        return True
+
+    def split(self, name, parts):
+        sw = self.rows.get(name)
+        if sw is None:
+            return False
+        self.rows[name] = dataclasses.replace(
+            sw, parts=tuple(sorted(parts.items())))
         self.on_change(self.switches())
         return True
 
