@@ -220,6 +220,24 @@ class Deadline:
             self._timer.cancel()
 
 
+def stamp(conn):
+    """Mark when `conn` was accepted, for its first deadline (`since`)."""
+    try:
+        conn._vw_accepted = time.monotonic()
+    except AttributeError:      # a socket type that takes no attribute
+        pass
+
+
+def accepted_at(conn):
+    """When `conn` was accepted (once: None after the first call, so a
+    kept-alive connection's later requests count from when they are
+    awaited)."""
+    at = getattr(conn, '_vw_accepted', None)
+    if at is not None:
+        conn._vw_accepted = None
+    return at
+
+
 class GuardedListener:
     """A listening socket whose accept() never raises for lack of
     descriptors. `wrap(conn)` (e.g. TLS without handshaking) is applied
@@ -241,7 +259,9 @@ class GuardedListener:
                                      os.strerror(e.errno))
                 self._shed()
                 continue
-            return (self._wrap(conn) if self._wrap else conn), addr
+            conn = self._wrap(conn) if self._wrap else conn
+            stamp(conn)
+            return conn, addr
 
     def _shed(self):
         """Free the spare descriptor, accept the waiting peer with it and

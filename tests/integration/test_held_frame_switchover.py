@@ -93,9 +93,12 @@ def _held_there_and_back(lab, api, wired_guest, k):
     assert held['aligned'] and held['source_reads'] in (
         'answered', 'last-poll (tap gone)'), str(why)
     assert held['evicted'] == 0, str(why)
-    # STOP lay between two polls of the source tap (50 ms apart).
+    # STOP lay between two polls of the source tap (50 ms apart, but a
+    # poll has come 223 ms after the last on this 2-core machine under
+    # a TCG migration: CI of b6d5bc8; 400 copies still catches a poll
+    # that never came). What the window costs is issue 42's.
     assert held['stop_window'] is not None and \
-        0 <= held['stop_window'] <= 200, str(why)
+        0 <= held['stop_window'] <= 400, str(why)
     # Once and in order: none twice, none that reached the destination
     # while the guest was paused overtaken; at most one at the
     # switch-over, after it resumed, as the controller relayed the last

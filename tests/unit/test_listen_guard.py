@@ -168,3 +168,34 @@ def test_a_deadline_counts_from_the_accept_not_from_its_handler():
     Deadline(Hub(), 10.0, object())
     Deadline(Hub(), 10.0, object(), since=time.monotonic() - 60)
     assert 7.3 < delays[0] <= 7.4 and delays[1:] == [10.0, 0.0], delays
+
+
+def test_a_rest_request_head_counts_from_the_accept_then_from_now(
+        monkeypatch):
+    """The REST listener's first head deadline is what is left of it since
+    the accept (as OpenFlow's); a kept-alive connection's next request
+    gets the whole deadline from when it is awaited."""
+    from virtualwire.api import server
+    from virtualwire.listen_guard import stamp
+    delays = []
+
+    class Hub:
+        def spawn_after(self, seconds, fn):
+            delays.append(seconds)
+
+            class Timer:
+                def cancel(self):
+                    pass
+            return Timer()
+
+    class Conn:
+        pass
+
+    monkeypatch.setattr(server, 'hub', Hub())
+    handler = server._HeadDeadline()
+    handler.connection = Conn()
+    stamp(handler.connection)
+    handler.connection._vw_accepted -= 2.6
+    handler._arm()
+    handler._arm()
+    assert 7.3 < delays[0] <= 7.4 and delays[1] == 10.0, delays

@@ -107,12 +107,20 @@ def test_a_split_switch_floods_once_per_part_and_never_loops(api):
     assert send(h, 'd', BROADCAST) == [('h1', 1), ('h1', 2), ('h2', 3)]
 
 
-def test_splitting_is_the_operators_and_says_what_is_wrong(api):
-    st, err = api('PUT', '/v1/switches/web/parts', {'auto': True},
+def test_a_tenant_asks_for_parts_but_the_cloud_says_where(api):
+    st, err = api('PUT', '/v1/switches/web/parts', {'parts': {'p3': 'h2'}},
                   token=api.shop)
-    assert st == 403, err
-    st, view = api('GET', '/v1/switches/web', token=api.shop)
+    assert st == 403 and "cloud's choice" in err['error']['message'], err
+    assert not api.h.intent.switches.get('web').split
+    st, view = api('PUT', '/v1/switches/web/parts', {'auto': True},
+                   token=api.shop)
+    assert st == 200 and view['split'], view
     assert 'parts' not in view and 'part' not in view['ports'][0], view
+    assert api.h.intent.switches.get('web').part_hosts() == (
+        'h1', 'h2', 'h3')
+
+
+def test_a_bad_split_says_what_is_wrong_and_changes_nothing(api):
     for body, status, words in (
             ({'parts': {'p9': 'h2'}}, 404, 'has no port p9'),
             ({'parts': {'p1': 'Bad Host'}}, 422, 'host must be'),

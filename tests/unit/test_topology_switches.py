@@ -149,3 +149,16 @@ def test_the_readmes_example_is_a_valid_file():
     tf = parse(textwrap.dedent(block), 'README')
     assert tf.nodes['lan'].provided and tf.nodes['lan'].switch == 'lan'
     assert len(tf.links) == 3
+
+
+def test_a_split_node_gets_a_part_where_each_linked_vm_runs(shop):
+    split = OFFICE.replace('    mac_limit: 64\n', '    split: true\n')
+    st, doc = put(shop, split)
+    assert st == 201, doc
+    sw = shop.h.intent.switches.get('lan')
+    assert sw.host == 'h2' and sw.parts == (('p1', 'h1'),), sw
+    # client (h1) reaches web1 and db (h2) through the two parts.
+    assert send(shop.h, 'h1', 1, '02:00:00:00:00:01', BROADCAST) == \
+        [('h2', 1), ('h2', 4)]
+    st, doc = put(shop, OFFICE.replace('    mac_limit: 64\n', ''))
+    assert st == 200 and shop.h.intent.switches.get('lan').parts == ()

@@ -63,6 +63,13 @@ def parse_create(doc):
     return name, ports, host, tenant, limits[0], limits[1]
 
 
+def auto_parts(view):
+    """{port: host}: each plugged port on its other end's host (the
+    others on the switch's)."""
+    return {p['name']: p['peer_host'] for p in view['ports']
+            if p['peer_host'] and p['peer_host'] != view['host']}
+
+
 def check_mesh_ids(sw, wires):
     """Refuse to split a switch while a user's wire holds one of the
     connector ids its mesh would use (drawn before the range was
@@ -175,17 +182,22 @@ class SwitchHandlers:
         return webob.Response(status=204)
 
     def split_switch(self, req, name):
-        """The operator splits a switch (the paper's 3.5): {"parts":
-        {PORT: HOST}} puts those ports on a part on that host (the others
-        stay on the switch's host; {} joins it again), {"auto": true} each
-        plugged port on its other end's host. The parts are joined by a
-        mesh of wires with reserved connector ids."""
+        """Split a switch (the paper's 3.5): {"auto": true} puts each
+        plugged port on a part on its other end's host (a tenant may ask
+        this of its own switch: the cloud says where); the operator may
+        name {"parts": {PORT: HOST}} (the others stay on the switch's
+        host; {} joins it again). The parts are joined by a mesh of wires
+        with reserved connector ids."""
         doc = read_json_object(req)
-        view = self._visible_switch(req, name)
+        self._visible_switch(req, name)          # 404 if not the caller's
+        view = self._call(self.ctl.views.switch_views, name)[0]
         if set(doc) == {'auto'} and doc['auto'] is True:
-            parts = {p['name']: p['peer_host'] for p in view['ports']
-                     if p['peer_host'] and p['peer_host'] != view['host']}
+            parts = auto_parts(view)
         elif set(doc) == {'parts'} and isinstance(doc['parts'], dict):
+            if _scope(req) is not None:
+                raise errors.Refused('where a switch\'s parts run is the '
+                                     'cloud\'s choice: ask for {"auto": '
+                                     'true}')
             parts = {str(p): check_host(h) for p, h in doc['parts'].items()
                      if h != view['host']}
         else:

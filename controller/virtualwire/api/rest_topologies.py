@@ -16,6 +16,7 @@ import webob
 
 from virtualwire.api.controller_port import ControllerPort
 from virtualwire.api.render import error, json_response, read_json_object
+from virtualwire.api.rest_switches import check_mesh_ids
 from virtualwire.api.rest_wires import wait_args
 from virtualwire.api.topology_parsing import TopologyParser, check_quota
 from virtualwire.store import wire_writes
@@ -197,6 +198,7 @@ class TopologyHandlers:
                                              plan, mapping, before,
                                              wire_writes.now())
         self._remove_switches(switches.delete)
+        self._split_switches(switches, resolved)
         out.update(changed=True, generation=(before.generation
                                              if before else 0) + 1,
                    wires={k: ids.fmt_connector(c) for k, c in links.items()})
@@ -231,6 +233,29 @@ class TopologyHandlers:
             vnics = sorted(v for v, t in self.intent.ownership.owners()
                            .items() if t == tenant)
         return self._call(self.ctl.provider_switches.suggest_host, vnics)
+
+    def _split_switches(self, plan, resolved):
+        """The topology's switches split as their nodes say (a part where
+        each linked vNIC runs), or joined."""
+        nodes = topology_switches.mine(plan)
+        if not nodes:
+            return
+        hosts = {v: view['host'] for v, view in
+                 self._call(self.ctl.views.vnic_views).items()}
+        changed = False
+        for node_name in nodes:
+            node = resolved.file.nodes[node_name]
+            sw = self.intent.switches.get(node.switch)
+            if sw is None:
+                continue
+            want = topology_switches.parts_for(
+                resolved, node_name, sw.host, hosts) if node.split else {}
+            if dict(sw.parts) != want:
+                check_mesh_ids(sw, self.intent.wires())
+                self.intent.switches.split(sw.name, want)
+                changed = True
+        if changed:
+            self._apply_switches()
 
     def _remove_switches(self, names):
         if names and topology_switches.remove(names, self.intent.switches,

@@ -30,7 +30,7 @@ from os_ken.lib import hub
 
 from virtualwire import listen_guard
 from virtualwire.listen_guard import (DEADLINE, Deadline, GuardedListener,
-                                      Limits, Refusals)
+                                      Limits, Refusals, accepted_at)
 
 LOG = logging.getLogger(__name__)
 SOCKET_TIMEOUT = 10.0
@@ -88,12 +88,16 @@ class _HeadDeadline:
     _deadline = None
 
     def _arm(self):
+        """From the accept for a connection's first request (under a
+        flood its handler may first run seconds later), from now for a
+        kept-alive connection's next."""
         self._disarm()
         self._deadline = Deadline(
             hub, self.deadline, self.connection,
             lambda: self.refusals.count(
                 self.name, 'deadline',
-                'request head not complete in %gs' % self.deadline))
+                'request head not complete in %gs' % self.deadline),
+            since=accepted_at(self.connection))
 
     def _disarm(self):
         if self._deadline is not None:

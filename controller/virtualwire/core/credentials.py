@@ -50,7 +50,8 @@ TENANT_READS = frozenset({'list_vnics', 'show_vnic', 'list_wires',
                           'list_switches', 'show_switch'})
 TENANT_WRITES = frozenset({'connect', 'disconnect', 'batch',
                            'apply_topology', 'destroy_topology',
-                           'create_switch', 'delete_switch'})
+                           'create_switch', 'delete_switch',
+                           'split_switch'})
 _NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
 
 

@@ -72,6 +72,7 @@ class Node:
     switch: Optional[str] = None    # a provider switch's name
     mac_limit: Optional[int] = None
     idle_timeout: Optional[int] = None
+    split: bool = False             # a part where each linked VM runs
 
     @property
     def provided(self) -> bool:
@@ -224,7 +225,7 @@ def _nic(name, spec, line, where) -> Nic:
                or None, spec.get('alias'), spec.get('ip'))
 
 
-_SWITCH_ONLY = ('switch', 'mac_limit', 'idle_timeout')
+_SWITCH_ONLY = ('switch', 'mac_limit', 'idle_timeout', 'split')
 
 
 def _node(name, line, spec, nics) -> Node:
@@ -255,7 +256,8 @@ def _node(name, line, spec, nics) -> Node:
                             'digits and _.- (at most 15)' % (name, nic.name),
                             nic.line)
     return Node(name, line, None, kind, spec.get('host'), nics, switch,
-                spec.get('mac_limit'), spec.get('idle_timeout'))
+                spec.get('mac_limit'), spec.get('idle_timeout'),
+                bool(spec.get('split', False)))
 
 
 def _build(doc, source, text) -> TopologyFile:

@@ -90,6 +90,26 @@ def plan(resolved: Resolved, tenant: str, switches, before) -> SwitchPlan:
     return out
 
 
+def parts_for(resolved: Resolved, node_name, host,
+              vnic_hosts: Dict[str, str]) -> Dict[str, str]:
+    """{port: host} of a `split` node: each linked port on its vNIC's
+    host (`vnic_hosts`), where that is not the switch's `host`."""
+    name = resolved.switches()[node_name]
+    out = {}
+    for a, b, _line in resolved.links().values():
+        for end, other in ((a, b), (b, a)):
+            parsed = ids.parse_switch_end(end)
+            there = vnic_hosts.get(other)
+            if parsed and parsed[0] == name and there and there != host:
+                out[parsed[1]] = there
+    return out
+
+
+def mine(p: SwitchPlan) -> List[str]:
+    """Nodes whose switch is the topology's (made now or before)."""
+    return p.create + [n for n, made in p.keep.items() if made]
+
+
 def linked_vnics(resolved: Resolved, node_name) -> List[str]:
     """The vNICs the file links to a switch node's ports."""
     out = []
