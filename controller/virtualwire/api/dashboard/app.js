@@ -138,7 +138,8 @@ function switchTable(switches) {
       const c = p.counters || {};
       const tr = html('tr', {'data-switch': s.name, 'data-port': p.name});
       const cells = [
-        [s.name], [s.host || '-'], [p.name], [p.peer || '-'],
+        // A split switch's port runs on its part's host.
+        [s.name], [p.part || s.host || '-'], [p.name], [p.peer || '-'],
         [n(c.entered_packets), 'num entered'], [n(c.delivered_packets), 'num delivered'],
         [n(c.flooded_packets), 'num flooded'], [n(c.learned_macs), 'num macs']];
       for (const [text, cls] of cells) tr.appendChild(html('td', cls ? {class: cls} : {}, text));
