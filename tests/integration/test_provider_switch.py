@@ -26,9 +26,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from scapy.all import IP, UDP, Ether, Raw
 
 from vwlab.browser import Browser
-from vwlab.capture import Capture
 from vwtest import seq, wait_until
-from vwtest.wire_traffic import sniff_while, special_frames
+from vwtest.wire_traffic import sniff_while, special_frames, tunnelled_while
 
 SUBNET = '10.77.%d.%d/24'
 SWITCH_MAC_TABLE = 2         # pipeline.tables.SWITCH_MAC: the learned MACs
@@ -287,17 +286,9 @@ def test_a_split_switch_sends_one_copy_to_each_other_part(lab, lan,
     def crossings(frame, sender):
         """{(from host, key)} of the frame's copies leaving a host on the
         underlay, and what each VM got."""
-        caps = [Capture(h.ns, h.name, str(tmp_path / ('%s.pcap' % h.name)),
-                        'udp or proto gre') for h in lab.hosts]
-        for c in caps:
-            c.__enter__()
-        try:
-            seen = sniff_while(vms, lambda: sender.tool(
-                'frames-send', 'eth0', frame.hex()))
-        finally:
-            for c in caps:
-                c.stop()
-        out = [(d.host, d.key) for c in caps for d in c.datagrams()
+        seen, grams = tunnelled_while(lab.hosts, tmp_path, lambda: sniff_while(
+            vms, lambda: sender.tool('frames-send', 'eth0', frame.hex())))
+        out = [(d.host, d.key) for d in grams
                if d.outgoing and d.payload == marker and d.key is not None]
         return sorted(out), {vm.name: seen[vm.name].count(frame)
                              for vm in vms}

@@ -16,24 +16,13 @@ from virtualwire.core import ids
 from virtualwire.core.switches import ProviderSwitch
 from virtualwire.pipeline.switch import MESH_BASE, layout, mesh_links
 from virtualwire.pipeline.tables import SWITCH_IN, WIRE
-from virtualwire.testing.fakeswitch import Packet
-from virtualwire.testing.harness import Harness
+from switch_lan import BROADCAST, hosts, mac, send
 
-BROADCAST = 'ff:ff:ff:ff:ff:ff'
-VNICS = {'a': ('h1', 1), 'b': ('h1', 2), 'c': ('h2', 3), 'd': ('h3', 4)}
-
-
-def mac(v):
-    return '02:00:00:00:00:%02x' % (ord(v) - ord('a') + 1)
 
 
 @pytest.fixture
 def api():
-    h = Harness()
-    for name in ('h1', 'h2', 'h3'):
-        h.host(name, *[(v, p) for v, (n, p) in VNICS.items() if n == name])
-    for v in VNICS:
-        h.intent.ownership.assign(v, 'shop')
+    h = hosts()
     shop = h.intent.credentials.issue('tenant', 'shop')[0]
     rest = RestApi(h.loop, h.ctl, h.intent, h.runtime, 't')
 
@@ -53,12 +42,6 @@ def api():
         assert call('POST', '/v1/wires', {'a': v,
                                           'b': 'sw:web/p%d' % i})[0] == 201
     return call
-
-
-def send(h, v, dst):
-    host, port = VNICS[v]
-    return sorted((n, p) for n, p, _ in h.fabric.send(
-        host, port, forged=Packet(port, eth_src=mac(v), eth_dst=dst)))
 
 
 def mesh_in(h):

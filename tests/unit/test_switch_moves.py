@@ -8,24 +8,13 @@ exactly once at every step."""
 import pytest
 
 from virtualwire.pipeline.tables import SWITCH_IN, SWITCH_MAC
-from virtualwire.testing.fakeswitch import Packet
-from virtualwire.testing.harness import Harness
+from switch_lan import BROADCAST, hosts, mac, send
 
-BROADCAST = 'ff:ff:ff:ff:ff:ff'
-VNICS = {'a': ('h1', 1), 'b': ('h1', 2), 'c': ('h2', 3), 'd': ('h3', 4)}
-
-
-def mac(v):
-    return '02:00:00:00:00:%02x' % (ord(v) - ord('a') + 1)
 
 
 @pytest.fixture
 def h():
-    h = Harness()
-    for name in ('h1', 'h2', 'h3'):
-        h.host(name, *[(v, p) for v, (n, p) in VNICS.items() if n == name])
-    for v in VNICS:
-        h.intent.ownership.assign(v, 'shop')
+    h = hosts()
     h.intent.switches.create('web', 'shop', 'h1', ['p1', 'p2', 'p3', 'p4'])
     h.loop.post(h.ctl.on_switches, h.intent.switches.switches())
     h.settle()
@@ -34,12 +23,6 @@ def h():
     for v in 'abcd':                  # every MAC learned on h1
         send(h, v, BROADCAST)
     return h
-
-
-def send(h, v, dst):
-    host, port = VNICS[v]
-    return sorted((n, p) for n, p, _ in h.fabric.send(
-        host, port, forged=Packet(port, eth_src=mac(v), eth_dst=dst)))
 
 
 def entered(h, host):

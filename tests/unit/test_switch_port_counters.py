@@ -15,15 +15,8 @@ from virtualwire.cli import switches as cli
 from virtualwire.core import ids
 from virtualwire.metrics import switch_ports
 from virtualwire.metrics.remote import RemoteCollector
-from virtualwire.testing.fakeswitch import Packet
-from virtualwire.testing.harness import Harness
+from switch_lan import BROADCAST, hosts, mac, send
 
-BROADCAST = 'ff:ff:ff:ff:ff:ff'
-VNICS = {'a': ('h1', 1), 'b': ('h1', 2), 'c': ('h2', 3), 'd': ('h3', 4)}
-
-
-def mac(v):
-    return '02:00:00:00:00:%02x' % (ord(v) - ord('a') + 1)
 
 
 def test_one_masked_request_reads_wires_and_switches_and_nothing_else():
@@ -69,11 +62,7 @@ def test_a_feed_sends_what_changed_and_a_full_one_replaces_the_mirror():
 
 @pytest.fixture
 def lab():
-    h = Harness()
-    for name in ('h1', 'h2', 'h3'):
-        h.host(name, *[(v, p) for v, (n, p) in VNICS.items() if n == name])
-    for v in VNICS:
-        h.intent.ownership.assign(v, 'shop')
+    h = hosts()
     h.host('h2', ('c', 3), ('x', 9))
     h.intent.ownership.assign('x', 'rival')
     tokens = {'t': 't'}
@@ -103,12 +92,6 @@ def lab():
                                           'tenant': 'rival', 'host': 'h2'})
     assert st == 201
     return call
-
-
-def send(h, v, dst):
-    host, port = VNICS[v]
-    h.fabric.send(host, port, forged=Packet(port, eth_src=mac(v),
-                                            eth_dst=dst))
 
 
 def ports_of(call, name, as_='t'):

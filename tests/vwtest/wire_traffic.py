@@ -171,3 +171,22 @@ class Stream:
 
 def _last_json(out):
     return json.loads(out.strip().splitlines()[-1])
+
+
+def tunnelled_while(hosts, directory, action, tag=''):
+    """Run action() with tcpdump on every lab host of `hosts`: (what it
+    returned, every UDP datagram crossing them, tunnels opened: each with
+    its host, interface, direction and tunnel key; vwlab.capture)."""
+    from vwlab.capture import Capture
+    caps = [Capture(h.ns, h.name, os.path.join(
+        str(directory), '%s%s.pcap' % (h.name, tag)), 'udp or proto gre')
+        for h in hosts]
+    started = []
+    try:
+        for c in caps:
+            started.append(c.__enter__())
+        out = action()
+    finally:
+        for c in started:
+            c.stop()
+    return out, [d for c in caps for d in c.datagrams()]

@@ -7,9 +7,8 @@ one into the other's), and within a cloud once to each other part; no
 frame loops; unicast reaches only its MAC's part."""
 from scapy.all import IP, UDP, Ether, Raw
 
-from vwlab.capture import Capture
 from vwtest import Api, seq, wait_until
-from vwtest.wire_traffic import sniff_while
+from vwtest.wire_traffic import sniff_while, tunnelled_while
 
 MESH = 0xF0000000           # core.ids.MESH_CONNECTOR_BASE
 
@@ -48,28 +47,19 @@ def test_a_split_switch_crosses_each_cloud_once(clouds, tmp_path):
             frame = bytes(Ether(dst=dst_mac, src=sender.nics[next(iter(
                 sender.nics))]['mac']) / IP(src='10.79.0.9', dst=dst_ip) /
                 UDP(sport=7, dport=7) / Raw(marker))
-            caps = [Capture(clouds.host(h).ns, h,
-                            str(tmp_path / ('%s-%d.pcap' % (h, len(marker)))),
-                            'udp or proto gre')
-                    for h in ('h1', 'h2', 'h3', 'xa', 'xb')]
-            for c in caps:
-                c.__enter__()
-            try:
-                seen = sniff_while(vms, lambda: sender.tool(
-                    'frames-send', 'eth0', frame.hex()))
-            finally:
-                for c in caps:
-                    c.stop()
+            seen, grams = tunnelled_while(
+                [clouds.host(h) for h in ('h1', 'h2', 'h3', 'xa', 'xb')],
+                tmp_path, lambda: sniff_while(vms, lambda: sender.tool(
+                    'frames-send', 'eth0', frame.hex())), len(marker))
             left = {}
-            for c in caps:
-                for d in c.datagrams():
-                    if d.outgoing and d.payload == marker and \
-                            d.key is not None and d.key >= MESH:
-                        # Into the encrypted link: its WireGuard device
-                        # (the extender sent it there from xl-PEER).
-                        where = 'link:' + d.host if d.iface.startswith(
-                            'wg') else d.host
-                        left[where] = left.get(where, 0) + 1
+            for d in grams:
+                if d.outgoing and d.payload == marker and \
+                        d.key is not None and d.key >= MESH:
+                    # Into the encrypted link: its WireGuard device (the
+                    # extender sent it there from xl-PEER).
+                    where = 'link:' + d.host if d.iface.startswith('wg') \
+                        else d.host
+                    left[where] = left.get(where, 0) + 1
             return left, [seen[vm.name].count(frame) for vm in vms]
 
         for vm in vms:                   # every MAC learned everywhere
