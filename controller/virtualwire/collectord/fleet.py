@@ -30,7 +30,7 @@ from virtualwire.metrics import loss
 from virtualwire.metrics.counters import FlowCounters
 from virtualwire.metrics.figures import WINDOW, flat, window
 from virtualwire.metrics.switch_ports import (READ_MARK, READ_MASK,
-                                              SwitchPorts, is_switch_flow)
+                                              SwitchPorts, split)
 from virtualwire.southbound import counter_keys, openflow
 
 LOG = logging.getLogger(__name__)
@@ -218,11 +218,10 @@ class Fleet:
         if more:
             return
         now = self.clock()
-        self.switch_ports.take(s.name, [(st.cookie, st.packet_count)
-                                        for st in s.body], self.gen + 1)
+        wires, switches = split(s.body)
+        self.switch_ports.take(s.name, switches, self.gen + 1)
         readings = [(counter_keys.counter_key(st), st.cookie, st.packet_count,
-                     st.byte_count) for st in s.body
-                    if not is_switch_flow(st.cookie)]
+                     st.byte_count) for st in wires]
         self.urgent |= self.counters.poll(s.name, readings, at=now,
                                           fresh=s.readings == 0)
         if s.name is not None and s.sent_at is not None:

@@ -28,9 +28,6 @@ from virtualwire.pipeline.switch import port_figures
 from virtualwire.pipeline.tables import SWITCH_MAC
 from virtualwire.southbound import openflow
 
-# A flow-stats request for one switch's flows: its mark and its number.
-_ONE_SWITCH = ids.COOKIE_MARK_MASK | (0xFFFF << 16)
-
 LOG = logging.getLogger(__name__)
 
 
@@ -80,7 +77,7 @@ class ProviderSwitches:
         """Messages to send after `host`'s next bundle: delete the MACs
         learned there by switches that left it."""
         return [openflow.delete_by_cookie(SWITCH_MAC.id,
-                                          ids.switch_cookie(n), _ONE_SWITCH)
+                                          ids.switch_cookie(n), ids.ONE_SWITCH_MASK)
                 for n in sorted(self.purges.pop(host, ()))]
 
     def suggest_host(self, vnics):
@@ -117,7 +114,7 @@ class ProviderSwitches:
                                      'connected now' % (name, sw.host))
         done = Future()
         s.request(openflow.flow_stats_request(
-            ids.switch_cookie(sw.number), _ONE_SWITCH),
+            ids.switch_cookie(sw.number), ids.ONE_SWITCH_MASK),
             lambda body: done.set(port_figures(sw, [
                 (st.cookie, st.packet_count, st.match.get('eth_dst'))
                 for st in body])))

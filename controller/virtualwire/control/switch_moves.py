@@ -40,7 +40,6 @@ LOG = logging.getLogger(__name__)
 READ, MAKE, SWITCH, DRAIN = 'read', 'make', 'switch', 'drain'
 STAGE_TIMEOUT = 2.0       # s: a stage whose hosts never confirm goes on
 DRAIN_TIME = 0.5          # s the old switch forwards what was in flight
-ONE_SWITCH = ids.COOKIE_MARK_MASK | (0xFFFF << 16)
 
 
 @dataclass
@@ -78,7 +77,7 @@ class SwitchMoves:
         LOG.info('switch %s: moving %s -> %s over %d hosts', sw.name,
                  old.host, sw.host, len(m.hosts))
         s_old.request(openflow.flow_stats_request(
-            ids.switch_cookie(sw.number), ONE_SWITCH),
+            ids.switch_cookie(sw.number), ids.ONE_SWITCH_MASK),
             lambda body: self._read(m, body))
 
     def _read(self, m: Move, body):

@@ -45,6 +45,11 @@ SW_LEARNED = 1 << 34         # a MAC learned on the port (one flow each)
 SW_BAD_SOURCE = 1 << 35      # frames dropped for a multicast source
 
 
+# A flow-stats request or delete for one switch's flows: its mark and
+# number (with `switch_cookie(number)`).
+ONE_SWITCH_MASK = COOKIE_MARK_MASK | (0xFFFF << 16)
+
+
 def switch_cookie(number, port=0, role=0):
     return SWITCH_COOKIE_MARK | role | (number << 16) | port
 

@@ -19,7 +19,7 @@ from virtualwire.metrics.counters import FlowCounters
 from virtualwire.metrics import loss
 from virtualwire.metrics.figures import WINDOW, window
 from virtualwire.metrics.switch_ports import (READ_MARK, READ_MASK,
-                                              SwitchPorts, is_switch_flow)
+                                              SwitchPorts, split)
 from virtualwire.southbound import counter_keys, openflow
 
 LOG = logging.getLogger(__name__)
@@ -228,9 +228,9 @@ class Collector:
     def _take_switches(self, host, body):
         """The provider switches' counts of a reading taken; the rest
         (the wires' flows) returned."""
-        self.switch_ports.take(host, [(st.cookie, st.packet_count)
-                                      for st in body])
-        return [st for st in body if not is_switch_flow(st.cookie)]
+        wires, switches = split(body)
+        self.switch_ports.take(host, switches)
+        return wires
 
     # -- figures ---------------------------------------------------------------
     def switch_counts(self, host, number):

@@ -30,6 +30,18 @@ def is_switch_flow(cookie) -> bool:
     return cookie & ids.COOKIE_MARK_MASK == ids.SWITCH_COOKIE_MARK
 
 
+def split(body):
+    """A reading's flow-stats entries in one pass: (the wires' entries,
+    [(cookie, packets)] of the provider switches')."""
+    wires, switches = [], []
+    for st in body:
+        if is_switch_flow(st.cookie):
+            switches.append((st.cookie, st.packet_count))
+        else:
+            wires.append(st)
+    return wires, switches
+
+
 def host_counts(readings: Iterable[Tuple[int, int]]) -> HostCounts:
     """{switch number: {port index: Counts}} from [(cookie, packets)] of
     one host's flows (others' cookies are passed over)."""

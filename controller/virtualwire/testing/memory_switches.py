@@ -39,19 +39,16 @@ class MemorySwitches:
         return sw
 
     def place(self, name, host):
-        sw = self.rows.get(name)
-        if sw is None:
-            return False
-        self.rows[name] = dataclasses.replace(sw, host=host)
-        self.on_change(self.switches())
-        return True
+        return self._change(name, host=host)
 
     def split(self, name, parts):
+        return self._change(name, parts=tuple(sorted(parts.items())))
+
+    def _change(self, name, **fields):
         sw = self.rows.get(name)
         if sw is None:
             return False
-        self.rows[name] = dataclasses.replace(
-            sw, parts=tuple(sorted(parts.items())))
+        self.rows[name] = dataclasses.replace(sw, **fields)
         self.on_change(self.switches())
         return True
 
