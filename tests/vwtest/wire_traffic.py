@@ -132,6 +132,7 @@ class Stream:
         wait_until(lambda: os.path.exists(ready), 10, what='udp sender')
         os.unlink(ready)
         self.started = time.time()
+        self.report = None      # the receiver's, once stopped
 
     def running(self):
         return self.tx.poll() is None
@@ -147,7 +148,7 @@ class Stream:
         sent = _last_json(self.tx.communicate(timeout=30)[0])
         time.sleep(0.5)
         self.rx.send_signal(signal.SIGINT)
-        got = _last_json(self.rx.communicate(timeout=30)[0])
+        got = self.report = _last_json(self.rx.communicate(timeout=30)[0])
         # 1.5 s: the ready file is seen up to a poll late, and a
         # realtime sender may still be catching up its last sends.
         assert sent['stopped'] and sent['sent'] >= self.rate * (
@@ -158,7 +159,8 @@ class Stream:
     def tally(self):
         """(sent, received, missing, duplicates) once it ran its length."""
         sent = _last_json(self.tx.communicate(timeout=self.seconds + 30)[0])
-        got = _last_json(self.rx.communicate(timeout=self.seconds + 30)[0])
+        got = self.report = _last_json(
+            self.rx.communicate(timeout=self.seconds + 30)[0])
         return sent['sent'], got['received'], got['missing'], \
             got['duplicates']
 
