@@ -1,5 +1,5 @@
 """The OpenAPI of provider switches (`api.rest_switches`): list, show,
-create, delete, place."""
+create, delete, place, split, advice."""
 from virtualwire.core.switches import PORTS_MAX
 
 _ERR = {'$ref': '#/components/responses/Error'}
@@ -37,6 +37,23 @@ _VIEW = {'type': 'object', 'properties': {
                              'view)'},
     'idle_timeout': _LIMIT,
     'ports': {'type': 'array', 'items': _PORT_VIEW}}}
+
+_BPS = {'type': 'number', 'minimum': 0}
+_ADVICE = {'type': 'object', 'required': ['switch', 'host', 'advised',
+                                          'move', 'reason'],
+           'properties': {
+               'switch': _NAME, 'host': {'type': ['string', 'null']},
+               'advised': {'type': ['string', 'null'],
+                           'description': 'null for a split switch'},
+               'move': {'type': 'boolean'},
+               'reason': {'type': 'string'},
+               'by_host_bps': {'type': 'object', 'additionalProperties': _BPS,
+                               'description': 'bits per second, both ways, '
+                                              "of the ports whose VM is on "
+                                              'each host'},
+               'crossing_bps': {'type': 'object', 'properties': {
+                   'now': _BPS, 'advised': _BPS}},
+               'unread_ports': {'type': 'array', 'items': _PORT}}}
 
 
 def _ok(schema, status='OK'):
@@ -122,4 +139,14 @@ def switch_paths():
                     'responses': {'200': _ok(_VIEW), '400': _ERR,
                                   '404': _ERR, '409': _ERR,
                                   '422': _ERR}}},
+        '/v1/switches/{name}/advice': {
+            'parameters': by_name,
+            'get': {'summary': 'Where the switch should run by its ports\' '
+                               'traffic over the collector\'s window '
+                               '(operator): the host whose VMs\' ports '
+                               'carry most bytes, and whether a move is '
+                               'worth it',
+                    'responses': {'200': _ok(_ADVICE), '403': _ERR,
+                                  '404': _ERR, '422': _ERR,
+                                  '503': _ERR}}},
     }

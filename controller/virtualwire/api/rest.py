@@ -98,6 +98,7 @@ ROUTES = (
     ('/v1/switches/{name}', 'DELETE', 'delete_switch'),
     ('/v1/switches/{name}/host', 'PUT', 'place_switch'),
     ('/v1/switches/{name}/parts', 'PUT', 'split_switch'),
+    ('/v1/switches/{name}/advice', 'GET', 'advise_switch'),
     ('/v1/intent/orphans', 'GET', 'orphans'),
     ('/v1/intent/release-orphans', 'POST', 'release_orphans'),
 )

@@ -1,5 +1,6 @@
 """REST handlers of provider switches (a part of `RestApi`; issue 41):
-list, show, create, delete, and place on a host. A switch's ports are
+list, show, create, delete, place on a host, split, and advise where it
+should run. A switch's ports are
 wire ends (`sw:NAME/PORT`): wires are plugged into them with
 `POST /v1/wires` like any other end.
 
@@ -14,7 +15,7 @@ import webob
 
 from virtualwire.api.controller_port import ControllerPort
 from virtualwire.api.render import json_response, read_json_object
-from virtualwire.core import errors, ids, tenancy
+from virtualwire.core import errors, ids, switch_advice, tenancy
 from virtualwire.core.switches import (IDLE_TIMEOUT, MAC_LIMIT, PORTS_MAX,
                                        check_host, check_name)
 
@@ -226,3 +227,17 @@ class SwitchHandlers:
         self.intent.switches.place(name, doc['host'])
         self._apply_switches()
         return json_response(200, self._visible_switch(req, name))
+
+    def advise_switch(self, req, name):
+        """Where the switch should run by its ports' traffic over the
+        collector's window (`core.switch_advice`): the operator's to act
+        on (PUT .../host; `vwctl switch move NAME --advised`). It names
+        hosts, so no tenant reads it."""
+        if _scope(req) is not None:
+            raise errors.Refused('where a switch runs is the cloud\'s '
+                                 'choice')
+        view = self._visible_switch(req, name)
+        cids = [p['wire'] for p in view['ports'] if p['wire'] is not None]
+        wires = self._call(self.ctl.views.wires_with_rates, cids)
+        return json_response(200, switch_advice.advise(
+            view, {cid: w['bits_per_second'] for cid, w in wires.items()}))

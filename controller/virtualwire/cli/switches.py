@@ -5,7 +5,8 @@
     vwctl switch show NAME
     vwctl switch create NAME --ports 4|up,down [--tenant T] [--host H]
     vwctl switch delete NAME
-    vwctl switch move NAME --to HOST
+    vwctl switch move NAME --to HOST | --advised
+    vwctl switch advise NAME
     vwctl switch split NAME --auto | --part PORT=HOST ... | --join
 """
 from tabulate import tabulate
@@ -80,6 +81,31 @@ def _show(s):
         'flooded', 'MACs']), tail)
 
 
+def _mbit(bps):
+    return '-' if bps is None else '%.2f' % (bps / 1e6)
+
+
+def _advice(d):
+    rows = [[h, _mbit(b), 'the switch now' if h == d['host'] else
+             'advised' if h == d['advised'] and d['move'] else '']
+            for h, b in sorted(d['by_host_bps'].items(),
+                               key=lambda hb: -hb[1])]
+    cross = d['crossing_bps']
+    text = 'switch %s on %s: %s\n%s\n\ncrossing the underlay now %s ' \
+        'Mbit/s%s' % (
+            d['switch'], d['host'] or '-',
+            'move to %s' % d['advised'] if d['move'] else 'stay',
+            d['reason'], _mbit(cross['now']),
+            ', on %s %s Mbit/s' % (d['advised'], _mbit(cross['advised']))
+            if d['move'] else '')
+    if rows:
+        text += '\n\n' + tabulate(rows, headers=[
+            "its ports' VMs on", 'Mbit/s (both ways)', ''])
+    if d['unread_ports']:
+        text += '\n\nnot read yet: %s' % ', '.join(d['unread_ports'])
+    return text
+
+
 def cmd_switch(c, a):
     act = a.switch_action
     if act == 'list':
@@ -107,8 +133,18 @@ def cmd_switch(c, a):
                      _split_body(a))
         return doc, 'switch %s now has parts on %s\n\n%s' % (
             a.name, ', '.join(doc.get('parts') or ['-']), _show(doc))
+    if act == 'advise':
+        doc = c.call('GET', '/v1/switches/%s/advice' % a.name)
+        return doc, _advice(doc)
     if act == 'move':
-        doc = c.call('PUT', '/v1/switches/%s/host' % a.name, {'host': a.to})
+        to = a.to
+        if a.advised:
+            advice = c.call('GET', '/v1/switches/%s/advice' % a.name)
+            if not advice['move']:
+                return dict(advice, moved=False), 'switch %s stays on ' \
+                    '%s: %s' % (a.name, advice['host'], advice['reason'])
+            to = advice['advised']
+        doc = c.call('PUT', '/v1/switches/%s/host' % a.name, {'host': to})
         return doc, 'switch %s now on %s; its wires follow' % (
             a.name, doc['host'])
     raise CliError('unknown switch action %s' % act)
@@ -116,7 +152,8 @@ def cmd_switch(c, a):
 
 def add_parser(sub):
     s = sub.add_parser('switch', help='switches the provider implements in '
-                       'Open vSwitch: list, show, create, delete, move')
+                       'Open vSwitch: list, show, create, delete, move, '
+                       'advise, split')
     acts = s.add_subparsers(dest='switch_action', metavar='ACTION')
     acts.required = True
     acts.add_parser('list', help='every switch you may see')
@@ -138,7 +175,13 @@ def add_parser(sub):
     x.add_argument('name')
     x = acts.add_parser('move', help='run it on another host (operator)')
     x.add_argument('name')
-    x.add_argument('--to', required=True, metavar='HOST')
+    where = x.add_mutually_exclusive_group(required=True)
+    where.add_argument('--to', metavar='HOST')
+    where.add_argument('--advised', action='store_true',
+                       help='where `advise` says, if a move is worth it')
+    x = acts.add_parser('advise', help='where it should run by its ports\' '
+                        'traffic (operator)')
+    x.add_argument('name')
     x = acts.add_parser('split', help='parts on other hosts, joined by a '
                         'mesh (operator)')
     x.add_argument('name')
