@@ -162,3 +162,32 @@ def test_a_split_node_gets_a_part_where_each_linked_vm_runs(shop):
         [('h2', 1), ('h2', 4)]
     st, doc = put(shop, OFFICE.replace('    mac_limit: 64\n', ''))
     assert st == 200 and shop.h.intent.switches.get('lan').parts == ()
+
+
+def test_the_view_and_graph_draw_a_split_switchs_parts(shop):
+    """The operator sees each port on its part's host; the tenant sees
+    that its switch is split and which ports share a part, never where."""
+    split = OFFICE.replace('    mac_limit: 64\n', '    split: true\n')
+    assert put(shop, split)[0] == 201
+    st, view = shop('GET', AS_SHOP)
+    lan = next(n for n in view['nodes'] if n['name'] == 'lan')
+    assert lan['parts'] == ['h1', 'h2'] and lan['hosts'] == ['h1', 'h2']
+    assert [(n['name'], n['part']) for n in lan['nics']] == [
+        ('p1', 'h1'), ('p2', 'h2'), ('p3', 'h2')], lan
+    st, resp = shop('GET', '/v1/topologies/office/graph?tenant=shop',
+                    raw=True)
+    svg = resp.body.decode()
+    assert 'split: 2 parts, one mesh' in svg
+    assert 'data-nic="lan:p1" data-vnic="sw:lan/p1" data-part="h1"' in svg
+    token = shop.h.intent.credentials.issue('tenant', 'shop')[0]
+    st, mine = shop('GET', '/v1/topologies/office', token=token)
+    assert st == 200, mine
+    lan = next(n for n in mine['nodes'] if n['name'] == 'lan')
+    assert lan['parts'] == ['part 1', 'part 2'], lan
+    assert [n['part'] for n in lan['nics']] == ['part 1', 'part 2',
+                                                'part 2']
+    st, resp = shop('GET', '/v1/topologies/office/graph', token=token,
+                    raw=True)
+    drawn = resp.body.decode()
+    assert 'data-part="part 1"' in drawn and '"h1"' not in drawn \
+        and '"h2"' not in drawn, drawn

@@ -116,13 +116,14 @@ class TopologyHandlers:
         tf = self.topology_parser.parse(rec.source, rec.name)
         wires = self._call(self.ctl.views.wires_with_rates,
                            list(rec.wires.values()))
-        # Where its provider switches run is the cloud's, not a tenant's.
-        hosts = {} if scope is not None else {
-            v['name']: v['host']
-            for v in self._call(self.ctl.provider_switches.views)}
+        # Where its provider switches run is the cloud's, not a tenant's:
+        # a tenant sees only that one is split, and which ports share a
+        # part.
+        places = topology_view.switch_places(
+            self._call(self.ctl.provider_switches.views), scope is not None)
         return topology_view.inspect(rec, tf, wires,
                                      self._call(self.ctl.views.vnic_views),
-                                     hosts)
+                                     places)
 
     def show_topology(self, req, name):
         _query(req, ('tenant',))

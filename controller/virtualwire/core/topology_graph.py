@@ -30,6 +30,17 @@ def rate_text(bps):
     return '%.0f bit/s' % bps
 
 
+# A split switch's parts told apart by their ports' dots.
+PART_COLOURS = ('#455a64', '#8e24aa', '#00897b', '#c0ca33', '#6d4c41',
+                '#d81b60')
+
+
+def _part_colour(node, part):
+    if not part or part not in node.get('parts', ()):
+        return PART_COLOURS[0]
+    return PART_COLOURS[node['parts'].index(part) % len(PART_COLOURS)]
+
+
 def columns(view) -> Dict[str, int]:
     """{node: column}: breadth-first from the first node of each part."""
     names = [n['name'] for n in view['nodes']]
@@ -87,9 +98,11 @@ def svg(view) -> str:
     for node in view['nodes']:
         x, y, h = boxes[node['name']]
         c = col[node['name']]
-        where = ', '.join(node['hosts']) or (
+        sub = '%s on %s' % (node['kind'], ', '.join(node['hosts']) or (
             'the provider' if node['kind'] == 'provider-switch'
-            else 'not running')
+            else 'not running'))
+        if node.get('parts'):
+            sub = 'split: %d parts, one mesh' % len(node['parts'])
         out.append('<g class="vw-node" data-node=%s data-kind=%s>' % (
             quoteattr(node['name']), quoteattr(node['kind'])))
         out.append('<rect x="%.0f" y="%.0f" width="%d" height="%.0f" rx="6" '
@@ -98,8 +111,7 @@ def svg(view) -> str:
                    % (x + 8, y + 16, ICONS.get(node['kind'], ''),
                       escape(node['name'])))
         out.append('<text x="%.0f" y="%.0f" fill="#607d8b" font-size="10">'
-                   '%s on %s</text>' % (x + 8, y + 31, escape(node['kind']),
-                                        escape(where)))
+                   '%s</text>' % (x + 8, y + 31, escape(sub)))
         for i, nic in enumerate(node['nics']):
             ny = y + HEAD_H + NIC_H * i + 10
             ep = '%s:%s' % (node['name'], nic['name'])
@@ -107,12 +119,17 @@ def svg(view) -> str:
             px = x + BOX_W if right else x
             ports[ep] = (px, ny, 1 if right else -1)
             label = nic['name'] + ('  ' + nic['ip'] if nic.get('ip') else '')
-            out.append('<g class="vw-nic" data-nic=%s data-vnic=%s>'
-                       '<circle cx="%.0f" cy="%.0f" r="4" fill="#455a64"/>'
+            part = nic.get('part')
+            if part:                # a split switch's port: its part
+                label += '  \u00b7 %s' % part
+            out.append('<g class="vw-nic" data-nic=%s data-vnic=%s%s>'
+                       '<circle cx="%.0f" cy="%.0f" r="4" fill="%s"/>'
                        '<text x="%.0f" y="%.0f" text-anchor="%s">%s</text>'
                        '<title>%s</title></g>' % (
                            quoteattr(ep), quoteattr(nic.get('vnic') or ''),
-                           px, ny, px - 8 if right else px + 8, ny + 4,
+                           ' data-part=%s' % quoteattr(part) if part else '',
+                           px, ny, _part_colour(node, part),
+                           px - 8 if right else px + 8, ny + 4,
                            'end' if right else 'start', escape(label),
                            escape('vNIC %s' % (nic.get('vnic') or
                                                'not found'))))

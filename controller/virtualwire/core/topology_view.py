@@ -8,32 +8,54 @@ from virtualwire.core import ids
 from virtualwire.core.topology_file import TopologyFile
 
 
+def switch_places(views, hidden: bool) -> Dict[str, dict]:
+    """{switch: {'parts': [...], 'ports': {port: its part}}} from the
+    provider switches' views, for `inspect`. A part is its host, or
+    for a tenant (`hidden`) "part N": it sees that its switch is split
+    and which ports share a part, never where."""
+    out = {}
+    for v in views:
+        parts = list(v['parts']) if v.get('split') else []
+        label = {h: 'part %d' % i if hidden else h
+                 for i, h in enumerate(parts, 1)}
+        out[v['name']] = {
+            'parts': [label[h] for h in parts],
+            'ports': {p['name']: label.get(p['part'] or v['host'],
+                                           None if hidden else v['host'])
+                      for p in v['ports']}}
+    return out
+
+
 def inspect(record, tf: TopologyFile, wires: Dict[int, dict],
             vnics: Dict[str, dict],
-            switch_hosts: Optional[Dict[str, str]] = None) -> dict:
+            switches: Optional[Dict[str, dict]] = None) -> dict:
     """`record`: store.topologies.Record; `wires`: {cid: wire view with
     rates} of its wires that exist; `vnics`: {id: vNIC view} plugged;
-    `switch_hosts`: {provider switch: its host}, as the caller may see."""
-    switch_hosts = switch_hosts or {}
+    `switches`: `switch_places`, as the caller may see them."""
+    switches = switches or {}
     ends = {k: v for k, v in record.resolved.items() if ':' in k}
     nodes = []
     for node in tf.nodes.values():
         nics = []
+        place = switches.get(node.switch or '', {}) if node.provided else {}
         for nic in node.nics.values():
             vnic = ends.get('%s:%s' % (node.name, nic.name))
             v = vnics.get(vnic) if vnic else None
-            if node.provided:       # a port: where its switch runs
+            if node.provided:       # a port: where its part runs
                 vnic = 'sw:%s/%s' % (node.switch, nic.name)
-                v = {'host': switch_hosts.get(node.switch or ''),
+                v = {'host': place.get('ports', {}).get(nic.name),
                      'mac': None}
             nics.append({'name': nic.name, 'vnic': vnic,
                          'host': v['host'] if v else None,
                          'mac': v['mac'] if v else nic.mac,
                          'ip': nic.ip})
+            if place.get('parts'):
+                nics[-1]['part'] = nics[-1]['host']
         hosts = sorted({n['host'] for n in nics if n['host']})
         nodes.append({'name': node.name, 'kind': node.kind,
                       'vm': record.resolved.get(node.name) or node.vm,
-                      'hosts': hosts, 'nics': nics})
+                      'hosts': hosts, 'nics': nics,
+                      'parts': place.get('parts', [])})
     links = []
     for link in tf.links:
         cid = record.wires.get(link.key)

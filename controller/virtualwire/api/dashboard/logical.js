@@ -69,19 +69,25 @@ export function drawLogical(el, view) {
     g.appendChild(svg('rect', {x, y, width: BOX_W, height: h, rx: 6}));
     g.appendChild(svg('text', {x: x + 8, y: y + 16, class: 'name'},
                       (ICON[n.kind] || '') + ' ' + n.name));
+    const parts = n.parts || [];
     g.appendChild(svg('text', {x: x + 8, y: y + 31, class: 'sub'},
+                      parts.length ? `split: ${parts.length} parts, one mesh` :
                       n.kind + ' on ' + (n.hosts.join(', ') ||
                         (n.kind === 'provider-switch' ? 'the provider' : 'not running'))));
     n.nics.forEach((nic, i) => {
       const ny = y + HEAD_H + NIC_H * i + 10, ep = n.name + ':' + nic.name;
       const right = (peerCol[ep] ?? c + 1) >= c, px = right ? x + BOX_W : x;
       port[ep] = [px, ny, right ? 1 : -1];
-      const p = g.appendChild(svg('g', {class: 'vw-nic', 'data-nic': ep,
-                                        'data-vnic': nic.vnic || ''}));
-      p.appendChild(svg('circle', {cx: px, cy: ny, r: 4}));
+      const attrs = {class: 'vw-nic', 'data-nic': ep, 'data-vnic': nic.vnic || ''};
+      if (nic.part) attrs['data-part'] = nic.part;   // a split switch's port
+      const p = g.appendChild(svg('g', attrs));
+      const k = parts.indexOf(nic.part);
+      p.appendChild(svg('circle', {cx: px, cy: ny, r: 4,
+                                   class: k >= 0 ? 'part' + (k % 6) : ''}));
       p.appendChild(svg('text', {x: right ? px - 8 : px + 8, y: ny + 4,
                                  'text-anchor': right ? 'end' : 'start'},
-                        nic.name + (nic.ip ? '  ' + nic.ip : '')));
+                        nic.name + (nic.ip ? '  ' + nic.ip : '') +
+                        (nic.part ? '  \u00b7 ' + nic.part : '')));
       p.appendChild(svg('title', {}, 'vNIC ' + (nic.vnic || 'not found') +
                         (nic.host ? ' on ' + nic.host : '')));
     });
