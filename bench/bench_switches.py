@@ -19,8 +19,8 @@ one pair alone, then two pairs at once (Mbit/s per pair):
 
   wires            two plain wires: the baseline
   central switch   one provider switch on h3: every frame crosses h3
-  split switch     the same kind split (a part on h1, one on h2, a mesh
-                   wire between them)
+  split switch     a provider switch split (a part on h1, one on h2, a
+                   mesh wire between them: each VM's wire is collapsed)
   OVN switch       an OVN logical switch
 
     PYTHONPATH=controller:lab:bench python bench/bench_switches.py \\

@@ -137,7 +137,9 @@ class Builder:
         self._switch('tcsw', h3, tp['central switch'])
         tp['split switch'] = [self._pair('split switch', 'ts%d' % i,
                                          tenant=TENANT) for i in (1, 2)]
-        self._switch('tssw', h3, tp['split switch'])
+        # Made on h1, so the parts are h1 and h2 (one made on h3 would
+        # keep an empty part there that floods still reach).
+        self._switch('tssw', h1, tp['split switch'])
         self.api.call('PUT', '/v1/switches/tssw/parts', {'auto': True})
         tp['OVN switch'] = [self._pair('OVN switch', 'to%d' % i,
                                        bridge='br-ovn') for i in (1, 2)]
