@@ -26,6 +26,7 @@ order rotated each round:
 
     PYTHONPATH=controller:lab:bench python bench/bench_switches.py \\
         [--rounds 3] [--pings 400] [--seconds 5] [--out switches-run1]
+    python bench/bench_switches.py --judge bench/results/switches-run*.json
 """
 import argparse
 import json
@@ -117,7 +118,8 @@ def span(values, digits=1):
 
 
 def judge(lat, tp):
-    """The derived figures, per round, then their range over rounds."""
+    """The derived figures, per round, then their range over rounds (of
+    one run, or of every kept run: --judge)."""
     per = []
     for L in lat:
         w = L['wire']['p50_us']
@@ -147,7 +149,28 @@ def judge(lat, tp):
             'two_flows_vs_wires': span(
                 [statistics.mean(r[case]['two_flows']) /
                  statistics.mean(r['wires']['two_flows']) for r in tp], 2)}
+    # The paper's 5.6 comparison, pair for pair in the same round.
+    tp_out['central vs split'] = {
+        'one_flow': span([r['central switch']['one_flow'] /
+                          r['split switch']['one_flow'] for r in tp], 2),
+        'two_flows': span([statistics.mean(r['central switch']['two_flows'])
+                           / statistics.mean(r['split switch']['two_flows'])
+                           for r in tp], 2)}
     return lat_out, tp_out
+
+
+def judge_files(paths):
+    """The ranges over every round of the result files given."""
+    lat, tp = [], []
+    for path in paths:
+        with open(path) as f:
+            doc = json.load(f)
+        lat += doc['latency_rounds']
+        tp += doc['throughput_rounds']
+    lat_out, tp_out = judge(lat, tp)
+    print(json.dumps({'runs': len(paths), 'rounds': len(lat),
+                      'latency': lat_out, 'throughput': tp_out}, indent=1))
+    return 0
 
 
 def main():
@@ -157,7 +180,12 @@ def main():
     ap.add_argument('--seconds', type=int, default=5)
     ap.add_argument('--out', default='switches',
                     help='results file name (a run of several: -runN)')
+    ap.add_argument('--judge', nargs='+', metavar='RESULT',
+                    help='measure nothing: the ranges over these files\' '
+                    'rounds')
     args = ap.parse_args()
+    if args.judge:
+        return judge_files(args.judge)
     with Lab(3) as lab:
         lab.start_controller()
         api = Api(lab)
