@@ -6,6 +6,7 @@ on untouched wires loses nothing; a second apply changes no flow; bad
 files are refused naming the line and change nothing; the graph has the
 file's nodes and links; destroy removes exactly the topology's wires."""
 import json
+from collections import Counter
 import re
 import threading
 import time
@@ -420,6 +421,33 @@ PROVIDED = SHOP.replace('name: shop', 'name: shoplan').replace(
     '["sw:eth3", "db:eth0"]', '["tier:p3", "db:eth0"]')
 
 
+def drawn_parts(lab, parts):
+    """The tenant's dashboard draws the split switch's ports by part:
+    p0 alone in one, p1-p3 together in another, named as inspect names
+    them (never a host)."""
+    from selenium.webdriver.support.ui import Select
+    from vwlab.browser import Browser
+    with open(lab.credential('tenant-reader', 'shop')) as f:
+        reader = f.read().strip()
+    nics = '#logical g.vw-node[data-node="tier"] g.vw-nic[data-part]'
+    with Browser(trust_cert=lab.pki.files('controller')[1]) as b:
+        b.open(lab.url + '/ui/')
+        b.sign_in(reader)
+        b.wait(lambda: 'shop/shoplan' in [o.get_attribute('value') for o in
+                                          b.all('#logical-select option')],
+               15, what='the topology listed')
+        Select(b.find('#logical-select')).select_by_value('shop/shoplan')
+        b.wait(lambda: len(b.all(nics)) == 4, 15, what='the parts drawn')
+        got = {e.get_attribute('data-nic'): e.get_attribute('data-part')
+               for e in b.all(nics)}
+        assert got['tier:p1'] == got['tier:p2'] == got['tier:p3'] != \
+            got['tier:p0'], got
+        assert set(got.values()) == set(parts), (got, parts)
+        b.wait(lambda: 'split: %d parts' % len(parts) in (b.text(
+            '#logical g.vw-node[data-node="tier"]') or ''), 5,
+            what='the node saying it is split')
+
+
 def test_a_provider_switch_in_the_file_is_made_used_and_removed(
         lab, api, shop, capsys):
     """The tenant's file names a provider switch instead of the switch
@@ -445,6 +473,32 @@ def test_a_provider_switch_in_the_file_is_made_used_and_removed(
                          token_file=shop['token'])
     tier = next(n for n in json.loads(out)['nodes'] if n['name'] == 'tier')
     assert tier['kind'] == 'provider-switch' and tier['hosts'] == [], tier
+    # Named parts: the firewall's port alone, the other three together,
+    # each where most of its ports' VMs run.
+    with open(path, 'w') as f:
+        f.write(PROVIDED.replace('    switch: shoplan-tier\n',
+                                 '    switch: shoplan-tier\n    split: '
+                                 '{front: [p0], rest: [p1, p2, p3]}\n'))
+    code, out, err = ctl(capsys, 'topology', 'apply', path, '--wait',
+                         token_file=shop['token'])
+    assert code == 0, (out, err)
+    sw = api.ok('GET', '/v1/switches/shoplan-tier')
+    peer = {p['name']: p['peer_host'] for p in sw['ports']}
+    part = {p['name']: p['part'] for p in sw['ports']}
+    most = Counter(peer[p] for p in ('p1', 'p2', 'p3'))
+    assert part['p0'] == peer['p0'], sw
+    assert {part[p] for p in ('p1', 'p2', 'p3')} == {
+        min(most, key=lambda h: (-most[h], h))}, sw
+    wait_until(lambda: client.ping('10.61.2.20', count=1)[1] == 1, 15,
+               what='the database through the split switch')
+    code, out, err = ctl(capsys, '--json', 'topology', 'inspect', 'shoplan',
+                         token_file=shop['token'])
+    tier = next(n for n in json.loads(out)['nodes'] if n['name'] == 'tier')
+    hosts = len(set(part.values()))
+    assert len(tier['parts']) == (hosts if hosts > 1 else 0), tier
+    if hosts > 1:
+        drawn_parts(lab, tier['parts'])
+    assert all(p.startswith('part ') for p in tier['parts']), tier
     code, out, err = ctl(capsys, 'topology', 'destroy', 'shoplan', '--wait',
                          token_file=shop['token'])
     assert code == 0 and 'deleted 5 wires' in out, err

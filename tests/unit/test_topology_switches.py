@@ -145,7 +145,9 @@ def test_the_readmes_example_is_a_valid_file():
     from virtualwire.core.topology_file import parse
     readme = open(os.path.join(os.path.dirname(__file__), '..', '..',
                                'README.rst')).read()
-    block = readme.split('destroy removes it::\n\n')[1].split('\n* ')[0]
+    # The literal block after the provider switch's paragraph.
+    block = readme.split('      name: office\n', 1)[1].split('\n* ')[0]
+    block = '      name: office\n' + block
     tf = parse(textwrap.dedent(block), 'README')
     assert tf.nodes['lan'].provided and tf.nodes['lan'].switch == 'lan'
     assert len(tf.links) == 3
@@ -191,3 +193,35 @@ def test_the_view_and_graph_draw_a_split_switchs_parts(shop):
     drawn = resp.body.decode()
     assert 'data-part="part 1"' in drawn and '"h1"' not in drawn \
         and '"h2"' not in drawn, drawn
+
+
+def named(parts):
+    return OFFICE.replace('    mac_limit: 64\n', '    split: %s\n' % parts)
+
+
+def test_named_parts_keep_their_ports_together_where_most_vms_run(shop):
+    """p1's VM (client) runs on h1, p2's and p3's on h2 (the switch's
+    own host): a part {p1, p2} goes to h1 (a tie, by name) with both its
+    ports; a part holding all three stays on h2: not split."""
+    assert put(shop, named('{front: [p1, p2], back: [p3]}'))[0] == 201
+    sw = shop.h.intent.switches.get('lan')
+    assert sw.host == 'h2' and sw.parts == (('p1', 'h1'), ('p2', 'h1')), sw
+    # web1 (on h2) still reaches db through its port's part on h1.
+    assert send(shop.h, 'h2', 1, '02:00:00:00:00:02', BROADCAST) == \
+        [('h1', 1), ('h2', 4)]
+    assert put(shop, named('{all: [p1, p2, p3]}'))[0] == 200
+    assert shop.h.intent.switches.get('lan').parts == ()
+
+
+@pytest.mark.parametrize('parts,words', [
+    ('{front: [p1, p9]}', 'node lan, split, part front: no port p9'),
+    ('{front: [p1], back: [p1, p2]}',
+     'node lan, split, part back: port p1 is already in part front'),
+    ('{front: []}', 'nodes.lan.split'),
+    ('maybe', 'nodes.lan.split'),
+])
+def test_bad_named_parts_are_refused_naming_the_line(shop, parts, words):
+    st, doc = put(shop, named(parts))
+    assert st == 422 and words in doc['error']['message'], doc
+    assert doc['error']['line'] == 8, doc       # the split: line
+    assert shop.h.intent.switches.switches() == {}

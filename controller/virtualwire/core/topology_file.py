@@ -16,7 +16,7 @@ How a node and its NICs are found on a running deployment is
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 import jsonschema
 import yaml
@@ -72,7 +72,9 @@ class Node:
     switch: Optional[str] = None    # a provider switch's name
     mac_limit: Optional[int] = None
     idle_timeout: Optional[int] = None
-    split: bool = False             # a part where each linked VM runs
+    # True: a part where each linked VM runs; {part: (port, ...)}: the
+    # ports of each named part together, where most of their VMs run.
+    split: Union[bool, Dict[str, Tuple[str, ...]]] = False
 
     @property
     def provided(self) -> bool:
@@ -257,7 +259,35 @@ def _node(name, line, spec, nics) -> Node:
                             nic.line)
     return Node(name, line, None, kind, spec.get('host'), nics, switch,
                 spec.get('mac_limit'), spec.get('idle_timeout'),
-                bool(spec.get('split', False)))
+                _split(name, spec.get('split', False), nics, line))
+
+
+def _split(name, given, nics, line):
+    """A provider switch's `split`: true, false, or {part: [ports]}
+    (each port of the switch, in one part at most)."""
+    if isinstance(given, bool):
+        return given
+    where = 'node %s, split' % name
+    if not isinstance(given, dict) or not given:
+        raise FileError('%s: true, or parts by name: {east: [p1, p2], '
+                        'west: [p3]}' % where, line)
+    seen: Dict[str, str] = {}
+    out = {}
+    for part, ports in given.items():
+        at = getattr(given, 'lines', {}).get(part, line)
+        if not isinstance(ports, list) or not ports:
+            raise FileError('%s, part %s: a list of its ports' % (where, part),
+                            at)
+        for port in ports:
+            if port not in nics:
+                raise FileError('%s, part %s: no port %s (its ports: %s)' % (
+                    where, part, port, ', '.join(nics)), at)
+            if port in seen:
+                raise FileError('%s, part %s: port %s is already in part %s'
+                                % (where, part, port, seen[port]), at)
+            seen[port] = part
+        out[str(part)] = tuple(ports)
+    return out
 
 
 def _build(doc, source, text) -> TopologyFile:

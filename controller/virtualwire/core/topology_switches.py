@@ -10,6 +10,7 @@ deleted. Its ports must include every port the node names, and its
 limits must be what the file says (a switch is not reshaped under its
 wires; delete it to change them).
 """
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Set
 
@@ -92,16 +93,29 @@ def plan(resolved: Resolved, tenant: str, switches, before) -> SwitchPlan:
 
 def parts_for(resolved: Resolved, node_name, host,
               vnic_hosts: Dict[str, str]) -> Dict[str, str]:
-    """{port: host} of a `split` node: each linked port on its vNIC's
-    host (`vnic_hosts`), where that is not the switch's `host`."""
+    """{port: host} of a `split` node, for the ports not on the switch's
+    `host`: with `split: true` each linked port on its vNIC's host
+    (`vnic_hosts`); with named parts, every port of a part on the host
+    where most of the part's linked vNICs run (ties: by name; a part
+    none of whose vNICs runs stays on `host`). Two parts that land on
+    one host are one part there."""
     name = resolved.switches()[node_name]
-    out = {}
+    split = resolved.file.nodes[node_name].split
+    at: Dict[str, str] = {}          # port -> its linked vNIC's host
     for a, b, _line in resolved.links().values():
         for end, other in ((a, b), (b, a)):
             parsed = ids.parse_switch_end(end)
             there = vnic_hosts.get(other)
-            if parsed and parsed[0] == name and there and there != host:
-                out[parsed[1]] = there
+            if parsed and parsed[0] == name and there:
+                at[parsed[1]] = there
+    if not isinstance(split, dict):
+        return {p: h for p, h in at.items() if h != host}
+    out: Dict[str, str] = {}
+    for ports in split.values():
+        count = Counter(at[p] for p in ports if p in at)
+        best = min(count, key=lambda h: (-count[h], h)) if count else host
+        if best != host:
+            out.update((p, best) for p in ports)
     return out
 
 
