@@ -19,6 +19,7 @@ from cryptography import x509
 
 from vwtest import packaging, wait_until
 from vwlab import Lab, packages
+from vwlab.overruns import Overruns
 from vwlab.shell import CONTROLLER_IP
 from vwtest.wire_traffic import stream_across
 
@@ -212,11 +213,16 @@ def test_a_wire_from_the_packaged_vwctl_survives_a_service_restart(
     def restart():
         m.systemctl('restart', 'virtualwire-controller')
         return m.main_pid('virtualwire-controller')
-    sent, got, after = stream_across(va, vb, '192.0.2.2', restart)
+    # A loss names its gaps and what the kernel counted as frames the
+    # hosts' switches were too starved to read (a lab's, not a product's,
+    # loss): CI lost 5 in a row here twice in five runs.
+    with Overruns(lab.hosts) as starved:
+        sent, got, after = stream_across(va, vb, '192.0.2.2', restart)
     assert after != before and after > 0
     # The sender was sending all along: a restart inside the window.
     assert sent['sent'] == 10000, sent
-    assert got['received'] == sent['sent'] and got['duplicates'] == 0, got
+    assert got['received'] == sent['sent'] and got['duplicates'] == 0, (
+        got['missing'], got['gaps'], 'overruns %s' % starved.counted())
     # And it came back to the wire it had.
     wait_until(installed.hosts_synced, 60, what='hosts back after restart')
     assert 'pka-nic' in installed.vwctl('wires').stdout
