@@ -112,7 +112,7 @@ def build_parser():
                         'has not placed takes it (a compromised hypervisor '
                         'takes any such wire: labs only) (default: '
                         '%%(default)s)' % shared_settings.TRUST_HOSTS)
-    p.add_argument('--hold', choices=('on', 'off'), default='off',
+    p.add_argument('--hold', choices=('on', 'off'), default='on',
                    help="for live migrations that do not say (the hook's "
                         "'hold'): keep the frames a moving vNIC's "
                         'destination gets while its guest is paused, here, '
@@ -133,6 +133,14 @@ def build_parser():
                         'this stops holding them for the rest of its move '
                         '(its destination drops them, as with --hold off; '
                         'the record says so); 0: no limit (default: '
+                        '%(default)s)')
+    p.add_argument('--activate-at-stop', choices=('on', 'off'), default='on',
+                   help="switch a moving vNIC's delivery to its destination "
+                        "as soon as its source host's vw-host-agent says "
+                        'libvirt paused the guest there for the last copy '
+                        "(the destination's tap keeps what it is handed "
+                        'until the guest runs there); off: at the guest\'s '
+                        'first frame on its destination (default: '
                         '%(default)s)')
     p.add_argument('--activation-settle-ms', type=_settle_ms, default=20,
                    metavar='MS',
@@ -302,6 +310,7 @@ def main(argv=None):
                             activation_settle=(args.activation_settle_ms /
                                                1000.0),
                             hold=args.hold == 'on',
+                            activate_at_stop=args.activate_at_stop == 'on',
                             strict=args.placement == shared_settings.STRICT,
                             hold_frames=args.hold_frames,
                             hold_bytes=args.hold_bytes,

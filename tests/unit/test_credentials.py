@@ -74,6 +74,15 @@ def test_a_hypervisors_token_announces_only_migrations_to_itself(api):
     assert status == 201 and doc['destination'] == 'h2'
     assert api('POST', '/v1/migrations/%s/released' % vm, {'host': 'h1'},
                token=tok)[0] == 403
+    # Saying a guest stopped to leave: only for itself, and only as its
+    # source (h2 is this guest's destination: 409, nothing changed).
+    status, doc = api('POST', '/v1/migrations/%s/stopped' % vm,
+                      {'host': 'h1'}, token=tok)
+    assert status == 403 and 'stopped to leave' in doc['error']['message']
+    status, doc = api('POST', '/v1/migrations/%s/stopped' % vm,
+                      {'host': 'h2'}, token=tok)
+    assert status == 409 and 'not migrating out of h2' in \
+        doc['error']['message']
     assert api('POST', '/v1/migrations/%s/released' % vm, {'host': 'h2'},
                token=tok)[0] == 200
     assert api('DELETE', '/v1/wires/1', token=tok)[0] == 403

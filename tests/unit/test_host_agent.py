@@ -178,3 +178,44 @@ def test_a_report_nobody_settles_is_given_up_after_the_window(monkeypatch):
     t0 = a.unsettled[dom.uuid][2]
     a.say_again(t0 + agent.RETRY_WINDOW + 1)
     assert a.unsettled == {} and len(client.posts) == 1
+
+
+def test_a_pause_for_the_last_copy_is_said_on_the_departures_connection(
+        monkeypatch):
+    """Libvirt's 'suspended, migrated' (QEMU's STOP) on the source is said
+    at once, through the client its leaving was reported with (its
+    connection open); any other pause, or resume, is not."""
+    dom = Dom('4c7b9b5f-60c7-4301-a062-8fa189c74399')
+    made = []
+
+    class Counted(Client):
+        def call(self, method, path, doc):
+            self.posts.append((method, path, doc))
+            return {}
+
+    def new_client():
+        made.append(Counted())
+        return made[-1]
+    a = agent.Agent(Conn([dom]), new_client, 'h1')
+    monkeypatch.setattr(agent, 'qemu_pid', lambda name: 42)
+    monkeypatch.setattr(agent, 'stream_peer', lambda pid: '198.18.0.12')
+    a.poll()
+    ran = []
+    monkeypatch.setattr(agent.threading, 'Thread', lambda target, args,
+                        daemon: type('T', (), {
+                            'start': lambda self: ran.append(target(*args))
+                        })())
+    for event, detail in (
+            (libvirt.VIR_DOMAIN_EVENT_SUSPENDED,
+             libvirt.VIR_DOMAIN_EVENT_SUSPENDED_PAUSED),
+            (libvirt.VIR_DOMAIN_EVENT_RESUMED,
+             libvirt.VIR_DOMAIN_EVENT_RESUMED_MIGRATED),
+            (libvirt.VIR_DOMAIN_EVENT_SUSPENDED,
+             libvirt.VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED)):
+        a.on_lifecycle(None, dom, event, detail, None)
+    assert len(ran) == 1
+    stops = [(c, p) for c in made for p in c.posts if 'stopped' in p[1]]
+    assert [p for _c, p in stops] == [
+        ('POST', '/v1/migrations/%s/stopped' % dom.uuid, {'host': 'h1'})]
+    # The same client as the departure's.
+    assert any('departures' in p[1] for p in stops[0][0].posts)

@@ -221,6 +221,25 @@ def _document():
                          'responses': {'200': _ok({'type': 'object'}),
                                        '400': _ERR, '401': _ERR, '404': _ERR,
                                        '413': _ERR, '422': _ERR}}},
+            '/v1/migrations/{vm_uuid}/stopped': {
+                'parameters': [{'name': 'vm_uuid', 'in': 'path',
+                                'required': True,
+                                'schema': {'type': 'string',
+                                           'format': 'uuid'}}],
+                'post': {'summary': "Libvirt paused the guest on its source "
+                                    'for the last copy (vw-host-agent): its '
+                                    'vNICs are delivered on the destination '
+                                    'from now (--activate-at-stop)',
+                         'requestBody': {'required': True, 'content': {
+                             'application/json': {'schema': {
+                                 'type': 'object', 'required': ['host'],
+                                 'additionalProperties': False,
+                                 'properties': {'host': {
+                                     'type': 'string'}}}}}},
+                         'responses': {'200': _ok({'type': 'object'}),
+                                       '400': _ERR, '401': _ERR, '403': _ERR,
+                                       '404': _ERR, '409': _ERR, '413': _ERR,
+                                       '422': _ERR, '503': _ERR}}},
             **_extender_paths(),
         },
         'components': {

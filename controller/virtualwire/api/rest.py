@@ -68,6 +68,7 @@ ROUTES = (
     ('/v1/migrations', 'POST', 'announce_migration'),
     ('/v1/migrations/departures', 'POST', 'report_departure'),
     ('/v1/migrations/{vm_uuid}/released', 'POST', 'migration_released'),
+    ('/v1/migrations/{vm_uuid}/stopped', 'POST', 'migration_stopped'),
     ('/v1/extender-links', 'GET', 'list_extender_links'),
     ('/v1/extender-links', 'POST', 'connect_extenders'),
     ('/v1/extender-links/{a}/{b}', 'DELETE', 'disconnect_extenders'),

@@ -9,6 +9,7 @@ from typing import Any
 
 from virtualwire.api.controller_port import ControllerPort
 from virtualwire.api.render import json_response, read_json_object
+from virtualwire.core import errors, tenancy
 
 
 class DepartureHandlers:
@@ -33,6 +34,18 @@ class DepartureHandlers:
             'vm_uuid': doc['vm_uuid'], 'moved': sorted(moved),
             'settled': bool(moved) or self._call(
                 self.ctl.cloud_word.departure_settled, doc['vm_uuid'], host)})
+
+    def migration_stopped(self, req, vm_uuid):
+        """The source's agent: libvirt paused the guest there for the last
+        copy (control.migrating.source_stopped). Answered with what a hook
+        is told of a migration: not where its vNICs were, nor its timeline."""
+        doc = read_json_object(req)
+        if set(doc) != {'host'} or not isinstance(doc['host'], str):
+            raise errors.Malformed('body must be {"host": host name}')
+        view = self._call(self.ctl.moves.source_stopped, vm_uuid,
+                          doc['host'])
+        return json_response(200, {'migration': {
+            k: view[k] for k in tenancy.MIGRATION_VIEW if k in view}})
 
     def _write_words(self, words):
         """Write each authorized Word (the source's report and the

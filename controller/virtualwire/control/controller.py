@@ -65,7 +65,8 @@ class Controller:
                  activation_settle=0.0, require_identity=False,
                  active=True, collector=None, hold=False,
                  hold_frames=DEFAULT_FRAMES, hold_bytes=DEFAULT_BYTES,
-                 hold_rate=DEFAULT_RATE, strict=False):
+                 hold_rate=DEFAULT_RATE, strict=False,
+                 activate_at_stop=False):
         self.loop = loop
         self.intent = intent            # store.intent.IntentStore (reads)
         self.runtime = runtime          # store.runtime.RuntimeStore
@@ -78,7 +79,8 @@ class Controller:
         self.refusals = Refusals(self.shared.stats)
         self.programming = Programming(self.shared)
         self.safe_start = SafeStart(self.shared)
-        self.moves = Moves(self.shared, move_timeout, activation_settle)
+        self.moves = Moves(self.shared, move_timeout, activation_settle,
+                           activate_at_stop)
         # The cloud's word on where each vNIC runs, and the sources'
         # reports of guests leaving (control.cloud_word).
         self.cloud_word = CloudWord(self.shared)

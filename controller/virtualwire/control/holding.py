@@ -100,7 +100,13 @@ class Holding:
                 continue
             if host == mv.destination:
                 return v, 'late' if mv.activated else 'held'
-            if host == mv.source and not mv.activated:
+            if host == mv.source and (not mv.activated or
+                                      v in self.awaiting_reads):
+                # Copies the source sent before its answer to our read
+                # count, even once the move activated (at the source's
+                # STOP the last of them may still be on their way):
+                # each one missed would put the cut one too early, a
+                # frame the guest read delivered again.
                 return v, 'copy'
         return None
 

@@ -13,8 +13,8 @@ import logging
 import time
 from typing import Dict, List, Optional, Tuple
 
-from virtualwire.control.migrations import (ABORTED, SISTERS, TAP, TIMED_OUT,
-                                           parse_vm_uuid)
+from virtualwire.control.migrations import (ABORTED, SISTERS, STOPPED, TAP,
+                                           TIMED_OUT, parse_vm_uuid)
 from virtualwire.control.shared import Shared
 from virtualwire.core import errors, frames
 from virtualwire.core.placement import (COMPLETED, ClaimRefused, MoveEnded,
@@ -26,10 +26,11 @@ LOG = logging.getLogger(__name__)
 
 class Moves:
     def __init__(self, shared: Shared, move_timeout=900.0,
-                 activation_settle=0.0):
+                 activation_settle=0.0, activate_at_stop=False):
         self.shared = shared
         self.move_timeout = move_timeout
         self.activation_settle = activation_settle
+        self.activate_at_stop = activate_at_stop   # see source_stopped
         self.sync_held_until = None     # clock(): see _hold_sync
         self.move_seen: Dict[str, float] = {}     # vnic -> clock() first seen
         # vm_uuid -> clock() at its announcement
@@ -173,6 +174,38 @@ class Moves:
                      m.ended_at - m.started_at)
             self._record(m)
         return m.view() if m is not None else None
+
+    def source_stopped(self, vm_uuid, host):
+        """A source's agent: libvirt paused the guest on `host` for its
+        migration's last copy. From QEMU's STOP the source reads its tap no
+        more, so its count is final and what it never read is known: the
+        move activates now (--activate-at-stop), before the guest runs on
+        the destination. Its destination tap queues what it is handed
+        (held frames first) until QEMU there runs the guest, which reads
+        them at once: nothing waits for the guest's first frame and a
+        controller round trip after RESUME. Should the migration still
+        fail, the guest runs on its source again and the abort (the
+        destination's port leaving, its hook) takes delivery back there,
+        as for any activated move; what came between is lost.
+        A lie (the guest still runs) can come only from the guest's own
+        source, which can starve it anyway."""
+        self.shared.loop.assert_owner()
+        vm_uuid = parse_vm_uuid(vm_uuid)
+        if not self.migrations.known(vm_uuid):
+            raise errors.NotFound('no migration of guest %s is known'
+                                  % vm_uuid)
+        m = self.migrations.leaving_source(vm_uuid, host)
+        if m is None:
+            raise errors.Conflict('guest %s is not migrating out of %s'
+                                  % (vm_uuid, host))
+        for v in m.vnics:
+            mv = self.tables.placement.moves.get(v)
+            if mv is None or mv.source != host:
+                continue
+            self._record(self.migrations.step(v, STOPPED))
+            if self.activate_at_stop:
+                self._activate(v, m.destination, frames.SOURCE_STOPPED)
+        return m.view()
 
     def _cancel(self, vnic, outcome):
         self.placement_events(self.tables.cancel_move(vnic, outcome))

@@ -27,6 +27,9 @@ MAX_PER_DESTINATION = 32
 # them (barrier replies), and how the move ended: the source port went
 # (completed), the destination's went (aborted), or it was cancelled.
 TAP, SISTERS = 'tap_appeared', 'sisters_moved'
+# The source's agent said libvirt paused the guest there for the last copy
+# (QEMU's STOP): the moment the guest stopped reading its source tap.
+STOPPED = 'source_stopped'
 ENDED = {COMPLETED: 'source_left', ABORTED: 'destination_left',
          TIMED_OUT: 'timed_out'}
 
@@ -37,6 +40,7 @@ ENDED = {COMPLETED: 'source_left', ABORTED: 'destination_left',
 # followed from OVSDB when the source port goes, as if never announced).
 PREPARED = 'prepared'
 __all__ = ['PREPARED', 'COMPLETED', 'ABORTED', 'TIMED_OUT', 'TAP', 'SISTERS',
+           'STOPPED',
            'Migration', 'MigrationBook', 'parse_announce', 'parse_vm_uuid']
 
 

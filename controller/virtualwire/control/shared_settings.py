@@ -28,6 +28,8 @@ def apply(controller, values):
             controller.holding.hold_bytes = v
         elif name == 'hold-rate':
             controller.holding.hold_rate = v
+        elif name == 'activate-at-stop':
+            controller.moves.activate_at_stop = v == 'on'
         elif name == 'activation-settle-ms':
             controller.moves.activation_settle = v / 1000.0
         elif name == 'stats-interval':

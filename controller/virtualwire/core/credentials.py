@@ -140,10 +140,12 @@ def refusal(role, name, method, action, match, body):
         if action == 'announce_migration' and \
                 body.get('destination') == name:
             return None
-        if action in ('migration_released', 'report_guest',
-                      'report_departure') and body.get('host') == name:
+        if action in ('migration_released', 'migration_stopped',
+                      'report_guest', 'report_departure') and \
+                body.get('host') == name:
             return None
         return ('this token is hypervisor %s\'s: it may only announce '
-                'migrations to %s, say that a guest left (or is leaving) '
-                '%s and report the guests on %s' % (name, name, name, name))
+                'migrations to %s, say that a guest left (is leaving, or '
+                'stopped to leave) %s and report the guests on %s'
+                % (name, name, name, name))
     return 'unknown role %s' % role

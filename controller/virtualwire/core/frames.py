@@ -19,6 +19,10 @@ FOUND_IN_TABLE = 'found-in-table'
 SIBLING_FRAME = 'sibling-frame'
 RELEASE_HOOK = 'release-hook'
 SOURCE_LEFT = 'source-left'
+# The source's vw-host-agent saw libvirt pause the guest for the last
+# copy of its migration (QEMU's STOP): delivery moves to the destination
+# tap, which queues frames until QEMU runs the guest there.
+SOURCE_STOPPED = 'source-stopped'
 
 
 def kind(frame: bytes) -> str:

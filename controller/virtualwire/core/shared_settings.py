@@ -77,6 +77,10 @@ SETTINGS = {s.name: s for s in (
     Setting('hold-rate',
             lambda t: _number(t, 'hold-rate', 0, 1000000, int),
             'frames a second above which a move stops holding (0: none)'),
+    Setting('activate-at-stop', lambda t: _on_off(t, 'activate-at-stop'),
+            "switch a moving vNIC's delivery to its destination when its "
+            "source's agent says QEMU stopped the guest there; off: at the "
+            "guest's first frame on the destination"),
     Setting('activation-settle-ms',
             lambda t: _number(t, 'activation-settle-ms', 0, 1000, int),
             "wait after a guest's first frame before the cleanup bundles"),

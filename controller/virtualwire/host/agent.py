@@ -24,6 +24,12 @@ RETRY_EVERY seconds for RETRY_WINDOW: back in time, the controller pairs
 it with the destination's own switch holding the guest's ports; later,
 the vNIC waits at its destination until the cloud places it (`vwctl
 vnics place`).
+
+It also says when libvirt pauses such a guest for the last copy (the
+lifecycle event 'suspended, migrated': QEMU's STOP), `POST
+/v1/migrations/UUID/stopped`: from then on the guest reads its source tap
+no more, and the controller delivers its frames on the destination,
+where the tap keeps them until the guest runs (`--activate-at-stop`).
 """
 import argparse
 import configparser
@@ -121,6 +127,9 @@ class Agent:
         self.first_seen = {}            # UUID -> when its job was first seen
         # UUID -> [report, name, first said, last said]: not settled yet.
         self.unsettled: dict = {}
+        # UUID -> the client its leaving was reported with: its connection
+        # is open (TLS done) when the guest stops, a few ms that count.
+        self.clients: dict = {}
         self.lock = threading.Lock()
 
     def on_iteration(self, _conn, dom, _iteration, _opaque):
@@ -157,7 +166,35 @@ class Agent:
             self.reported &= out
             for uuid in set(self.first_seen) - out:
                 del self.first_seen[uuid]
+            for uuid in set(self.clients) - out:
+                del self.clients[uuid]
         self.say_again()
+
+    def on_lifecycle(self, _conn, dom, event, detail, _opaque):
+        """Libvirt paused a guest for its migration's last copy (QEMU's
+        STOP on this, its source): say so at once, off libvirt's event
+        thread, so the controller delivers its frames on the destination
+        before the guest runs there."""
+        import libvirt
+        if event != libvirt.VIR_DOMAIN_EVENT_SUSPENDED or \
+                detail != libvirt.VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED:
+            return
+        threading.Thread(target=self.stopped, args=(dom.UUIDString(),
+                                                    dom.name()),
+                         daemon=True).start()
+
+    def stopped(self, uuid, name):
+        with self.lock:
+            c = self.clients.get(uuid)
+        try:
+            (c or self.client()).call(
+                'POST', '/v1/migrations/%s/stopped' % uuid,
+                {'host': self.host})
+        except Exception as e:      # the guest's first frame activates
+            LOG.warning('saying guest %s stopped to leave failed: %s',
+                        name, e)
+            return
+        LOG.info('guest %s (%s) stopped to leave: said', name, uuid)
 
     def say_again(self, now=None):
         """Say each unsettled report again, every RETRY_EVERY seconds,
@@ -197,13 +234,15 @@ class Agent:
         now = time.monotonic()
         with self.lock:
             self.unsettled[uuid] = [doc, dom.name(), now, now]
+            self.clients[uuid] = self.client()
         self._post(uuid, dom.name(), doc, self.post_retries)
 
     def _post(self, uuid, name, doc, attempts):
         for attempt in range(attempts):
             try:
-                r = self.client().call('POST',
-                                       '/v1/migrations/departures', doc)
+                with self.lock:
+                    c = self.clients.get(uuid) or self.client()
+                r = c.call('POST', '/v1/migrations/departures', doc)
             except Exception as e:          # CliError, or worse: say why
                 LOG.warning('reporting guest %s leaving failed (%d/%d): %s',
                             name, attempt + 1, attempts, e)
@@ -281,6 +320,8 @@ def main(argv=None):
     conn.domainEventRegisterAny(
         None, libvirt.VIR_DOMAIN_EVENT_ID_MIGRATION_ITERATION,
         agent.on_iteration, None)
+    conn.domainEventRegisterAny(
+        None, libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, agent.on_lifecycle, None)
 
     def events():
         while True:

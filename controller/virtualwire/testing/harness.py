@@ -239,7 +239,7 @@ class Harness:
     def __init__(self, intent=None, runtime=None, fabric=None,
                  move_timeout=900.0, require_identity=False, active=True,
                  hold=False, hold_frames=512, hold_bytes=1 << 20,
-                 hold_rate=5000, strict=False):
+                 hold_rate=5000, strict=False, activate_at_stop=False):
         self.now = 1000.0
         self.loop = Loop('test')
         self.intent = intent or MemoryIntent()
@@ -252,7 +252,8 @@ class Harness:
                               active=active, hold=hold,
                               hold_frames=hold_frames,
                               hold_bytes=hold_bytes, hold_rate=hold_rate,
-                              strict=strict)
+                              strict=strict,
+                              activate_at_stop=activate_at_stop)
         self.require_identity = require_identity
         self.intent.placements.on_change = lambda ch: self.loop.post(
             self.ctl.on_words, ch)
