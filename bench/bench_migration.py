@@ -1,5 +1,6 @@
-"""Network-added outage of live migration, VirtualWire (plain, and with
-held frames) and OVN side by side.
+"""Network-added outage of live migration, VirtualWire (at its defaults:
+activation at the source's STOP, no held frames; and with held frames)
+and OVN side by side.
 
 One lab, the same three hosts, the same libvirtd, the same guest image:
 VirtualWire's guest is plugged into br-int (wired by our controller), OVN's
@@ -26,6 +27,10 @@ probe (SCHED_FIFO, paced by its clock), and the same analysis
   second holes  loss runs after the main one (a later step re-breaking the
             path, e.g. a cleanup), duplicates
 
+  held echo  RESUME to the first echo of a datagram sent during the
+            pause (it reached the guest once it ran: the first held frame
+            handed to the guest, plus its answer's way back)
+
   towards the guest  datagrams lost on the way in per move (the echo
             responder's counter), reordered; for VirtualWire with held
             frames (a third guest whose hosts' hooks ask for them, the
@@ -49,7 +54,7 @@ from common import Api, write_result                          # noqa: E402
 from migration_evidence import (activated_at, controller_log,   # noqa: E402
                                 hole_cause, last_record, tap_deleted_at,
                                 taps_by_nic)
-from migration_report import fmt, report                     # noqa: E402
+from migration_report import fmt, goals, report              # noqa: E402
 from migration_systems import (console_marks, crashed_late,     # noqa: E402
                                realtime, setup)
 
@@ -197,8 +202,9 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
                            for key, n in caps.overruns().items()}
         row['tunnel_dips_ms_from_stop'] = {n: d for n, d in dips.items() if d}
         row['lost_on_the_way_back'] = r['lost_on_the_way_back']
-        line.append('%s: lost %d (in %d) added %s net %s frame %s->dlv %s%s%s%s' % (
+        line.append('%s: lost %d (in %d) added %s net %s echo %s frame %s->dlv %s%s%s%s' % (
             k, r['lost'], r['lost_on_the_way_in'], fmt(row['added_ms']), fmt(edges['network_ms']),
+            fmt(row['first_held_echo_ms']),
             fmt(row['first_frame'] and row['first_frame']['ms_after_resume']),
             fmt(edges['first_frame_to_delivery_ms']) + (
                 ' (ctl %s)' % fmt(row['controller_ms_after_frame'])
@@ -283,6 +289,9 @@ def main():
         ovn = Ovn(lab)
         ovn.start()
         systems = setup(lab, api, ovn, held=not args.no_held)
+        defaults = {x['name']: x['value'] for x in api.call(
+            'GET', '/v1/settings')['settings']
+            if x['name'] in ('hold', 'activate-at-stop')}
         if args.realtime:
             realtime(lab)
         capdir = tempfile.mkdtemp(prefix='vw-bench-mig-')
@@ -308,11 +317,13 @@ def main():
             i += 1
         doc = report(systems)
         held_summary(systems, doc)
+        goals(doc)
         doc.update({'migrations_per_system': args.migrations,
                     'rate_hz': RATE, 'downtime_limit_ms': args.downtime_ms,
                     'probe': 'udp-echo 1 kHz, SCHED_FIFO, clock-paced',
                     'ovs_nice': args.ovs_nice, 'realtime': args.realtime,
                     'placement': args.placement,
+                    'controller_settings': defaults,
                     'captures': capdir if args.keep_captures else None})
         write_result(args.result, doc)
 

@@ -2,6 +2,9 @@
 writes, both systems side by side, with the ratios."""
 from vwlab import outage
 
+AT_MOST_MS, AFTER_RESUME_MS = 5.0, 2.0      # issue 42's bar
+
+
 def fmt(v):
     return '-' if v is None else '%.1f' % v
 
@@ -59,6 +62,10 @@ def report(systems):
             k: {m: _ratio(doc['ovn'][k]['added_ms'][m],
                           doc['held'][k]['added_ms'][m])
                 for m in ('p50', 'p90', 'max')} for k in systems[0].rows}
+    _pairs(systems, doc, '\nRESUME to the first echo of a datagram sent '
+           'during the pause (the first held frame handed to the guest, '
+           'and its answer back), ms p50/p90/max | the pause',
+           'first_held_echo_ms', 'pause_ms')
     for k, sm in doc['virtualwire'].items():
         c = sm.get('controller_ms_after_frame')
         if c:
@@ -68,6 +75,49 @@ def report(systems):
                   'cleanup follows after the settle time)'
                   % (k, c['p50'], c['p90'], c['max']))
     return doc
+
+
+def lost_in_pause(row):
+    """(lost sent during the pause, lost sent after RESUME) of one row,
+    from its lost runs (ms from STOP)."""
+    pause = row['pause_ms']
+    during = sum(n for n, a, _b in row.get('lost_runs_ms_from_stop', [])
+                 if 0 <= a <= pause)
+    after = sum(n for n, a, _b in row.get('lost_runs_ms_from_stop', [])
+                if a > pause)
+    return during, after
+
+
+def goals(doc):
+    """Issue 42's bar on this run, ours (the controller's defaults) against
+    OVN's, end by end: added outage at or below OVN's at p50, p90 and
+    max; max under AT_MOST_MS; lost after RESUME under AFTER_RESUME_MS at
+    most; no duplicate; nothing sent during the pause lost (held frames:
+    what reached the destination is delivered). Printed and returned."""
+    out = {}
+    for k, vw in doc['virtualwire'].items():
+        ov = doc['ovn'][k]
+        a, b = vw['added_ms'], ov['added_ms']
+        after = vw['added_after_resume_ms']
+        rows = [r for r in vw['rows'] if not r['guest_crashed']]
+        losses = [lost_in_pause(r) for r in rows]
+        g = {'added_%s_at_or_below_ovn' % m: None not in (a[m], b[m]) and
+             a[m] <= b[m] for m in ('p50', 'p90', 'max')}
+        g['added_max_under_%gms' % AT_MOST_MS] = a['max'] is not None and \
+            a['max'] < AT_MOST_MS
+        g['after_resume_max_under_%gms' % AFTER_RESUME_MS] = \
+            (after['max'] or 0.0) < AFTER_RESUME_MS
+        g['no_duplicates'] = vw['duplicates'] == 0
+        g['moves_losing_in_the_pause'] = sum(1 for d, _a in losses if d)
+        g['moves_losing_after_resume'] = sum(1 for _d, x in losses if x)
+        g['met'] = all(v is True for v in g.values() if isinstance(v, bool)) \
+            and not g['moves_losing_in_the_pause'] and \
+            not g['moves_losing_after_resume']
+        out[k] = g
+        print('issue 42, %s end: %s' % (k, ', '.join(
+            '%s %s' % (n, v) for n, v in g.items())))
+    doc['goals'] = out
+    return out
 
 
 def _pairs(systems, doc, title, left, right):

@@ -112,7 +112,7 @@ def build_parser():
                         'has not placed takes it (a compromised hypervisor '
                         'takes any such wire: labs only) (default: '
                         '%%(default)s)' % shared_settings.TRUST_HOSTS)
-    p.add_argument('--hold', choices=('on', 'off'), default='on',
+    p.add_argument('--hold', choices=('on', 'off'), default='off',
                    help="for live migrations that do not say (the hook's "
                         "'hold'): keep the frames a moving vNIC's "
                         'destination gets while its guest is paused, here, '
@@ -134,7 +134,7 @@ def build_parser():
                         '(its destination drops them, as with --hold off; '
                         'the record says so); 0: no limit (default: '
                         '%(default)s)')
-    p.add_argument('--activate-at-stop', choices=('on', 'off'), default='on',
+    p.add_argument('--activate-at-stop', choices=('on', 'off'), default='off',
                    help="switch a moving vNIC's delivery to its destination "
                         "as soon as its source host's vw-host-agent says "
                         'libvirt paused the guest there for the last copy '

@@ -19,6 +19,8 @@ ECHO = struct.Struct('!QQ')     # our sequence, the responder's rx counter
 # s between two sends that counts as a silence: at 1 kHz, over 2 ms means
 # at least one datagram was not sent when due (vwlab.outage.PROBE_GAP).
 SEND_GAP = 0.002
+LATE_ECHO = 0.005       # s from send to echo that marks one held back
+LATE_KEPT = 5000        # of them, at most (a report stays small)
 
 
 def echo_report(sent_at, echoes):
@@ -48,6 +50,14 @@ def echo_report(sent_at, echoes):
     by_seq = sorted(seen)
     reordered = [q for p, q in zip(by_seq, by_seq[1:]) if seen[q] < seen[p]]
     missing = [q for q in sorted(sent_at) if q not in seen]
+    # Echoes that came back LATE_ECHO or more after their datagram left:
+    # those sent while a guest was paused and delivered when it ran again
+    # (what a migration's judge reads the first held delivery from).
+    first_echo: dict = {}
+    for seq, _ctr, t in echoes:
+        first_echo.setdefault(seq, t)
+    late = [[q, round(t, 6)] for q, t in sorted(first_echo.items())
+            if q in sent_at and t - sent_at[q] >= LATE_ECHO][:LATE_KEPT]
     # Where the sender itself fell silent (not scheduled): a stream that
     # sent nothing during a guest's pause cannot have lost anything in it.
     times = [sent_at[q] for q in sorted(sent_at)]
@@ -74,6 +84,7 @@ def echo_report(sent_at, echoes):
             # Each lost datagram with its send time, for loss audits.
             'lost_sent_at': [[q, sent_at[q]] for q in missing],
             'send_gaps': send_gaps,
+            'late_echoes': late,
             # Every datagram's send time, by sequence number.
             'sent_times': [round(t, 6) for t in times]}
 

@@ -206,7 +206,19 @@ def judge(report, window, rate, edges=None):
             'probed': check['probed'], 'unprobed_why': check['why'],
             'stop_gap_ms': check['stop_gap_ms'],
             'resume_gap_ms': check['resume_gap_ms'],
+            'first_held_echo_ms': first_held_echo(report, stop, resume),
             'capture': edges or {}}
+
+
+def first_held_echo(report, stop, resume):
+    """ms from RESUME to the first echo of a datagram sent while the
+    guest was paused (it was held somewhere and reached the guest once it
+    ran: the network's delivery plus the guest's answer and its way
+    back), or None if none sent then came back."""
+    sent = report.get('sent_times') or []
+    ts = [t for q, t in report.get('late_echoes') or []
+          if q < len(sent) and stop <= sent[q] <= resume]
+    return round((min(ts) - resume) * 1000, 2) if ts else None
 
 
 def _pct(values, p):
@@ -251,6 +263,8 @@ def summarise(rows):
             r['capture'].get('first_frame_to_delivery_ms') for r in rows]),
         'dropped_after_frame_ms': dist([
             r['capture'].get('dropped_after_frame_ms') for r in rows]),
+        'first_held_echo_ms': dist([r.get('first_held_echo_ms')
+                                    for r in rows]),
         'switch_latency_ms': dist([
             r['capture'].get('switch_latency_ms') for r in rows]),
         'duplicates': sum(r['duplicates'] for r in rows),

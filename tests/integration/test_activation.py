@@ -7,7 +7,6 @@ import uuid
 
 from vwtest import seq, wait_until
 from vwtest import switchover
-from vwtest.shared_setting import setting
 from vwtest.migration import MARGIN, migrate_bg, probe_report
 from vwlab import guest_crash, outage
 from vwlab.guest_crash import check_guest
@@ -24,12 +23,8 @@ def test_a_guest_that_announces_nothing_is_activated_by_its_first_frame(
     guest-announce request: announce-rounds=0, as a QEMU build whose
     announce sent nothing did); the guest's own data (a 1 kHz beacon)
     is its first frame there and activates it in the switch: losses only
-    from STOP to that frame (plus margin), none duplicated. Activation at
-    the source's STOP off (the default activates before the guest runs
-    there, whatever it sends: test_held_frame_switchover); held frames
-    off too, the path this judges."""
-    with setting(api, 'activate-at-stop', 'off'), setting(api, 'hold', 'off'):
-        guest_retry.run(lambda d: _announces_nothing(lab, api, str(d)))
+    from STOP to that frame (plus margin), none duplicated."""
+    guest_retry.run(lambda d: _announces_nothing(lab, api, str(d)))
 
 
 def _announces_nothing(lab, api, tmp_path):

@@ -2,28 +2,16 @@
 itself (its learn action), with the controller stopped; the controller's
 cleanup follows after its settle time. Namespace VMs, no QEMU: the switch
 and the controller are what is under test (bench/bench_activation.py
-measures the same path). With --hold off, the behaviour before held
-frames became the default, still selectable: with them (the default)
-the switch hands the moving vNIC's frames to the controller until its
-bundle, so a stopped controller would hold them all."""
+measures the same path)."""
 import json
 import signal
 import subprocess
 import sys
 import time
 
-import pytest
-
 from vwtest import seq, wait_until
-from vwtest.shared_setting import setting
 
 PORT = 9000
-
-
-@pytest.fixture
-def not_holding(api):
-    with setting(api, 'hold', 'off'):
-        yield
 
 
 def _arrival(vm, *args):
@@ -31,8 +19,7 @@ def _arrival(vm, *args):
             'vwlab.arrival'] + [str(a) for a in args]
 
 
-def test_the_destination_switches_over_on_its_own_learn(lab, api,
-                                                        not_holding):
+def test_the_destination_switches_over_on_its_own_learn(lab, api):
     h1, h2, h3 = lab.hosts
     n = next(seq)
     mac = '52:54:00:ad:%02x:01' % (n & 255)
@@ -102,8 +89,7 @@ def test_the_destination_switches_over_on_its_own_learn(lab, api,
                 h.remove_vm(vm)
 
 
-def test_one_vnics_first_frame_switches_its_whole_guest_over(lab, api,
-                                                            not_holding):
+def test_one_vnics_first_frame_switches_its_whole_guest_over(lab, api):
     """A guest with two vNICs moves; with the controller stopped, the RARP
     on one vNIC alone makes the destination deliver on both (the guest
     runs there), in the same revalidation: no second vNIC waiting for its

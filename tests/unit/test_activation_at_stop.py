@@ -143,3 +143,24 @@ def test_copies_still_on_their_way_at_the_stop_count_before_the_cut():
     assert [f[14:] for _, _, f in outs] == [_datagram(8), _datagram(9)]
     [m] = h.call(h.ctl.views.migration_views)
     assert m['held']['g']['read_on_source'] == 8
+
+
+def test_a_holding_destination_learns_delivery_itself_if_no_stop_is_said():
+    """With activation at STOP the switch keeps its own learn as the
+    fallback: the guest's first frame there switches delivery with no
+    controller (stopped, unreachable), as without held frames; a move
+    activated by it says its held frames came behind newer ones."""
+    h, vm = _moving(hold=True)
+    flows = h.fabric.switches['h2'].flows()
+    assert any('learn' in str(f.actions) for f in flows)
+    h.send('h3', 5, payload=_datagram(1))
+    h.send('h2', 2, payload=b'\0' * 28, eth_type=0x8035)
+    [m] = h.call(h.ctl.views.migration_views)
+    assert m['activated_by'] == {'g': 'rarp'}
+    assert m['held']['g']['after_switch_learned'] is True
+
+
+def test_without_activation_at_stop_only_the_controller_switches():
+    h, _vm = _moving(hold=True, activate_at_stop=False)
+    flows = h.fabric.switches['h2'].flows()
+    assert not any('learn' in str(f.actions) for f in flows)

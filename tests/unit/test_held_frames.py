@@ -40,6 +40,26 @@ def test_a_guest_that_read_everything_gets_only_what_came_after():
     assert r.frames == [frame(50), frame(51)] and r.read_on_source == 50
 
 
+def test_unread_frames_still_on_their_way_here_are_pending_not_all_held():
+    """Activated at STOP, the destination's copies of the last frames
+    (a longer path: extenders) have not arrived yet: what is held after
+    the last frame the guest read goes, the rest follows as it comes. (It
+    once delivered the whole ring: 512 duplicates.)"""
+    hf, reads = moving(100, read=96)
+    for n in range(100, 104):            # copied on the source ...
+        hf.copied(frame(n)[:COPY_LEN])
+    r = hf.release(reads + 2)            # ... two of them read there
+    assert r.frames == [frame(n) for n in range(98, 100)]
+    assert (r.aligned, r.read_on_source, r.pending, r.skipped) == \
+        (True, 98, 4, 0)
+    # None held after the last read: nothing goes now, none twice.
+    hf, reads = moving(100, read=100)
+    for n in range(100, 103):
+        hf.copied(frame(n)[:COPY_LEN])
+    r = hf.release(reads)
+    assert (r.frames, r.aligned, r.pending) == ([], True, 3)
+
+
 def test_a_poll_while_the_guest_lagged_does_not_lower_the_base():
     hf, reads = moving(40, read=30, lagging_polls=(5, 12))
     assert hf.base == 1000
@@ -258,3 +278,32 @@ def test_a_stall_that_overflowed_the_tap_long_before_stop_costs_nothing():
     assert max(tap.read_ids) == 39
     assert r.frames == [frame(n) for n in range(40, 46)]
     assert (r.source_dropped, r.drops_placed, r.drops_unplaced) == (8, 6, 0)
+
+
+def test_a_ring_behind_the_copies_delivers_nothing_the_guest_read():
+    """The destination's frames reach us later than the source's copies
+    (another connection, a slower path): at the cut the ring holds only
+    frames the guest read. None goes; late ones it read are dropped, the
+    one it did not read is not."""
+    hf, reads = moving(100, read=100)
+    for n in range(100, 104):            # copied, not held yet
+        hf.copied(frame(n)[:COPY_LEN])
+    r = hf.release(reads + 3)            # the guest read 102 of them
+    assert (r.frames, r.aligned, r.read_on_source, r.pending) == \
+        ([], True, 100, 1)
+    assert [hf.late_read(frame(n)) for n in range(100, 104)] == \
+        [True, True, True, False]
+    assert not hf.late_read(frame(100))  # each once
+
+
+def test_without_a_count_after_stop_only_what_came_after_it_goes():
+    """Activated at STOP, the source's count never came: the frames held
+    since the STOP was said go (the guest had stopped reading), none
+    before (some of those it read): nothing twice."""
+    hf, _reads = moving(100, read=90)
+    hf.mark_stop()
+    for n in range(100, 105):
+        hf.hold(frame(n))
+    r = hf.release_from_stop()
+    assert r.frames == [frame(n) for n in range(100, 105)]
+    assert (r.held, r.read_on_source, r.aligned) == (105, 100, False)

@@ -26,6 +26,7 @@ from typing import Dict, List, Optional, Tuple
 
 from virtualwire.control.shared import Shared
 from virtualwire.core import ids
+from virtualwire.core.frames import SOURCE_STOPPED
 from virtualwire.core.held_frames import (DEFAULT_BYTES, DEFAULT_FRAMES,
                                           DEFAULT_RATE, HeldFrames)
 from virtualwire.southbound import openflow
@@ -49,7 +50,8 @@ class Holding:
         self.shared = shared
         self.stats = shared.stats
         self.stats.update(held_delivered=0, held_evicted=0, held_late=0,
-                          held_late_dropped=0, held_abandoned=0)
+                          held_late_dropped=0, held_abandoned=0,
+                          held_late_read=0)
         self.hold_frames, self.hold_bytes = frames, max_bytes  # per vNIC
         self.hold_rate = rate          # frames/s; above, holding stops
         self.holding: Dict[str, HeldFrames] = {}   # vNIC -> held frames
@@ -63,6 +65,9 @@ class Holding:
         # vNIC -> (host, port) delivered
         self.released: Dict[str, Tuple[str, int]] = {}
         self.late: Dict[str, int] = {}   # vNIC -> frames delivered late
+        # vNIC -> its released frames, while late ones may be some the
+        # guest read already (core.held_frames.HeldFrames.late_read)
+        self.filters: Dict[str, HeldFrames] = {}
         # Anything for poll_held to do: its timer posts nothing otherwise.
         self.polls_wanted = False
 
@@ -140,6 +145,10 @@ class Holding:
             # Not decided yet: it is held like the others.
             self.holding[vnic].hold(frame)
             return
+        f = self.filters.get(vnic)
+        if f is not None and f.late_read(frame):
+            self.stats['held_late_read'] += 1      # read on the source
+            return
         self.stats['held_late'] += 1
         self.late[vnic] = self.late.get(vnic, 0) + 1
         if self.releases.get(host):
@@ -168,6 +177,7 @@ class Holding:
         for v in list(self.released):
             if v not in moves and self._in_place(self.released[v][0]):
                 del self.released[v]
+                self.filters.pop(v, None)
         for v, mv in moves.items():
             if not mv.activated and self.tables.holds(v) and \
                     not self._too_fast(v):
@@ -255,6 +265,8 @@ class Holding:
             return
         mv = self.tables.placement.moves.get(vnic)
         source = mv.source if mv is not None else None
+        if self._trigger(vnic) == SOURCE_STOPPED:
+            self.holding[vnic].mark_stop()
         self.awaiting_reads[vnic] = (self.shared.clock(), host)
         self._read_source(vnic, source, lambda reads, why: self._release(
             vnic, host, reads, why))
@@ -266,24 +278,45 @@ class Holding:
         port = self.tables.placement.claims.get(vnic, {}).get(host)
         if hf is None or port is None:
             return
-        if reads is None and hf.last_reads is not None:
+        if reads is None and hf.stop_mark is not None:
+            # Activated at the source's STOP and the source did not count
+            # in time (a busy switch: 6.5 s once, under two TCG guests
+            # leaving it): its last poll came before STOP, and a cut from
+            # it would deliver frames the guest read. What came after the
+            # STOP was said goes; the few unread before it are withheld.
+            r = hf.release_from_stop()
+            why = 'from STOP (%s)' % why
+        elif reads is None and hf.last_reads is not None:
             # The source is gone (its QEMU quit, a last-resort activation)
             # or slow: its last poll, taken after STOP unless the guest
             # stopped within the last POLL (then a few frames it read go
             # again).
             reads, why = hf.last_reads, 'last-poll (%s)' % why
-        r = hf.release(reads)
+            r = hf.release(reads)
+        else:
+            r = hf.release(reads)
+        if hf.read_after_ring:
+            self.filters[vnic] = hf
         self.releases.setdefault(host, []).extend(
             (port, f) for f in r.frames)
         self.released[vnic] = (host, port)
         self.stats['held_delivered'] += len(r.frames)
         self.stats['held_evicted'] += r.evicted
         view = dict(r.view(), source_reads=why)
+        if self.tables.learn_held and self._trigger(vnic) != SOURCE_STOPPED:
+            # The source's STOP was not said: the switch learned delivery
+            # on the guest's first frame, so these come behind newer ones.
+            view['after_switch_learned'] = True
         LOG.info('vNIC %s: delivering %d held frames on %s (%s)', vnic,
                  len(r.frames), host, ', '.join(
                      '%s %s' % (k, v) for k, v in sorted(view.items())))
         m = self.shared.migrations.held_released(vnic, view)
         self._record(m)
+
+    def _trigger(self, vnic):
+        m = next((m for m in self.shared.migrations.active.values()
+                  if vnic in m.vnics), None)
+        return m.activated_by.get(vnic) if m is not None else None
 
     def awaiting_source(self) -> bool:
         """Does the sync wait for a source's reads? Not past READ_WAIT

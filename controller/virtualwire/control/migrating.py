@@ -50,6 +50,17 @@ class Moves:
         return self.shared.tables
 
     @property
+    def activate_at_stop(self) -> bool:
+        """Moves activate at the source's STOP (source_stopped); holding
+        destinations then keep the switch's own learn as the fallback,
+        for when this controller cannot act (pipeline.wire)."""
+        return self.tables.learn_held
+
+    @activate_at_stop.setter
+    def activate_at_stop(self, on: bool):
+        self.tables.learn_held = on
+
+    @property
     def migrations(self):
         return self.shared.migrations
 

@@ -32,6 +32,14 @@ the previous poll's; those of every poll interval wholly before the cut
 move it on by their number (`drops_placed`), and count in the base's
 bound too.
 
+Activated at the source's STOP (control.migrating.source_stopped), the
+cut is taken while the last frames may still be on their way to the
+destination, or still in its connection to us: the copies and the held
+frames come by different paths. Unread frames not held yet at the cut
+are `pending`, delivered as they come; if the ring holds nothing the
+guest did not read, none goes, and those it read still to come are
+dropped as they arrive (`late_read`), never delivered twice.
+
 What it protects against: a frame the guest read on its source delivered
 again (a duplicate), a frame it never read lost (unless the ring's bound
 evicted it, or it never reached the destination: both counted). What it
@@ -83,6 +91,9 @@ class Release:
     # cannot tell (see the module's docstring).
     drops_placed: int = 0
     drops_unplaced: int = 0
+    # Unread frames not held yet at the cut, though the last read one is:
+    # on their way to the destination still (delivered as they come).
+    pending: int = 0
 
     def view(self):
         return {'delivered': len(self.frames), 'held': self.held,
@@ -91,7 +102,8 @@ class Release:
                 'aligned': self.aligned, 'stop_window': self.stop_window,
                 'source_dropped': self.source_dropped,
                 'drops_placed': self.drops_placed,
-                'drops_unplaced': self.drops_unplaced}
+                'drops_unplaced': self.drops_unplaced,
+                'pending': self.pending}
 
 
 @dataclass
@@ -121,8 +133,45 @@ class HeldFrames:
     # saw drops.
     drop_marks: List[Tuple[int, int, int]] = field(default_factory=list)
     drops_marked: int = 0
+    # Digests of frames the guest read that the ring did not hold yet at
+    # the release (see _cut_at), with their counts.
+    read_after_ring: Dict[bytes, int] = field(default_factory=dict)
+    n_held: int = 0                  # frames ever offered to the ring
+    stop_mark: Optional[int] = None  # n_held when the STOP was said
+
+    def late_read(self, frame: bytes) -> bool:
+        """After a release that found the ring behind the copies: is this
+        frame, reaching the destination late, one the guest read on its
+        source? (Each such digest answers yes once.)"""
+        d = digest(frame)
+        if self.read_after_ring.get(d, 0) <= 0:
+            return False
+        self.read_after_ring[d] -= 1
+        return True
+
+    def _copy_index(self, d: bytes) -> Optional[int]:
+        for i, dd in reversed(self.copies):
+            if dd == d:
+                return i
+        return None
+
+    def mark_stop(self) -> None:
+        """The source said its guest stopped (QEMU's STOP): every frame
+        held from now on is one the guest never read there."""
+        if self.stop_mark is None:
+            self.stop_mark = self.n_held
+
+    def release_from_stop(self) -> Release:
+        """No read count from the source came in time: what was held
+        since its STOP was said (none of it read there, none twice); the
+        unread ones held before are not known, so withheld."""
+        frames = [f for _, f in self.ring]
+        first = self.n_held - len(frames)
+        start = max(0, (self.stop_mark or 0) - first)
+        return Release(frames[start:], len(frames), start, 0, 0, False)
 
     def hold(self, frame: bytes) -> None:
+        self.n_held += 1
         if len(frame) > self.max_bytes:
             self.evicted += 1
             return
@@ -248,10 +297,33 @@ class HeldFrames:
                 # evicted them, or they never reached the destination; and
                 # any after it missing among the delivered did not either.
                 evicted = min(k + lost_from_copies, self.evicted)
-                gaps = sum(1 for _, dd in unread[k + 1:]
-                           if find(dd, at) is None)
+                missing = [find(dd, at) is None for _, dd in unread[k + 1:]]
+                # Those missing after the last one held are still on their
+                # way here (pending); those between, lost on the way.
+                pending = len(missing) - (max(
+                    (j + 1 for j, m in enumerate(missing) if not m),
+                    default=0))
+                gaps = sum(missing) - pending
                 return Release(frames[at:], held, at, evicted,
-                               k + lost_from_copies - evicted + gaps, True)
+                               k + lost_from_copies - evicted + gaps, True,
+                               pending=pending)
+        if after is not None:
+            # The last frame the guest read is held, none it never read is
+            # yet: they are still on their way here (a longer path than
+            # the source's, e.g. through extenders, and a move activated
+            # at STOP). Everything held after it goes; they follow as they
+            # come, 'late'.
+            return Release(frames[start:], held, start, 0, 0, True,
+                           pending=len(unread))
+        newest = self._copy_index(self.ring[-1][0]) if self.ring else None
+        if newest is not None and newest < cut:
+            # The ring lags the copies (its frames came by a slower path
+            # or connection): the guest read all it holds and more. None
+            # goes now; of those still to come, the ones it read are
+            # dropped (`late_read`), the rest delivered as they come.
+            self.read_after_ring = collections.Counter(
+                d for i, d in self.copies if newest < i < cut)
+            return Release([], held, held, 0, 0, True, pending=len(unread))
         evicted = min(len(unread) + lost_from_copies, self.evicted)
         return Release(frames, held, 0, evicted,
                        len(unread) + lost_from_copies - evicted, False)

@@ -46,6 +46,9 @@ class IncrementalTables:
         # default, or as their migration asked (vNIC -> True/False).
         self.hold = False
         self.hold_by_vnic: Dict[str, bool] = {}
+        # Holding destinations keep the switch's learn as a fallback
+        # (pipeline.wire.wire_flows): set while moves activate at STOP.
+        self.learn_held = False
         # Provider switches (core.switches) by name, and the (host, flows)
         # each one's own tables hold there now.
         self.switches: Dict[str, ProviderSwitch] = {}
@@ -267,7 +270,8 @@ class IncrementalTables:
                                       self.placement.moves, self.hosts,
                                       self.switches)
         out = wire_flows(wire, self.hosts, loc, shadows,
-                         any(self.holds(v) for v in shadows))
+                         any(self.holds(v) for v in shadows),
+                         self.learn_held)
         ends = {x.host for x in loc.values()} | \
             {x.host for x in shadows.values()}
         self._place(cid, ends | set(out))

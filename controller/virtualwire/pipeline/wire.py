@@ -186,7 +186,7 @@ class _Builder:
 
 
 def wire_flows(wire, hosts, locations, shadows=None,
-               hold=False) -> Dict[str, Set[Flow]]:
+               hold=False, learn_held=False) -> Dict[str, Set[Flow]]:
     """Flows one wire needs, per host name. Empty while pending.
 
     `shadows` (vNIC -> Location) holds not yet activated destinations of
@@ -205,7 +205,11 @@ def wire_flows(wire, hosts, locations, shadows=None,
     keeps them; the source switch copies (short) what it hands the guest;
     and the guest's first frame only reaches the controller, which
     delivers the frames the guest never read, then the flows
-    (`control.holding`).
+    (`control.holding`). With `learn_held` as well the destination still
+    learns delivery on the guest's first frame: the controller normally
+    activates the move before (at the source's STOP), and if it cannot
+    (stopped, unreachable) the guest is reached without it, as without
+    held frames.
     If both ends move at once, or the hosts have no path, the wire
     keeps its plain flows (it switches when a source port leaves)."""
     state = wire_state(wire, hosts, locations)
@@ -230,7 +234,9 @@ def wire_flows(wire, hosts, locations, shadows=None,
             b.direction(v, dst, [far])
             mv, fl = b.letter[v], b.letter[fe]
             learn = []
-            if not hold:       # with held frames the controller switches
+            # With held frames the controller switches, unless told to
+            # leave the switch's own learn as the fallback.
+            if not hold or learn_held:
                 learned = (ends.kind_of(far).ingress_match(far)
                            if far.host == dst.host else
                            b.ingress(dst.host, far.host))
