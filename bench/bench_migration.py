@@ -39,6 +39,7 @@ probe (SCHED_FIFO, paced by its clock), and the same analysis
 
     python bench/bench_migration.py [--migrations 20] [--downtime-ms 50]
                                     [--no-held] [--placement strict]
+                                    [--activate-at-stop on]
 """
 import argparse
 import json
@@ -270,6 +271,10 @@ def main():
     ap.add_argument('--no-held', action='store_true',
                     help='leave out the third system, VirtualWire with '
                          'held frames (its hosts\' hooks ask for them)')
+    ap.add_argument('--activate-at-stop', choices=('on', 'off'),
+                    default='off',
+                    help="the controller's --activate-at-stop (default: "
+                         '%(default)s, its own default)')
     ap.add_argument('--placement', default='strict',
                     choices=('strict', 'insecure-trust-hosts'),
                     help="the controller's placement (default: %(default)s, "
@@ -279,7 +284,8 @@ def main():
     args = ap.parse_args()
     with Lab(3, libvirt=True, ovs_nice=args.ovs_nice,
              placement=args.placement) as lab:
-        lab.start_controller()
+        lab.start_controller(extra=['--activate-at-stop',
+                                    args.activate_at_stop])
         api = Api(lab)
         api.wait_hosts(3)
         # Every datapath flow change logged: second holes are matched to
