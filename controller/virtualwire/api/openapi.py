@@ -204,42 +204,14 @@ def _document():
                          'responses': {'200': _ok({'type': 'object'}),
                                        '400': _ERR, '401': _ERR, '403': _ERR,
                                        '413': _ERR, '422': _ERR}}},
-            '/v1/migrations/{vm_uuid}/released': {
-                'parameters': [{'name': 'vm_uuid', 'in': 'path',
-                                'required': True,
-                                'schema': {'type': 'string',
-                                           'format': 'uuid'}}],
-                'post': {'summary': "The guest left a host (libvirt hook, "
-                                    "'release end'): completes or aborts "
-                                    'its migration',
-                         'requestBody': {'required': True, 'content': {
-                             'application/json': {'schema': {
-                                 'type': 'object', 'required': ['host'],
-                                 'additionalProperties': False,
-                                 'properties': {'host': {
-                                     'type': 'string'}}}}}},
-                         'responses': {'200': _ok({'type': 'object'}),
-                                       '400': _ERR, '401': _ERR, '404': _ERR,
-                                       '413': _ERR, '422': _ERR}}},
-            '/v1/migrations/{vm_uuid}/stopped': {
-                'parameters': [{'name': 'vm_uuid', 'in': 'path',
-                                'required': True,
-                                'schema': {'type': 'string',
-                                           'format': 'uuid'}}],
-                'post': {'summary': "Libvirt paused the guest on its source "
-                                    'for the last copy (vw-host-agent): its '
-                                    'vNICs are delivered on the destination '
-                                    'from now (--activate-at-stop)',
-                         'requestBody': {'required': True, 'content': {
-                             'application/json': {'schema': {
-                                 'type': 'object', 'required': ['host'],
-                                 'additionalProperties': False,
-                                 'properties': {'host': {
-                                     'type': 'string'}}}}}},
-                         'responses': {'200': _ok({'type': 'object'}),
-                                       '400': _ERR, '401': _ERR, '403': _ERR,
-                                       '404': _ERR, '409': _ERR, '413': _ERR,
-                                       '422': _ERR, '503': _ERR}}},
+            '/v1/migrations/{vm_uuid}/released': _guest_host_word(
+                "The guest left a host (libvirt hook, 'release end'): "
+                'completes or aborts its migration', ('404',)),
+            '/v1/migrations/{vm_uuid}/stopped': _guest_host_word(
+                'Libvirt paused the guest on its source for the last copy '
+                '(vw-host-agent): its vNICs are delivered on the '
+                'destination from now (--activate-at-stop)',
+                ('403', '404', '409', '503')),
             **_extender_paths(),
         },
         'components': {
@@ -438,6 +410,22 @@ def _document():
 
 
 _NAME = {'type': 'string', 'minLength': 1, 'maxLength': 64}
+
+
+def _guest_host_word(summary, refusals):
+    """A host's word on a migrating guest, `POST {"host": name}`."""
+    return {
+        'parameters': [{'name': 'vm_uuid', 'in': 'path', 'required': True,
+                        'schema': {'type': 'string', 'format': 'uuid'}}],
+        'post': {'summary': summary,
+                 'requestBody': {'required': True, 'content': {
+                     'application/json': {'schema': {
+                         'type': 'object', 'required': ['host'],
+                         'additionalProperties': False,
+                         'properties': {'host': {'type': 'string'}}}}}},
+                 'responses': dict({'200': _ok({'type': 'object'})}, **{
+                     c: _ERR for c in sorted(('400', '401', '413', '422') +
+                                             tuple(refusals))})}}
 
 
 def _extender_paths():

@@ -163,10 +163,7 @@ class Moves:
     def migration_released(self, vm_uuid, host):
         """A host's hook: the guest left `host`."""
         self.shared.loop.assert_owner()
-        vm_uuid = parse_vm_uuid(vm_uuid)
-        if not self.migrations.known(vm_uuid):
-            raise errors.NotFound('no migration of guest %s is known'
-                                  % vm_uuid)
+        vm_uuid = self._known(vm_uuid)
         m = self.migrations.leaving_source(vm_uuid, host)
         if m is not None:
             # The guest left its source: it runs on the destination even if
@@ -201,10 +198,7 @@ class Moves:
         A lie (the guest still runs) can come only from the guest's own
         source, which can starve it anyway."""
         self.shared.loop.assert_owner()
-        vm_uuid = parse_vm_uuid(vm_uuid)
-        if not self.migrations.known(vm_uuid):
-            raise errors.NotFound('no migration of guest %s is known'
-                                  % vm_uuid)
+        vm_uuid = self._known(vm_uuid)
         m = self.migrations.leaving_source(vm_uuid, host)
         if m is None:
             raise errors.Conflict('guest %s is not migrating out of %s'
@@ -217,6 +211,14 @@ class Moves:
             if self.activate_at_stop:
                 self._activate(v, m.destination, frames.SOURCE_STOPPED)
         return m.view()
+
+    def _known(self, vm_uuid):
+        """The guest's UUID, parsed; NotFound if no migration has it."""
+        vm_uuid = parse_vm_uuid(vm_uuid)
+        if not self.migrations.known(vm_uuid):
+            raise errors.NotFound('no migration of guest %s is known'
+                                  % vm_uuid)
+        return vm_uuid
 
     def _cancel(self, vnic, outcome):
         self.placement_events(self.tables.cancel_move(vnic, outcome))
