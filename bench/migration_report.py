@@ -79,12 +79,16 @@ def report(systems):
 
 def lost_in_pause(row):
     """(lost sent during the pause, lost sent after RESUME) of one row,
-    from its lost runs (ms from STOP)."""
-    pause = row['pause_ms']
-    during = sum(n for n, a, _b in row.get('lost_runs_ms_from_stop', [])
-                 if 0 <= a <= pause)
-    after = sum(n for n, a, _b in row.get('lost_runs_ms_from_stop', [])
-                if a > pause)
+    from its lost runs (count, first, last: ms from STOP), the datagrams
+    of a run evenly spaced between its first and last: a run that began
+    before STOP counts for the part of it sent in the pause."""
+    pause, during, after = row['pause_ms'], 0, 0
+    for n, a, b in row.get('lost_runs_ms_from_stop', []):
+        step = (b - a) / (n - 1) if n > 1 else 0.0
+        for k in range(n):
+            t = a + k * step
+            during += 0 <= t <= pause
+            after += t > pause
     return during, after
 
 

@@ -307,3 +307,10 @@ def test_without_a_count_after_stop_only_what_came_after_it_goes():
     r = hf.release_from_stop()
     assert r.frames == [frame(n) for n in range(100, 105)]
     assert (r.held, r.read_on_source, r.aligned) == (105, 100, False)
+    # A frame over the byte bound after the mark is not held: it must not
+    # shift the mark onto a frame from before it.
+    hf, _reads = moving(10, read=10, max_bytes=200)
+    hf.mark_stop()
+    hf.hold(frame(10, size=400))
+    hf.hold(frame(11))
+    assert hf.release_from_stop().frames == [frame(11)]

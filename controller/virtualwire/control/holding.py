@@ -286,14 +286,13 @@ class Holding:
             # STOP was said goes; the few unread before it are withheld.
             r = hf.release_from_stop()
             why = 'from STOP (%s)' % why
-        elif reads is None and hf.last_reads is not None:
-            # The source is gone (its QEMU quit, a last-resort activation)
-            # or slow: its last poll, taken after STOP unless the guest
-            # stopped within the last POLL (then a few frames it read go
-            # again).
-            reads, why = hf.last_reads, 'last-poll (%s)' % why
-            r = hf.release(reads)
         else:
+            if reads is None and hf.last_reads is not None:
+                # The source is gone (its QEMU quit, a last-resort
+                # activation) or slow: its last poll, taken after STOP
+                # unless the guest stopped within the last POLL (then a
+                # few frames it read go again).
+                reads, why = hf.last_reads, 'last-poll (%s)' % why
             r = hf.release(reads)
         if hf.read_after_ring:
             self.filters[vnic] = hf
@@ -303,9 +302,11 @@ class Holding:
         self.stats['held_delivered'] += len(r.frames)
         self.stats['held_evicted'] += r.evicted
         view = dict(r.view(), source_reads=why)
-        if self.tables.learn_held and self._trigger(vnic) != SOURCE_STOPPED:
-            # The source's STOP was not said: the switch learned delivery
-            # on the guest's first frame, so these come behind newer ones.
+        if self.tables.learn_held and hf.stop_mark is None:
+            # Not activated at the source's STOP: the switch learned
+            # delivery on the guest's first frame, so these come behind
+            # newer ones. (Asked of the frames, not of the migration's
+            # record, which may have ended since.)
             view['after_switch_learned'] = True
         LOG.info('vNIC %s: delivering %d held frames on %s (%s)', vnic,
                  len(r.frames), host, ', '.join(

@@ -136,7 +136,7 @@ class HeldFrames:
     # Digests of frames the guest read that the ring did not hold yet at
     # the release (see _cut_at), with their counts.
     read_after_ring: Dict[bytes, int] = field(default_factory=dict)
-    n_held: int = 0                  # frames ever offered to the ring
+    n_held: int = 0                  # frames ever put in the ring
     stop_mark: Optional[int] = None  # n_held when the STOP was said
 
     def late_read(self, frame: bytes) -> bool:
@@ -171,10 +171,10 @@ class HeldFrames:
         return Release(frames[start:], len(frames), start, 0, 0, False)
 
     def hold(self, frame: bytes) -> None:
-        self.n_held += 1
         if len(frame) > self.max_bytes:
             self.evicted += 1
             return
+        self.n_held += 1
         self.ring.append((digest(frame), frame))
         self.ring_bytes += len(frame)
         while len(self.ring) > self.max_frames or \
