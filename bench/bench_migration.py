@@ -194,6 +194,11 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
             {q for q, t in r['lost_sent_at'] if stop - 0.1 <= t <= resume + 0.1},
             grams, ip)
         row['reordered'] = r.get('reordered', 0)
+        # Which were twice (the first 100), and where they were made.
+        row['duplicates_on_the_way_in'] = r.get('duplicates_on_the_way_in')
+        row['duplicates_ms_from_stop'] = [
+            round((r['sent_times'][q] - stop) * 1000, 1)
+            for q in r.get('duplicate_seqs', []) if q < len(r['sent_times'])]
         # Ours with held frames: what the controller held and delivered.
         row['held'] = held.get(nic)
         row['switch_drops'] = counters.moved()

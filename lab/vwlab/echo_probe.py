@@ -28,11 +28,15 @@ def echo_report(sent_at, echoes):
     Between two consecutive echoes the responder's counter tells how many
     of the missing datagrams reached it (lost on the way back) and how
     many did not (lost on the way in)."""
-    seen, dups, dup_seqs = {}, 0, []
+    seen, dups, dup_seqs, dups_in = {}, 0, [], 0
     for seq, ctr, t in echoes:
         if seq in seen:
             dups += 1
             dup_seqs.append(seq)
+            # The responder counted it again: the guest got it twice (a
+            # duplicate on the way in); the same count: its one echo
+            # came back twice.
+            dups_in += ctr != seen[seq]
         else:
             seen[seq] = ctr
     lost_in = lost_back = 0
@@ -70,6 +74,7 @@ def echo_report(sent_at, echoes):
         else:
             runs.append([q, q])
     return {'sent': len(sent_at), 'echoed': len(seen), 'duplicates': dups,
+            'duplicates_on_the_way_in': dups_in,
             # Which (the first 100): a capture tells who made each twice.
             'duplicate_seqs': dup_seqs[:100],
             'reordered': len(reordered),

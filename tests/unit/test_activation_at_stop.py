@@ -164,3 +164,85 @@ def test_without_activation_at_stop_only_the_controller_switches():
     h, _vm = _moving(hold=True, activate_at_stop=False)
     flows = h.fabric.switches['h2'].flows()
     assert not any('learn' in str(f.actions) for f in flows)
+
+
+def _held_stop(h, vm, reads, sent=10, copied=10):
+    """The source read 700 before the copies; `sent` frames reached its
+    tap, the first `copied` with their copies here; the source switch is
+    then too busy to answer. The agent says the STOP with `reads`."""
+    src = h.fabric.switches['h1']
+    src.tap_reads[1] = 700
+    h.call(h.ctl.poll_held)
+    for n in range(sent):
+        if n < copied:
+            h.send('h3', 5, payload=_datagram(n))
+        else:
+            h.fabric.deliveries('h3', 5, payload=_datagram(n))
+    src.stall()
+    h.fabric.packet_outs.clear()
+    h.call(h.ctl.moves.source_stopped, vm, 'h1', {'g': reads})
+    h.settle()
+    return src
+
+
+def test_the_agents_count_at_stop_places_the_cut_with_no_switch_answer():
+    """A source switch too busy to answer (two cores, three TCG guests:
+    0.2 s and more): the count its agent read at STOP places the cut at
+    once, the same frames as the switch's count would."""
+    h, vm = _moving(hold=True)
+    _held_stop(h, vm, 706)
+    outs = h.fabric.packet_outs
+    assert [f[14:] for _, _, f in outs] == [_datagram(n) for n in range(6, 10)]
+    [m] = h.call(h.ctl.views.migration_views)
+    assert m['held']['g']['source_reads'] == 'agent at STOP'
+    assert m['held']['g']['read_on_source'] == 6
+
+
+def test_a_count_past_the_copies_here_waits_for_them_then_cuts():
+    """The guest read 8; 6 copies had come when the agent said so (the
+    rest still in the source switch's connection): the switch's answer
+    would bring them; it does not come in READ_WAIT; the agent's count
+    places the cut among the copies come since."""
+    h, vm = _moving(hold=True)
+    _held_stop(h, vm, 708, copied=6)
+    assert h.fabric.packet_outs == []          # waits for the switch
+    h.tick(0.25)
+    outs = h.fabric.packet_outs
+    assert [f[14:] for _, _, f in outs] == [_datagram(8), _datagram(9)]
+    [m] = h.call(h.ctl.views.migration_views)
+    held = m['held']['g']
+    assert held['source_reads'] == 'agent at STOP (switch: timeout)'
+    assert held['read_on_source'] == 8
+
+
+def test_the_lower_of_the_agents_and_the_switchs_count_is_the_guests():
+    """QEMU reads a frame or two after STOP and keeps them (it never
+    hands them to the stopped guest): the switch, asked later, counts
+    them; the agent, at once, did not. The lower count goes."""
+    h, vm = _moving(hold=True)
+    src = _held_stop(h, vm, 708, copied=6)
+    src.tap_reads[1] = 709
+    src.catch_up()
+    h.settle()
+    outs = h.fabric.packet_outs
+    assert [f[14:] for _, _, f in outs] == [_datagram(8), _datagram(9)]
+    [m] = h.call(h.ctl.views.migration_views)
+    assert m['held']['g']['source_reads'] == \
+        'agent at STOP (switch: answered)'
+
+
+@pytest.mark.parametrize('reads, err', [
+    ({'other': 5}, 'not vNICs of this migration: other'),
+    ({'g': -1}, 'integer from 0'),
+    ({'g': True}, 'integer from 0'),
+    ([5], 'at most 64'),
+])
+def test_bad_counts_are_refused_and_change_nothing(reads, err):
+    from virtualwire.api.rest_departures import parse_reads
+    h, vm = _moving(hold=True)
+    before = tables(h)
+    with pytest.raises(errors.Invalid, match=err):
+        h.call(h.ctl.moves.source_stopped, vm, 'h1', parse_reads(reads))
+    h.settle()
+    assert tables(h) == before
+    assert h.call(h.ctl.views.migration_views)[0]['activated'] == {}

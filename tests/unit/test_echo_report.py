@@ -21,9 +21,19 @@ def test_losses_each_way_and_windows():
     assert r['lost_on_the_way_in'] == 2
     assert r['lost_on_the_way_back'] == 1
     assert r['duplicates'] == 1 and r['duplicate_seqs'] == [7]
+    assert r['duplicates_on_the_way_in'] == 0     # one echo, back twice
     assert [(x['first'], x['last']) for x in r['lost_runs']] == [(2, 3),
                                                                   (6, 6)]
     assert r['lost_runs'][0]['from'] == 100.002
+
+
+def test_a_datagram_the_guest_got_twice_is_a_duplicate_on_the_way_in():
+    # 1 reached the responder twice (its counter moved on: 2, then 3);
+    # 2's one echo came back twice (the same count).
+    echoes = [(0, 1, 0), (1, 2, 0), (1, 3, 0), (2, 4, 0), (2, 4, 0)]
+    r = echo_report(_sent(3), echoes)
+    assert r['duplicates'] == 2 and r['duplicates_on_the_way_in'] == 1
+    assert r['lost'] == 0 and r['lost_on_the_way_in'] == 0
 
 
 def test_lost_tail_is_counted():

@@ -314,3 +314,55 @@ def test_without_a_count_after_stop_only_what_came_after_it_goes():
     hf.hold(frame(10, size=400))
     hf.hold(frame(11))
     assert hf.release_from_stop().frames == [frame(11)]
+
+
+def test_without_a_count_frames_the_source_was_handed_never_go():
+    """A lagging destination hands us, after the STOP was said, frames
+    its guest read on the source long before (bench migration: 487 and
+    858 duplicates a move, sent up to 875 ms before STOP). Held after the
+    mark or arriving late, a frame the source was handed (its copy came)
+    is withheld: only what never reached the source goes."""
+    hf = HeldFrames()
+    hf.polled(1000, 0)
+    for n in range(20):                   # handed to the source, copied
+        hf.copied(frame(n)[:COPY_LEN])
+    for n in range(10):                   # held in time
+        hf.hold(frame(n))
+    hf.mark_stop()
+    for n in range(10, 15):               # held late, read on the source
+        hf.hold(frame(n))
+    for n in range(100, 103):             # sent after the source's flows
+        hf.hold(frame(n))                 # went: never handed to it
+    r = hf.release_from_stop()
+    assert r.frames == [frame(n) for n in range(100, 103)]
+    assert (r.withheld, r.aligned) == (5, False)
+    # Still to come: 15..19 were handed to the source, 103 was not.
+    assert [hf.late_read(frame(n)) for n in (15, 16, 103, 19)] == \
+        [True, True, False, True]
+
+
+def test_a_count_past_the_copies_cuts_by_the_destinations_order():
+    """A count from the source's agent says the guest read 8 of 10; only
+    6 copies ever came (its switch's connection far behind). The
+    destination got the same frames in the same order: the cut lies 2
+    past the last copy."""
+    hf, _ = moving(6, read=0)
+    for n in range(6, 10):
+        hf.hold(frame(n))
+    assert not hf.copies_reach(1008) and hf.copies_reach(1006)
+    r = hf.release(1008)
+    assert r.frames == [frame(8), frame(9)]
+    assert (r.aligned, r.extrapolated, r.read_on_source) == (True, 2, 8)
+
+
+def test_a_count_past_the_ring_drops_the_next_ones_to_come_as_read():
+    """Both the copies and the destination's frames lag (the controller's
+    own queue, a second behind under bench_migration's load): the count
+    says the guest read 3 past the ring's end. Nothing goes now; of the
+    frames still to come, the first 3 were read, the rest were not
+    (983 duplicates in one bench move before this)."""
+    hf, _ = moving(6, read=0)
+    r = hf.release(1009)
+    assert (r.frames, r.extrapolated) == ([], 3)
+    assert [hf.late_read(frame(n)) for n in range(6, 11)] == \
+        [True, True, True, False, False]

@@ -219,3 +219,45 @@ def test_a_pause_for_the_last_copy_is_said_on_the_departures_connection(
         ('POST', '/v1/migrations/%s/stopped' % dom.uuid, {'host': 'h1'})]
     # The same client as the departure's.
     assert any('departures' in p[1] for p in stops[0][0].posts)
+
+
+TAPPED = """<domain><name>g</name><devices>
+<interface type='bridge'><target dev='vnet7'/>
+<virtualport type='openvswitch'><parameters interfaceid='v-one'/>
+</virtualport></interface>
+<interface type='bridge'><target dev='vnet8'/>
+<virtualport type='openvswitch'><parameters interfaceid='v-two'/>
+</virtualport></interface></devices></domain>"""
+
+
+def test_the_stop_says_each_taps_read_count_at_that_moment(
+        monkeypatch, tmp_path):
+    """With the STOP go the counts of frames QEMU read from each of the
+    guest's taps (the kernel's transmit count), read when the event came:
+    the controller's cut then needs no answer from a busy switch. A tap
+    already gone is left out."""
+    for dev, n in (('vnet7', 4711), ('vnet9', 1)):
+        (tmp_path / dev / 'statistics').mkdir(parents=True)
+        (tmp_path / dev / 'statistics' / 'tx_packets').write_text(
+            '%d\n' % n)
+    assert agent.taps_of(TAPPED) == {'v-one': 'vnet7', 'v-two': 'vnet8'}
+    assert agent.tap_reads(agent.taps_of(TAPPED), str(tmp_path)) == {
+        'v-one': 4711}
+    dom = Dom('4c7b9b5f-60c7-4301-a062-8fa189c74398')
+    dom.XMLDesc = lambda _flags: TAPPED
+    client = Client()
+    a = agent.Agent(Conn([dom]), lambda: client, 'h1')
+    a.sysfs = str(tmp_path)
+    monkeypatch.setattr(agent, 'qemu_pid', lambda name: 42)
+    monkeypatch.setattr(agent, 'stream_peer', lambda pid: '198.18.0.12')
+    a.poll()
+    monkeypatch.setattr(agent.threading, 'Thread', lambda target, args,
+                        daemon: type('T', (), {
+                            'start': lambda self: target(*args)})())
+    client.call = lambda method, path, doc: client.posts.append(
+        (method, path, doc)) or {}
+    a.on_lifecycle(None, dom, libvirt.VIR_DOMAIN_EVENT_SUSPENDED,
+                   libvirt.VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED, None)
+    assert client.posts[-1] == (
+        'POST', '/v1/migrations/%s/stopped' % dom.uuid,
+        {'host': 'h1', 'reads': {'v-one': 4711}})

@@ -210,8 +210,13 @@ def _document():
             '/v1/migrations/{vm_uuid}/stopped': _guest_host_word(
                 'Libvirt paused the guest on its source for the last copy '
                 '(vw-host-agent): its vNICs are delivered on the '
-                'destination from now (--activate-at-stop)',
-                ('403', '404', '409', '503')),
+                'destination from now (--activate-at-stop); `reads`: each '
+                "vNIC's tap read count then (frames QEMU read)",
+                ('403', '404', '409', '503'),
+                {'reads': {'type': 'object', 'maxProperties': 64,
+                           'additionalProperties': {
+                               'type': 'integer', 'minimum': 0,
+                               'maximum': (1 << 63) - 1}}}),
             **_extender_paths(),
         },
         'components': {
@@ -412,8 +417,9 @@ def _document():
 _NAME = {'type': 'string', 'minLength': 1, 'maxLength': 64}
 
 
-def _guest_host_word(summary, refusals):
-    """A host's word on a migrating guest, `POST {"host": name}`."""
+def _guest_host_word(summary, refusals, more=None):
+    """A host's word on a migrating guest, `POST {"host": name}` (and
+    `more` optional properties)."""
     return {
         'parameters': [{'name': 'vm_uuid', 'in': 'path', 'required': True,
                         'schema': {'type': 'string', 'format': 'uuid'}}],
@@ -422,7 +428,8 @@ def _guest_host_word(summary, refusals):
                      'application/json': {'schema': {
                          'type': 'object', 'required': ['host'],
                          'additionalProperties': False,
-                         'properties': {'host': {'type': 'string'}}}}}},
+                         'properties': dict({'host': {'type': 'string'}},
+                                            **(more or {}))}}}},
                  'responses': dict({'200': _ok({'type': 'object'})}, **{
                      c: _ERR for c in sorted(('400', '401', '413', '422') +
                                              tuple(refusals))})}}

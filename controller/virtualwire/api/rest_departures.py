@@ -9,7 +9,20 @@ from typing import Any
 
 from virtualwire.api.controller_port import ControllerPort
 from virtualwire.api.render import json_response, read_json_object
-from virtualwire.core import errors, tenancy
+from virtualwire.core import errors, ids, tenancy
+
+
+def parse_reads(reads):
+    """{vNIC: tap read count} of a STOP, or Invalid."""
+    if not isinstance(reads, dict) or len(reads) > 64:
+        raise errors.Invalid('reads must map at most 64 vNICs to counts')
+    for v, n in reads.items():
+        ids.check_vnic_id(v)
+        if isinstance(n, bool) or not isinstance(n, int) or \
+                not 0 <= n < 1 << 63:
+            raise errors.Invalid('reads: the count of %s must be an '
+                                 'integer from 0' % v)
+    return reads
 
 
 class DepartureHandlers:
@@ -40,10 +53,13 @@ class DepartureHandlers:
         copy (control.migrating.source_stopped). Answered with what a hook
         is told of a migration: not where its vNICs were, nor its timeline."""
         doc = read_json_object(req)
-        if set(doc) != {'host'} or not isinstance(doc['host'], str):
-            raise errors.Malformed('body must be {"host": host name}')
+        if not {'host'} <= set(doc) <= {'host', 'reads'} or \
+                not isinstance(doc['host'], str):
+            raise errors.Malformed('body must be {"host": host name, '
+                                   '"reads": {vNIC: count}}')
+        reads = parse_reads(doc.get('reads', {}))
         view = self._call(self.ctl.moves.source_stopped, vm_uuid,
-                          doc['host'])
+                          doc['host'], reads)
         return json_response(200, {'migration': {
             k: view[k] for k in tenancy.MIGRATION_VIEW if k in view}})
 

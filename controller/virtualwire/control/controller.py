@@ -317,7 +317,8 @@ class Controller:
         activation, and the cloud's word counts each claim refused."""
         activations, refused = self.moves.pop_said()
         for vnic, host in activations:
-            self.holding.held_activation(vnic, host)
+            self.holding.held_activation(
+                vnic, host, self.moves.stop_reads.pop(vnic, None))
         for ev in refused:
             self.cloud_word.seen(ev)
 

@@ -60,6 +60,9 @@ class Holding:
         # vNIC -> (clock() at activation, its destination), while its
         # source's reads are awaited
         self.awaiting_reads: Dict[str, Tuple[float, str]] = {}
+        # vNIC -> the count its source's agent read at STOP, while the
+        # switch's own is awaited
+        self.agent_reads: Dict[str, int] = {}
         # host -> [(ofport, frame)] to send before its next bundle
         self.releases: Dict[str, List[Tuple[int, bytes]]] = {}
         # vNIC -> (host, port) delivered
@@ -258,18 +261,35 @@ class Holding:
         s.request(openflow.port_stats_request(), done)
 
     # ---- activation ----------------------------------------------------------
-    def held_activation(self, vnic, host):
-        """The guest runs on `host`: read its source's last count, then
-        release (the sync waits for it, READ_WAIT at most)."""
+    def held_activation(self, vnic, host, stop_reads=None):
+        """The guest runs on `host` (or will: its source stopped): read
+        its source's last count, then release (the sync waits for it,
+        READ_WAIT at most). `stop_reads`: the count the source's agent
+        read at STOP. With every copy up to its cut here, it is the
+        release's at once; else the switch's answer brings the copies
+        before it (the lower count of the two is the guest's: QEMU reads
+        a frame or two after STOP and keeps them), and without an answer
+        in time the agent's count alone places the cut."""
         if vnic not in self.holding:
             return
         mv = self.tables.placement.moves.get(vnic)
         source = mv.source if mv is not None else None
+        hf = self.holding[vnic]
         if self._trigger(vnic) == SOURCE_STOPPED:
-            self.holding[vnic].mark_stop()
+            hf.mark_stop()
         self.awaiting_reads[vnic] = (self.shared.clock(), host)
-        self._read_source(vnic, source, lambda reads, why: self._release(
-            vnic, host, reads, why))
+        if stop_reads is not None and hf.copies_reach(stop_reads):
+            self._release(vnic, host, stop_reads, 'agent at STOP')
+            return
+        if stop_reads is not None:
+            self.agent_reads[vnic] = stop_reads
+
+        def then(reads, why):
+            agent = self.agent_reads.pop(vnic, None)
+            if agent is not None and (reads is None or agent < reads):
+                reads, why = agent, 'agent at STOP (switch: %s)' % why
+            self._release(vnic, host, reads, why)
+        self._read_source(vnic, source, then)
 
     def _release(self, vnic, host, reads, why):
         if self.awaiting_reads.pop(vnic, None) is None:
@@ -294,7 +314,7 @@ class Holding:
                 # few frames it read go again).
                 reads, why = hf.last_reads, 'last-poll (%s)' % why
             r = hf.release(reads)
-        if hf.read_after_ring:
+        if hf.read_after_ring or hf.late_skip:
             self.filters[vnic] = hf
         self.releases.setdefault(host, []).extend(
             (port, f) for f in r.frames)
@@ -326,7 +346,12 @@ class Holding:
         now = self.shared.clock()
         for v, (since, host) in list(self.awaiting_reads.items()):
             if now - since >= READ_WAIT:
-                self._release(v, host, None, 'timeout')
+                agent = self.agent_reads.pop(v, None)
+                if agent is not None:
+                    self._release(v, host, agent, 'agent at STOP (switch: '
+                                  'timeout)')
+                else:
+                    self._release(v, host, None, 'timeout')
         return bool(self.awaiting_reads)
 
     def packet_outs_for(self, host) -> list:

@@ -44,6 +44,9 @@ class Moves:
         # placement refused.
         self.activations: List[Tuple[str, str]] = []
         self.claims_refused: List[ClaimRefused] = []
+        # vNIC -> its source tap's read count at STOP, as the source's
+        # agent read it (passed on with the activation: control.holding)
+        self.stop_reads: Dict[str, int] = {}
 
     @property
     def tables(self):
@@ -68,6 +71,7 @@ class Moves:
         """A takeover's rebuild: forget what this instance guessed."""
         self.move_seen.clear()
         self.announced_at.clear()
+        self.stop_reads.clear()
         self.sisters_pending.clear()
         self.sister_hosts.clear()
 
@@ -183,7 +187,7 @@ class Moves:
             self._record(m)
         return m.view() if m is not None else None
 
-    def source_stopped(self, vm_uuid, host):
+    def source_stopped(self, vm_uuid, host, reads=None):
         """A source's agent: libvirt paused the guest on `host` for its
         migration's last copy. From QEMU's STOP the source reads its tap no
         more, so its count is final and what it never read is known: the
@@ -195,21 +199,29 @@ class Moves:
         fail, the guest runs on its source again and the abort (the
         destination's port leaving, its hook) takes delivery back there,
         as for any activated move; what came between is lost.
-        A lie (the guest still runs) can come only from the guest's own
-        source, which can starve it anyway."""
+        `reads` (vNIC -> its tap's read count then, the agent's) place the
+        held frames' cut without the source switch's answer.
+        A lie (the guest still runs, a wrong count) can come only from the
+        guest's own source, which can starve it anyway."""
         self.shared.loop.assert_owner()
         vm_uuid = self._known(vm_uuid)
         m = self.migrations.leaving_source(vm_uuid, host)
         if m is None:
             raise errors.Conflict('guest %s is not migrating out of %s'
                                   % (vm_uuid, host))
+        stray = sorted(set(reads or ()) - set(m.vnics))
+        if stray:
+            raise errors.Invalid('reads: not vNICs of this migration: %s'
+                                 % ', '.join(stray))
         for v in m.vnics:
             mv = self.tables.placement.moves.get(v)
             if mv is None or mv.source != host:
                 continue
             self._record(self.migrations.step(v, STOPPED))
-            if self.activate_at_stop:
-                self._activate(v, m.destination, frames.SOURCE_STOPPED)
+            if self.activate_at_stop and self._activate(
+                    v, m.destination, frames.SOURCE_STOPPED) and \
+                    reads and v in reads:
+                self.stop_reads[v] = reads[v]
         return m.view()
 
     def _known(self, vm_uuid):

@@ -30,6 +30,10 @@ lifecycle event 'suspended, migrated': QEMU's STOP), `POST
 /v1/migrations/UUID/stopped`: from then on the guest reads its source tap
 no more, and the controller delivers its frames on the destination,
 where the tap keeps them until the guest runs (`--activate-at-stop`).
+With it go its taps' read counts at that moment (the kernel's transmit
+count: frames QEMU read), taken here in a few ms, which tell the
+controller which held frames the guest never read even when this host's
+switch is too busy to answer its own read in time (`control.holding`).
 """
 import argparse
 import configparser
@@ -58,10 +62,38 @@ RETRY_WINDOW = 120.0
 
 def vnics_of(xml_text):
     """The interfaceid of each openvswitch virtualport of a domain."""
+    return sorted(taps_of(xml_text))
+
+
+def taps_of(xml_text):
+    """{interfaceid: tap device} of a domain's openvswitch virtualports
+    (None for one not plugged yet)."""
     root = ET.fromstring(xml_text)
-    return sorted({p.get('interfaceid') for p in root.findall(
-        "./devices/interface/virtualport[@type='openvswitch']/parameters")
-        if p.get('interfaceid')})
+    out = {}
+    for nic in root.findall('./devices/interface'):
+        p = nic.find("./virtualport[@type='openvswitch']/parameters")
+        if p is None or not p.get('interfaceid'):
+            continue
+        target = nic.find('./target')
+        out[p.get('interfaceid')] = (target.get('dev') if target is not None
+                                     else None)
+    return out
+
+
+def tap_reads(taps, sysfs='/sys/class/net'):
+    """{interfaceid: the tap's transmit count} (frames its QEMU read; the
+    kernel counts one as QEMU takes it), for each tap still there."""
+    out = {}
+    for vnic, dev in taps.items():
+        if not dev or '/' in dev:
+            continue
+        try:
+            with open(os.path.join(sysfs, dev, 'statistics',
+                                   'tx_packets')) as f:
+                out[vnic] = int(f.read())
+        except (OSError, ValueError):
+            continue
+    return out
 
 
 def _hex_address(text):
@@ -130,6 +162,9 @@ class Agent:
         # UUID -> the client its leaving was reported with: its connection
         # is open (TLS done) when the guest stops, a few ms that count.
         self.clients: dict = {}
+        # UUID -> {vNIC: tap} of a guest leaving: read at once at STOP.
+        self.taps: dict = {}
+        self.sysfs = '/sys/class/net'
         self.lock = threading.Lock()
 
     def on_iteration(self, _conn, dom, _iteration, _opaque):
@@ -168,6 +203,8 @@ class Agent:
                 del self.first_seen[uuid]
             for uuid in set(self.clients) - out:
                 del self.clients[uuid]
+            for uuid in set(self.taps) - out:
+                del self.taps[uuid]
         self.say_again()
 
     def on_lifecycle(self, _conn, dom, event, detail, _opaque):
@@ -179,17 +216,24 @@ class Agent:
         if event != libvirt.VIR_DOMAIN_EVENT_SUSPENDED or \
                 detail != libvirt.VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED:
             return
-        threading.Thread(target=self.stopped, args=(dom.UUIDString(),
-                                                    dom.name()),
+        uuid = dom.UUIDString()
+        with self.lock:
+            taps = self.taps.get(uuid)
+        # The counts first, here: every ms after STOP, a frame QEMU reads
+        # and keeps (it never reaches the guest) would count as read.
+        reads = tap_reads(taps, self.sysfs) if taps else {}
+        threading.Thread(target=self.stopped, args=(uuid, dom.name(), reads),
                          daemon=True).start()
 
-    def stopped(self, uuid, name):
+    def stopped(self, uuid, name, reads=None):
         with self.lock:
             c = self.clients.get(uuid)
+        doc = {'host': self.host}
+        if reads:
+            doc['reads'] = reads
         try:
             (c or self.client()).call(
-                'POST', '/v1/migrations/%s/stopped' % uuid,
-                {'host': self.host})
+                'POST', '/v1/migrations/%s/stopped' % uuid, doc)
         except Exception as e:      # the guest's first frame activates
             LOG.warning('saying guest %s stopped to leave failed: %s',
                         name, e)
@@ -225,7 +269,8 @@ class Agent:
             if uuid in self.reported:
                 return
             self.reported.add(uuid)
-        vnics = vnics_of(dom.XMLDesc(0))
+        taps = taps_of(dom.XMLDesc(0))
+        vnics = sorted(taps)
         if not vnics:
             return
         doc = {'host': self.host, 'vm_uuid': uuid, 'vnics': vnics}
@@ -235,6 +280,7 @@ class Agent:
         with self.lock:
             self.unsettled[uuid] = [doc, dom.name(), now, now]
             self.clients[uuid] = self.client()
+            self.taps[uuid] = taps
         self._post(uuid, dom.name(), doc, self.post_retries)
 
     def _post(self, uuid, name, doc, attempts):
