@@ -137,8 +137,12 @@ class _Builder:
         t_ = 'b' if s == 'a' else 'a'
         enters, delivers, held = (_ENTERS[s], _DELIVERS[t_], _HELD[t_])
         kind = ends.kind_of(sender)
-        sends = [self.send(sender.host, t) +
-                 (self.copy(t, copied) if t.host == sender.host else [])
+        # The copy before the delivery: its packet-in is queued before
+        # the guest's QEMU can read the frame, so a port-stats reply
+        # (sent after the queued packet-ins) never counts a read whose
+        # copy is still to come (core.held_frames' base).
+        sends = [(self.copy(t, copied) if t.host == sender.host else []) +
+                 self.send(sender.host, t)
                  for t in targets
                  if not (t.host == sender.host and t == gated)]
         if hold and gated is not None and gated.host == sender.host:
@@ -175,7 +179,7 @@ class _Builder:
                          held)
             else:
                 self.add(t.host, 'wire', self.hop_ingress(t.host, p[-2]),
-                         [ends.kind_of(t).deliver(t) + self.copy(t, copied)],
+                         [self.copy(t, copied) + ends.kind_of(t).deliver(t)],
                          delivers)
 
     @staticmethod
