@@ -341,7 +341,8 @@ def test_held_frames_the_guest_never_read_reach_it_first_in_order():
                               # which no poll since the first copy places.
                               'stop_window': 10, 'source_dropped': 2,
                               'drops_placed': 0, 'drops_unplaced': 2,
-                              'pending': 0, 'withheld': 0, 'extrapolated': 0}
+                              'pending': 0, 'withheld': 0, 'extrapolated': 0,
+                              'count_unplaced': 0}
 
 
 def test_a_flood_while_the_guest_is_paused_is_cut_at_the_bound_and_counted():

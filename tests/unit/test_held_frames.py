@@ -3,7 +3,7 @@ vNIC's destination its guest never read on the source, from the source
 tap's read count and short copies of what the source handed the guest."""
 from hypothesis import given, settings, strategies as st
 
-from virtualwire.core.held_frames import COPY_LEN, HeldFrames
+from virtualwire.core.held_frames import COPY_LEN, COUNT_PAST, HeldFrames
 
 
 def frame(n, size=64):
@@ -366,3 +366,34 @@ def test_a_count_past_the_ring_drops_the_next_ones_to_come_as_read():
     assert (r.frames, r.extrapolated) == ([], 3)
     assert [hf.late_read(frame(n)) for n in range(6, 11)] == \
         [True, True, True, False, False]
+
+
+def test_a_count_far_past_the_copies_is_not_placed():
+    """Copies lost on the way (a switch drops packet-ins once its queue
+    to us is full: an ensemble move counted 3,300 past them) make their
+    numbering not the tap's: the count is not placed, and what goes is
+    what no count is needed for (as release_from_stop)."""
+    hf, _ = moving(6, read=0)
+    hf.mark_stop()
+    hf.hold(frame(100))
+    r = hf.release(1006 + COUNT_PAST + 1)
+    assert r.frames == [frame(100)]
+    assert (r.count_unplaced, r.extrapolated) == (COUNT_PAST + 1, 0)
+
+
+def test_a_cut_in_no_held_frame_withholds_those_the_guest_read():
+    """The destination's switch dropped packet-ins (its queue to us
+    full): 5, the last the guest read, and 6-9, the unread ones the
+    source was handed, never came; 10-12 did, their copies lost at the
+    source. What goes: every frame held but those whose copy says the
+    guest read them (0-4), not the whole ring (an ensemble move
+    delivered 512 frames twice so)."""
+    hf = HeldFrames()
+    hf.polled(1000, 0)
+    for n in range(10):
+        hf.copied(frame(n)[:COPY_LEN])
+    for n in list(range(5)) + [10, 11, 12]:
+        hf.hold(frame(n))
+    r = hf.release(1006)
+    assert r.frames == [frame(n) for n in (10, 11, 12)]
+    assert (r.aligned, r.withheld, r.skipped) == (False, 5, 4)
