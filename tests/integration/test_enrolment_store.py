@@ -69,7 +69,10 @@ def test_a_join_token_enrols_its_host_once(two, ca):
     with pytest.raises(errors.Refused):
         other.request('h7', csr_for('h7'), '10.0.0.7', 1601.0, sign('h7'),
                       join_token=token)
-    # The other controller signs it, as asked, with its name alone.
+    # The other controller signs it, as asked, with its name alone, once
+    # its replica has the token (CI once asked a moment before: refused).
+    wait_until(lambda: any(t.name == 'h7' for t in other._rows('JoinToken')),
+               10, what="the token in the other controller's replica")
     state, cert, poll = other.request(
         'h7', csr_for('h7', extra_dns=['h1', '*']), '10.0.0.7', 1002.0,
         sign('h7'), join_token=token)

@@ -136,7 +136,12 @@ def _held_there_and_back(lab, api, wired_guest, k):
         print('flood move: %d lost counted skipped' % skipped)
     excess = len(lost) - held['evicted'] - skipped
     assert 0 <= excess <= QEMU_AT_STOP, str(dict(why, ovs_races=races[-5:]))
-    assert all(t < resume for _q, t in lost), str(why)
+    # Lost after RESUME only while the release waited (its source's count:
+    # a tap gone, its last poll) and the bound dropped the oldest of what
+    # kept coming: counted evicted (CI of 40219ea: 398 evicted, some of
+    # them sent after RESUME).
+    assert sum(1 for _q, t in lost if t >= resume) <= held['evicted'], \
+        str(why)
     assert r['duplicates'] == 0, str(why)
     assert r['reordered'] <= min(1, held.get('late', 0)), str(why)
     assert all(t > resume for _q, t in r['reordered_sent_at']), str(why)
