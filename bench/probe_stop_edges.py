@@ -119,6 +119,9 @@ def one_move(lab, api, g, far, nic, src, dst, capdir, hold):
         'handed_to_source_tap': len(handed), 'source_reads': src_reads,
         'unread_at_stop': unread,
         'lost_rank_from_last_handed': [rank.get(q) for q in lost],
+        # Ranked over every datagram lost, either way: one lost on the
+        # way back (its echo) reached the guest, so its rank says only
+        # that QEMU read it; read these beside lost_on_the_way_in.
         'lost_read_by_source_qemu': sum(
             1 for q in lost if q in rank and rank[q] > unread),
         'lost_never_read': sum(1 for q in lost if q in rank and
