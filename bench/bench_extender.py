@@ -151,13 +151,17 @@ def main():
                     help="the agents' --link-rate (default: unshaped, to "
                          "measure the daemon; the agent's own default "
                          'shapes each link to 80mbit)')
+    ap.add_argument('--wireguard', default=None,
+                    help="the agents' --wireguard daemon (default: the "
+                         "agent's own, boringtun-cli)")
     args = ap.parse_args()
     with Lab(3, sites=['cloud-a', 'cloud-a', 'cloud-b'],
              extenders='xa:cloud-a:nat,xb:cloud-b:nat') as lab:
         lab.start_controller()
         api = Api(lab)
         api.wait_hosts(5)
-        extenders.connect(lab, [('xa', 'xb')], link_rate=args.link_rate)
+        extenders.connect(lab, [('xa', 'xb')], link_rate=args.link_rate,
+                          wireguard=args.wireguard)
         wait(lambda: link_up(api, 'xa', 'xb'), 60, 'xa-xb up')
         h1, h2, h3 = lab.hosts[:3]
         a = h1.add_vm('ba', [('ba', '10.66.0.1/24'), ('bc', '10.67.0.1/24')])
@@ -197,6 +201,7 @@ def main():
     doc = {
         'runs': args.runs, 'seconds': args.seconds,
         'link_rate': args.link_rate or 'unshaped',
+        'wireguard': args.wireguard or 'boringtun-cli',
         'throughput_mbit_s': {k: {'runs': [round(x, 1) for x in v],
                                   'median': round(statistics.median(v), 1),
                                   'retransmits': retr[k]}

@@ -134,7 +134,7 @@ def build_parser():
                         '(its destination drops them, as with --hold off; '
                         'the record says so); 0: no limit (default: '
                         '%(default)s)')
-    p.add_argument('--activate-at-stop', choices=('on', 'off'), default='off',
+    p.add_argument('--activate-at-stop', choices=('on', 'off'), default='on',
                    help="switch a moving vNIC's delivery to its destination "
                         "as soon as its source host's vw-host-agent says "
                         'libvirt paused the guest there for the last copy '

@@ -22,11 +22,12 @@ SOUTHBOUND_PORT = 8781          # lab.start_controller's --southbound-rest
 LAB_LINK_RATE = '80mbit'
 
 
-def start_agent(x, link_rate=None):
+def start_agent(x, link_rate=None, wireguard=None):
     """Run virtualwire-extender in the extender's namespace, with a token
     of its own: an extender credential, good only for its own reports and
     key rotation (the controller must be up). `link_rate`: the agent's
-    --link-rate (None: the lab's LAB_LINK_RATE; '': links unshaped)."""
+    --link-rate (None: the lab's LAB_LINK_RATE; '': links unshaped);
+    `wireguard`: its --wireguard daemon (None: the agent's default)."""
     token_file = getattr(x, 'token_file', None) or \
         x.lab.credential('extender', x.name)
     x.token_file = token_file
@@ -47,7 +48,8 @@ def start_agent(x, link_rate=None):
          # Shorter than an operator's defaults (15 s, 30 s): the NAT
          # and relay tests wait on both.
          '--reprobe-after', '8', '--relay-recheck', '12'] +
-        ['--link-rate', LAB_LINK_RATE if link_rate is None else link_rate],
+        ['--link-rate', LAB_LINK_RATE if link_rate is None else link_rate] +
+        (['--wireguard', wireguard] if wireguard else []),
         stdout=log, stderr=subprocess.STDOUT, env=x.env())
     with open(os.path.join(state, 'agent.pid'), 'w') as f:
         f.write('%d\n' % p.pid)
@@ -55,10 +57,10 @@ def start_agent(x, link_rate=None):
     return p
 
 
-def start_agents(lab, link_rate=None):
+def start_agents(lab, link_rate=None, wireguard=None):
     for x in lab.extenders:
         if getattr(x, 'agent', None) is None or x.agent.poll() is not None:
-            start_agent(x, link_rate)
+            start_agent(x, link_rate, wireguard)
 
 
 def api(lab, method, path, body=None):
@@ -74,9 +76,9 @@ def api(lab, method, path, body=None):
     return r.json() if r.content else None
 
 
-def connect(lab, pairs, link_rate=None):
+def connect(lab, pairs, link_rate=None, wireguard=None):
     """Start every extender's agent (once) and link the pairs."""
-    start_agents(lab, link_rate)
+    start_agents(lab, link_rate, wireguard)
     have = {(k['a'], k['b']) for k in
             api(lab, 'GET', '/v1/extender-links')['links']}
     for a, b in pairs:

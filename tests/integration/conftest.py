@@ -2,8 +2,8 @@
 two clouds are clouds/'s), the one retry rule for a broken TCG guest
 (vwtest.retry), and the packaging tests' build begun early
 (vwtest.packaging)."""
-from vwtest.fixtures import (api, lab, pair, streams,  # noqa: F401
-                             wired_guest)
+from vwtest.fixtures import (api, first_frame_activation,  # noqa: F401
+                             lab, pair, streams, wired_guest)
 from vwtest.retry import guest_retry, pytest_terminal_summary  # noqa: F401
 from vwtest import packaging
 

@@ -5,6 +5,8 @@ import signal
 import time
 import uuid
 
+import pytest
+
 from vwtest import seq, wait_until
 from vwtest import switchover
 from vwtest.migration import MARGIN, migrate_bg, probe_report
@@ -14,6 +16,9 @@ from vwlab.capture import Capture, HostCaptures, count_protocol, guest_taps
 from vwlab.capture import ifindexes_of
 from vwlab.qemu_events import EventWatch, stop_resume_windows
 
+# The guest's first frame activates, as before held frames and activation
+# at the source's STOP became the defaults.
+pytestmark = pytest.mark.usefixtures('first_frame_activation')
 NO_ANNOUNCE = ['-global', 'migration.announce-rounds=0']
 
 

@@ -1,9 +1,10 @@
 """Held frames on real OVS, libvirt and QEMU: with the controller's
---hold on, what a moving guest's destination receives while the guest is
-paused is kept (control.holding) and, once the guest runs there,
-delivered once and in order, ahead of anything newer; the source tap's
-read count says which frames its guest read already. A flood beyond the
-bound is cut there and counted, and nothing else is lost.
+--hold on (released at the guest's first frame), what a moving guest's
+destination receives while the guest is paused is kept (control.holding)
+and, once the guest runs there, delivered once and in order, ahead of
+anything newer; the source tap's read count says which frames its guest
+read already. A flood beyond the bound is cut there and counted, and
+nothing else is lost.
 
 Excused, each by its own evidence: up to three datagrams the source QEMU
 read just before STOP (it stops with them: QEMU's, not the network's;
@@ -33,7 +34,11 @@ def holding(lab, api):
     moving guest's hosts log datapath flow changes (OVS's tunnel race)."""
     lab.stop_controller()
     lab.start_controller(extra=['--hold', 'on', '--hold-frames', '4096',
-                                '--hold-bytes', str(HOLD_BYTES)])
+                                '--hold-bytes', str(HOLD_BYTES),
+                                # The release at the guest's first frame
+                                # (at STOP, a flood move delivered one
+                                # datagram twice: issue 42's note).
+                                '--activate-at-stop', 'off'])
     wait_until(api.synced, 60, what='controller holding frames')
     for h in lab.hosts[:2]:
         h.log_datapath_flow_changes()
@@ -45,16 +50,34 @@ def holding(lab, api):
     wait_until(api.synced, 60, what='controller back to its defaults')
 
 
+def read_last(r, lost, resume):
+    """The lost datagrams that sit right before the first one the guest
+    got after RESUME (the first held delivery): those the source tap's
+    count says QEMU read last before STOP. A lagging TCG guest reads them
+    long after they were sent (CI of 2f3dd02: one sent 73 ms before STOP,
+    the guest ~76 behind: 303 delivered over a 227 ms pause)."""
+    late = [q for q, t in r['late_echoes'] if t >= resume]
+    if not late:
+        return set()
+    seqs, q = set(), min(late) - 1
+    gone = {x for x, _t in lost}
+    while q in gone:
+        seqs.add(q)
+        q -= 1
+    return seqs
+
+
 def unexplained(r, held, stop, resume, dst, switches):
     """Lost datagrams neither the source QEMU's at STOP (a few, sent
-    within GUEST_BEFORE_STOP of it) nor, during the pause, ones the record
+    within GUEST_BEFORE_STOP of it or read last: read_last) nor, during the pause, ones the record
     counts `skipped`: copied on the source, never held by the destination's
     controller (OVS's race on the destination where its log shows one;
     CI on c87b6bd lost 5 this way 31-35 ms before RESUME with no race in
     the log: not explained yet, docs/benchmarks.rst)."""
     lost = [(q, t) for q, t in r['lost_sent_at']]    # JSON gives lists
     at_stop = [(q, t) for q, t in lost
-               if stop - GUEST_BEFORE_STOP < t < stop + EVENT_MS]
+               if stop - GUEST_BEFORE_STOP < t < stop + EVENT_MS or
+               (t < stop and q in read_last(r, lost, resume))]
     if len(at_stop) <= QEMU_AT_STOP:
         lost = [x for x in lost if x not in at_stop]
     hit, races = raced(lost, dst)

@@ -9,7 +9,14 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from vwtest import seq, wait_until
+
+# The guest's first frame activates (the defaults activate at the
+# source's STOP and hold frames: tests/integration/test_held_frame_
+# switchover.py).
+pytestmark = pytest.mark.usefixtures('first_frame_activation')
 
 PORT = 9000
 

@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from virtualwire.core import errors
+from virtualwire.control.holding import BEHIND, FAR_BEHIND
 from virtualwire.core.model import Encap, Host, VnicPort
 from virtualwire.testing.harness import TUN, Harness
 
@@ -342,7 +343,7 @@ def test_held_frames_the_guest_never_read_reach_it_first_in_order():
                               'stop_window': 10, 'source_dropped': 2,
                               'drops_placed': 0, 'drops_unplaced': 2,
                               'pending': 0, 'withheld': 0, 'extrapolated': 0,
-                              'count_unplaced': 0}
+                              'count_unplaced': 0, 'source_behind_ms': 0}
 
 
 def test_a_flood_while_the_guest_is_paused_is_cut_at_the_bound_and_counted():
@@ -390,6 +391,90 @@ def test_a_flow_faster_than_the_hold_rate_is_no_longer_held():
     assert m['held']['g'] == {
         'abandoned': '300 frames/s, above --hold-rate 100'}
     assert h.ctl.shared.stats['held_abandoned'] == 1
+
+
+def _two_held():
+    """Two guests on h1, each with one vNIC wired to h3, moving to h2
+    together, held."""
+    h = Harness(hold=True)
+    h.host('h1', ('g', 1), ('k', 3))
+    h.host('h2')
+    h.host('h3', ('f', 5), ('e', 6))
+    h.connect('g', 'f')
+    h.connect('k', 'e')
+    for name, vnic in (('guest', 'g'), ('other', 'k')):
+        h.call(h.ctl.moves.announce_migration, {
+            'vm': name, 'vm_uuid': str(uuid.uuid4()), 'vnics': [vnic],
+            'destination': 'h2'})
+    h.host('h2', ('g', 2), ('k', 4))
+    h.fabric.switches['h1'].tap_reads.update({1: 0, 3: 0})
+    return h
+
+
+def _held_views(h):
+    return {v: held for m in h.call(h.ctl.views.migration_views)
+            for v, held in (m['held'] or {}).items()}
+
+
+def test_behind_its_switches_the_controller_stops_holding_the_newest():
+    h = _two_held()
+    h.loop.call(h.ctl.poll_held)       # both sources' taps asked
+    h.now += BEHIND + 0.1              # the answers come behind packet-ins
+    h.settle()
+    # The newest move stops holding (once: the older's answer was asked
+    # before), the oldest goes on.
+    assert set(h.ctl.holding.holding) == {'g'}
+    assert _held_views(h) == {'k': {'abandoned': (
+        "the controller ran 600 ms behind its switches' packet-ins, "
+        'holding 2 vNICs')}}
+    assert h.ctl.shared.stats['held_abandoned'] == 1
+    # k's frames are no longer sent to us; g's still are.
+    h.fabric.packet_in_log.clear()
+    h.send('h3', 6, payload=_datagram(1))
+    assert not h.fabric.packet_in_log
+    h.send('h3', 5, payload=_datagram(2))
+    assert h.fabric.packet_in_log
+    # Behind again, alone: the last held vNIC keeps holding; far behind,
+    # it stops too.
+    h.loop.call(h.ctl.poll_held)
+    h.now += BEHIND + 0.1
+    h.settle()
+    assert set(h.ctl.holding.holding) == {'g'}
+    h.loop.call(h.ctl.poll_held)
+    h.now += FAR_BEHIND + 0.1
+    h.settle()
+    assert not h.ctl.holding.holding
+    assert _held_views(h)['g']['abandoned'].startswith(
+        'the controller ran 2100 ms behind')
+
+
+def test_a_poll_unanswered_too_long_sheds_before_its_answer_comes():
+    h = _two_held()
+    h.loop.call(h.ctl.poll_held)       # asked; the answers are queued
+    h.now += BEHIND + 0.1
+    h.loop.call(h.ctl.poll_held)       # the next tick: none came yet
+    assert set(h.ctl.holding.holding) == {'g'}
+    assert _held_views(h)['k']['abandoned'].startswith(
+        'the controller ran 600 ms behind')
+    # No second request piled behind the first while it was unanswered.
+    asked = [m for m in h.fabric.switches['h1'].sent
+             if type(m).__name__ == 'OFPPortStatsRequest']
+    assert len(asked) == 2             # one per vNIC
+    h.settle()
+    assert set(h.ctl.holding.holding) == {'g'}
+
+
+def test_keeping_up_every_vnic_stays_held_and_the_record_says_the_lag():
+    h = _two_held()
+    h.loop.call(h.ctl.poll_held)
+    h.now += BEHIND - 0.1
+    h.settle()
+    assert set(h.ctl.holding.holding) == {'g', 'k'}
+    h.send('h3', 5, payload=_datagram(1))
+    h.fabric.switches['h1'].tap_reads[1] = 1
+    h.send('h2', 2, payload=b'\0' * 28, eth_type=RARP)
+    h.settle()
+    assert _held_views(h)['g']['source_behind_ms'] == 400
 
 
 def test_without_an_answer_from_the_source_everything_held_goes():

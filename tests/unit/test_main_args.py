@@ -64,10 +64,10 @@ def test_bad_numbers_and_choices_are_refused_saying_why(argv, words, capsys):
     assert e.value.code == 2 and words in capsys.readouterr().err
 
 
-def test_activation_at_stop_and_held_frames_default_off_and_bounds():
+def test_activation_at_stop_on_and_held_frames_off_by_default_and_bounds():
     args = main.parse_args([])
     assert (args.hold, args.hold_frames, args.hold_bytes) == \
         ('off', 512, 1 << 20)
-    assert args.activate_at_stop == 'off'
-    assert main.parse_args(['--hold', 'on', '--activate-at-stop', 'on']
-                           ).activate_at_stop == 'on'
+    assert args.activate_at_stop == 'on'
+    assert main.parse_args(['--hold', 'on', '--activate-at-stop', 'off']
+                           ).activate_at_stop == 'off'

@@ -3,12 +3,14 @@ fixtures: 3 namespace hosts with their own ovsdb-server/ovs-vswitchd
 (netdev datapath), the controller as a real process, VMs as namespaces
 plugged the way libvirt plugs them; and two clouds behind NATs joined by
 extenders. A conftest imports the ones it offers."""
+import contextlib
 import uuid
 
 import pytest
 
 from vwlab import Lab, extenders, sites
 from vwtest import LINKS, Api, links_up, seq, wait_until
+from vwtest.migration import vwctl
 from vwtest.wire_traffic import Stream
 
 @pytest.fixture(scope='session')
@@ -129,3 +131,36 @@ def cross(clouds):
     yield make
     for wid in made:
         api.req('DELETE', '/v1/wires/%d' % wid)
+
+
+@contextlib.contextmanager
+def shared_settings(lab, api, values):
+    """The controller's shared settings {name: text} set live (`vwctl
+    config set`, as an operator would), and back as they were after."""
+    def now():
+        return {s['name']: s['value']
+                for s in api.ok('GET', '/v1/settings')['settings']}
+
+    def put(vals):
+        for n, v in vals.items():
+            p = vwctl(lab, 'config', 'set', n, v)
+            assert p.returncode == 0, p.stderr
+        wait_until(lambda: all(now()[n] == v for n, v in vals.items()), 15,
+                   what='the controller applied %s' % vals)
+    before = now()
+    put(values)
+    try:
+        yield
+    finally:
+        put({n: before[n] for n in values})
+
+
+@pytest.fixture
+def first_frame_activation(lab, api):
+    """The behaviour before held frames and activation at the source's
+    STOP became the defaults, still selectable: a moving vNIC's
+    destination drops what it gets until the guest's first frame there
+    switches it over."""
+    with shared_settings(lab, api, {'hold': 'off',
+                                    'activate-at-stop': 'off'}):
+        yield
