@@ -277,7 +277,7 @@ def main():
                     help='leave out the third system, VirtualWire with '
                          'held frames (its hosts\' hooks ask for them)')
     ap.add_argument('--activate-at-stop', choices=('on', 'off'),
-                    default='off',
+                    default='on',
                     help="the controller's --activate-at-stop (default: "
                          '%(default)s, its own default)')
     ap.add_argument('--placement', default='strict',
