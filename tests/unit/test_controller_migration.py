@@ -456,10 +456,6 @@ def test_a_poll_unanswered_too_long_sheds_before_its_answer_comes():
     assert set(h.ctl.holding.holding) == {'g'}
     assert _held_views(h)['k']['abandoned'].startswith(
         'the controller ran 600 ms behind')
-    # No second request piled behind the first while it was unanswered.
-    asked = [m for m in h.fabric.switches['h1'].sent
-             if type(m).__name__ == 'OFPPortStatsRequest']
-    assert len(asked) == 2             # one per vNIC
     h.settle()
     assert set(h.ctl.holding.holding) == {'g'}
 
