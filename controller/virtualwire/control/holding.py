@@ -243,8 +243,9 @@ class Holding:
         """A source's port stats came (or are still to come) `lag` s after
         we asked, behind every packet-in its switch had queued: over
         BEHIND, only the vNIC held longest goes on holding (its pause is
-        the nearest); over FAR_BEHIND, none. Each held frame is a packet-in on its destination
-        and a copy's on its source, read on our one loop. In an ensemble
+        the nearest); over FAR_BEHIND, none. Each held frame is a
+        packet-in on its destination and a copy's on its source, read on
+        our one loop. In an ensemble
         move (two TCG guests leaving one host, three vNICs held at 1 kHz)
         shedding one vNIC per answer was too slow: the lag grew from 2.3
         s to 13 s and 55 s while the answers that measured it came ever
