@@ -13,6 +13,7 @@ import re
 import ssl
 import subprocess
 import shutil
+import time
 
 import pytest
 from cryptography import x509
@@ -209,6 +210,7 @@ def test_a_wire_from_the_packaged_vwctl_survives_a_service_restart(
     wait_until(lambda: va.ping('192.0.2.2', count=1)[1] == 1, 20,
                what='ping over the packaged controller\'s wire')
     before = m.main_pid('virtualwire-controller')
+    t0, age0 = time.monotonic(), _youngest_flow(lab.hosts)
 
     def restart():
         m.systemctl('restart', 'virtualwire-controller')
@@ -221,11 +223,23 @@ def test_a_wire_from_the_packaged_vwctl_survives_a_service_restart(
     assert after != before and after > 0
     # The sender was sending all along: a restart inside the window.
     assert sent['sent'] == 10000, sent
+    # The restarted controller sent the switches nothing: every flow is
+    # as old as before (one that went and came back would be younger;
+    # a restore had once taken back a host's row, and the restart removed
+    # the wire's flows for 5-13 ms).
+    assert _youngest_flow(lab.hosts) > age0 + (time.monotonic() - t0) - 1, \
+        m.journal('virtualwire-controller')
     assert got['received'] == sent['sent'] and got['duplicates'] == 0, (
         got['missing'], got['gaps'], 'overruns %s' % starved.counted())
     # And it came back to the wire it had.
     wait_until(installed.hosts_synced, 60, what='hosts back after restart')
     assert 'pka-nic' in installed.vwctl('wires').stdout
+
+
+def _youngest_flow(hosts):
+    """Seconds since the newest flow on any of `hosts` was added."""
+    return min(float(a) for h in hosts for a in re.findall(
+        r'duration=([\d.]+)s', h.ofctl('dump-flows')))
 
 
 def test_sighup_reloads_what_it_can_and_names_the_rest(installed):

@@ -181,3 +181,59 @@ def test_an_older_backup_is_converted_and_a_newer_refused(server, tmp_path):
     assert p.returncode == 1 and 'predates the revocation list' in \
         p.stderr, p.stderr
     assert s.credentials.holder(mon) == ('reader', 'mon')
+
+
+def test_a_restore_keeps_what_the_controller_observed_since_the_backup(
+        server, tmp_path):
+    """The install doc's backup and restore, run while hosts were
+    connecting, took back a host row written in between: the next
+    controller restart did not know that host and removed a working
+    wire's flows for 5-13 ms (9-13 datagrams of a 1 kHz stream lost).
+    Hosts as last seen, moves and counters are the server's after a
+    restore; and a row still lost (written between the restore's read
+    and its end) is written again by the controller's next save."""
+    from virtualwire.core.model import Encap, Host, VnicPort
+    from virtualwire.store.runtime import RuntimeStore
+    state, s = server('live')
+    rt = RuntimeStore(s.client)
+
+    def host(name, *vnics):
+        return Host(name, 1, (Encap('gre', '198.19.0.1', 4),), vnics=tuple(
+            VnicPort(v, 'tap-' + v, i + 1) for i, v in enumerate(vnics)))
+    assert rt._save_host(host('h1', 'a')) == 2
+    rt._save_counters({'wires': {}, 'hosts': {'h1': {'rx': 1}}})
+    old = str(tmp_path / 'before.db')
+    assert tool(state, 'backup', old).returncode == 0
+    assert rt._save_host(host('h2', 'b')) == 2          # after the backup
+    assert rt._save_host(host('h1', 'a', 'c')) == 1
+    rt._save_counters({'wires': {}, 'hosts': {'h1': {'rx': 5}}})
+    p = tool(state, 'restore', old)
+    assert p.returncode == 0, p.stderr
+    assert sorted(r['name'] for r in rows(state, 'Host')) == ['h1', 'h2']
+    assert sorted((r['host'], r['vnic']) for r in rows(state, 'HostVnic')) \
+        == [('h1', 'a'), ('h1', 'c'), ('h2', 'b')]
+    assert RuntimeStore(s.client).hosts() == {
+        'h1': host('h1', 'a', 'c'), 'h2': host('h2', 'b')}
+    # Counters never go back.
+    assert RuntimeStore(s.client).counters()['hosts']['h1'] == {'rx': 5}
+
+    # Rows this writer wrote, gone behind its back (as in the window
+    # above): its next save finds out and writes them all again.
+    subprocess.run(['ovsdb-client', 'transact', 'unix:' + os.path.join(
+        state, 'intent.sock'), json.dumps(['VirtualWire', {
+            'op': 'delete', 'table': 'Host', 'where': []}])], check=True,
+        capture_output=True)
+    rt._save_host(host('h2', 'b', 'd'))
+    assert sorted(r['name'] for r in rows(state, 'Host')) == ['h2']
+    assert RuntimeStore(s.client).hosts()['h2'] == host('h2', 'b', 'd')
+    # And a vNIC row there that it did not know of (an insert refused as
+    # a duplicate): read again, not left unsaved.
+    rt2 = RuntimeStore(s.client)
+    rt2.hosts()
+    subprocess.run(['ovsdb-client', 'transact', 'unix:' + os.path.join(
+        state, 'intent.sock'), json.dumps(['VirtualWire', {
+            'op': 'insert', 'table': 'HostVnic', 'row': {
+                'host': 'h2', 'vnic': 'e', 'port_name': 'x'}}])],
+        check=True, capture_output=True)
+    rt2._save_host(host('h2', 'b', 'd', 'e'))
+    assert RuntimeStore(s.client).hosts()['h2'] == host('h2', 'b', 'd', 'e')

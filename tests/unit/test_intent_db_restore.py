@@ -1,5 +1,6 @@
 """The restore's plan (pure): what a backup gets before it goes back."""
-from virtualwire.store.intent_db_restore import keep_leadership, plan
+from virtualwire.store.intent_db_restore import (keep_leadership,
+                                                  keep_observed, plan)
 
 
 def entry(digest, expires_at=None, kind='credential'):
@@ -47,3 +48,23 @@ def test_a_newer_leadership_term_is_kept():
     assert keep_leadership(server, [])[-1]['op'] == 'insert'
     assert keep_leadership(dict(server, term=5), [('b', 5)]) == []
     assert keep_leadership(None, [('b', 5)]) == []
+
+
+def test_what_the_controllers_observed_is_the_servers_not_the_backups():
+    """Hosts as last seen and counters are newer on the server than in
+    any backup: its rows replace the backup's (an older host snapshot
+    made a restarted controller remove a working wire's flows until the
+    host reported); a table the server has no row of keeps the backup's
+    (a new, empty cluster)."""
+    server = {'Host': [{'_uuid': ['uuid', 's1'], '_version': ['uuid', 'v'],
+                        'name': 'h1', 'snapshot': 'now'}],
+              'Migration': []}
+    ops = keep_observed(server, {'Host': ['b1', 'b2'], 'Migration': ['m']})
+    assert ops == [
+        {'op': 'delete', 'table': 'Host',
+         'where': [['_uuid', '==', ['uuid', 'b1']]]},
+        {'op': 'delete', 'table': 'Host',
+         'where': [['_uuid', '==', ['uuid', 'b2']]]},
+        {'op': 'insert', 'table': 'Host',
+         'row': {'name': 'h1', 'snapshot': 'now'}}]
+    assert keep_observed({'Host': []}, {'Host': ['b1']}) == []

@@ -12,14 +12,24 @@ copy first, then restored in one step:
    and of any newer backups named with --revocations-from, is merged
    into the copy's, and every credential and join token row whose
    digest is listed is deleted from the copy;
-3. the copy is restored (`ovsdb-client restore`: one transaction, so no
+3. what the controllers observed (hosts as last seen, their vNICs,
+   moves in flight, flow counters: `OBSERVED`) is the server's, read
+   last, not the backup's, when the server has any: observations are
+   newer than any backup (an older host snapshot read at the next start
+   would name a host missing, and its wires' flows elsewhere would be
+   removed until it reports; counters would go back; a finished move
+   would be under way again);
+4. the copy is restored (`ovsdb-client restore`: one transaction, so no
    controller ever reads the backup's rows without the list).
 
 What it protects against: an operator restoring an older backup (after
 a bad apply, or into a rebuilt cluster with a newer backup at hand)
 reviving what was taken back. What it does not: restoring into a new,
 empty cluster from one old backup alone cannot know later revocations;
-name the newest backup you have with --revocations-from."""
+name the newest backup you have with --revocations-from. A controller's
+observation written between step 3's read and the restore is lost with
+the backup's rows; the controller writes it again at its next save
+(`store.runtime` reads its rows again when one it wrote is gone)."""
 import json
 import os
 import shutil
@@ -33,6 +43,8 @@ from virtualwire.ovsdb import rawrpc
 DB = 'VirtualWire'
 LIST_SINCE = '1.13.0'       # the schema that brought Revocation
 TAKEN_BACK = (('Credential', 'credentials'), ('JoinToken', 'join tokens'))
+# Tables of what the controllers observed, not intent (store.runtime).
+OBSERVED = ('Host', 'HostVnic', 'Migration', 'Counters')
 _ENTRY = ('kind', 'name', 'digest', 'revoked_at', 'expires_at', 'reason')
 
 
@@ -85,6 +97,25 @@ def keep_leadership(server, backup):
     return [{'op': 'delete', 'table': 'Leadership',
              'where': [['_uuid', '==', ['uuid', u]]]} for u, _ in backup] + \
         [{'op': 'insert', 'table': 'Leadership', 'row': row}]
+
+
+def keep_observed(server, backup):
+    """Pure. The OVSDB operations that put the server's rows of each
+    OBSERVED table in place of the backup's, for the tables where the
+    server has rows (a new, empty cluster keeps the backup's: an old
+    picture is better than none at a start). `server`: {table: rows
+    (all columns)}; `backup`: {table: [uuid]}."""
+    ops: list = []
+    for table, rows in sorted(server.items()):
+        if not rows:
+            continue
+        ops += [{'op': 'delete', 'table': table,
+                 'where': [['_uuid', '==', ['uuid', u]]]}
+                for u in backup.get(table, ())]
+        ops += [{'op': 'insert', 'table': table,
+                 'row': {k: v for k, v in r.items()
+                         if not k.startswith('_')}} for r in rows]
+    return ops
 
 
 class Restore:
@@ -143,6 +174,11 @@ class Restore:
                     ops += keep_leadership(leader[0] if leader else None, [
                         (r['_uuid'][1], r['term']) for r in self._select(
                             prep, 'Leadership', ['_uuid', 'term'])])
+                observed = [t for t in OBSERVED if t in tables]
+                ops += keep_observed(
+                    {t: self._select(self.remote, t) for t in observed},
+                    {t: [r['_uuid'][1] for r in self._select(
+                        prep, t, ['_uuid'])] for t in observed})
                 if ops:
                     rawrpc.transact(prep, DB, ops, timeout=60)
             with open(copy) as f:

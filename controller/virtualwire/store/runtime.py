@@ -90,6 +90,11 @@ class RuntimeStore:
         hosts, ports = self._host_rows()
         self._hosts_written = {n: host_rows.written((t, ports.get(n, {})))
                                for n, t in hosts.items()}
+        # vNIC rows of a host whose own row is gone: known, so a save
+        # updates them instead of inserting them again.
+        for n in set(ports) - set(hosts):
+            self._hosts_written[n] = (None, host_rows.written(
+                ('', ports[n]))[1])
         out = {}
         for name, text in hosts.items():
             try:
@@ -114,9 +119,14 @@ class RuntimeStore:
             ports.setdefault(host, {})[vnic] = r
         return hosts, ports
 
-    def _save_host(self, host):
+    def _save_host(self, host, again=True):
         """Writes the host's row and the vNIC rows that changed since the
-        last save; returns how many rows were written."""
+        last save; returns how many rows were written. Rows changed
+        behind our back (a restore of an older backup, an operator's
+        edit: an update that matched nothing, an insert of a row already
+        there) are read again and the save done once more at once: a
+        host row left missing would make the next start act without it
+        (a restart that briefly removed a working wire's flows)."""
         if self._hosts_written is None:
             self.hosts()
         assert self._hosts_written is not None
@@ -134,7 +144,7 @@ class RuntimeStore:
             ops.append({'op': 'update', 'table': 'Host',
                         'where': [['name', '==', name]],
                         'row': {'snapshot': now_rows[0], 'updated_at': now}}
-                       if written else
+                       if written and written[0] is not None else
                        {'op': 'insert', 'table': 'Host',
                         'row': {'name': name, 'snapshot': now_rows[0],
                                 'updated_at': now}})
@@ -149,12 +159,27 @@ class RuntimeStore:
         ops += [{'op': 'insert', 'table': 'HostVnic',
                  'row': dict(r, host=name, vnic=v, port='')}
                 for v, r in insert]
+        # Is the host's row still there? (A save of its vNICs alone would
+        # not find out.)
+        there = [{'op': 'select', 'table': 'Host', 'columns': ['name'],
+                  'where': [['name', '==', name]]}] \
+            if written and written[0] is not None else []
         try:
-            rawrpc.transact(self.client.remote, DB_NAME, ops)
+            results = rawrpc.transact(self.client.remote, DB_NAME,
+                                      ops + there)
         except StoreError as e:
-            self._hosts_written = None      # unsure: read again next time
+            self._hosts_written = None      # unsure: read again
+            if again and behind_our_back(e):
+                LOG.warning('host %s: its rows were not as last written '
+                            '(%s); read again and rewritten', name, e)
+                return self._save_host(host, again=False)
             raise StoreError('saving host %s failed: %s' % (name, e)) \
                 from None
+        if again and matched_nothing(ops + there, results):
+            LOG.warning('host %s: a row last written here is gone (a '
+                        'restore?); read again and rewritten', name)
+            self._hosts_written = None
+            return self._save_host(host, again=False)
         if self._hosts_written is not None:
             self._hosts_written[name] = host_rows.written(now_rows)
         return len(ops)
@@ -215,7 +240,7 @@ class RuntimeStore:
     def save_counters(self, snap):
         return self._submit(self._save_counters, snap)
 
-    def _save_counters(self, snap):
+    def _save_counters(self, snap, again=True):
         """Writes the rows that changed since the last save; returns the
         bytes written."""
         now_rows = counter_rows.rows(snap)
@@ -238,16 +263,36 @@ class RuntimeStore:
                 for n, t in insert]
         t0 = time.monotonic()
         try:
-            rawrpc.transact(self.client.remote, DB_NAME, ops)
+            results = rawrpc.transact(self.client.remote, DB_NAME, ops)
         except StoreError as e:
             self._written = None        # unsure what is there: read again
+            if again and behind_our_back(e):
+                return self._save_counters(snap, again=False)
             raise StoreError('saving counters failed: %s' % e) from None
         finally:
             if self.client.observe is not None:
                 self.client.observe(time.monotonic() - t0)
+        if again and matched_nothing(ops, results):
+            self._written = None        # a row we wrote is gone: rewrite
+            return self._save_counters(snap, again=False)
         for n in delete:
             del self._written[n]
         self._written.update(insert)
         self._written.update(update)
         self.counter_writes.append(sum(len(t) for _n, t in insert + update))
         return self.counter_writes[-1]
+
+
+def behind_our_back(e) -> bool:
+    """Did a write fail on rows not as we wrote them (an insert of one
+    already there), not on the database being away?"""
+    return 'constraint violation' in str(e)
+
+
+def matched_nothing(ops, results) -> bool:
+    """Did an update or select of a row we had written find no row (it
+    was deleted behind our back)?"""
+    return any(isinstance(r, dict) and (
+        (op['op'] == 'update' and r.get('count') == 0) or
+        (op['op'] == 'select' and r.get('rows') == []))
+        for op, r in zip(ops, results))
