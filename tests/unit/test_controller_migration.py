@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from virtualwire.core import errors
-from virtualwire.control.holding import BEHIND, FAR_BEHIND
+from virtualwire.control.lag_guard import BEHIND, FAR_BEHIND
 from virtualwire.core.model import Encap, Host, VnicPort
 from virtualwire.testing.harness import TUN, Harness
 
@@ -602,3 +602,19 @@ def test_frames_arriving_while_the_source_is_read_are_kept_if_the_move_ends():
         [('h2', 2, _datagram(n)) for n in range(3)]
     [m] = h.call(h.ctl.views.migration_views)
     assert m['held']['g']['source_reads'] == 'last-poll (timeout)'
+
+
+def test_a_poll_lost_with_its_connection_is_not_a_lag():
+    """The source's switch connected again while a poll was out: that
+    answer never comes, and its age is no measure of how far behind the
+    controller runs (it would stop holding every vNIC in 2 s)."""
+    h = _two_held()
+    h.loop.call(h.ctl.poll_held)         # both asked
+    old = h.ctl.shared.session_of('h1')
+    h.loop.post(h.ctl.on_switch_up, h.fabric.switches['h1'])
+    h.loop.call(lambda: None)
+    assert h.ctl.shared.session_of('h1') is not old
+    h.now += FAR_BEHIND + 0.1
+    h.loop.call(h.ctl.poll_held)
+    assert set(h.ctl.holding.holding) == {'g', 'k'}
+    assert all('abandoned' not in v for v in _held_views(h).values())

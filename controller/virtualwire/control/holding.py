@@ -27,6 +27,7 @@ frames and the bundle go out together.
 import logging
 from typing import Dict, List, Optional, Tuple
 
+from virtualwire.control.lag_guard import LagGuard, to_shed
 from virtualwire.control.shared import Shared
 from virtualwire.core import ids
 from virtualwire.core.frames import SOURCE_STOPPED
@@ -44,13 +45,6 @@ LOG = logging.getLogger(__name__)
 POLL = 0.05
 READ_WAIT = 0.2      # how long activation waits for the source's reads
 RATE_WINDOW = 0.1    # seconds over which a vNIC's frame rate is judged
-# Seconds a source's port stats may come behind its packet-ins before all
-# but the oldest of the held vNICs stop holding (Holding._behind): bench
-# moves of one guest with two held vNICs ran 0.3-1.3 s behind and lost no
-# copy, an ensemble's lag grew past 50 s; OVS queues at most 512
-# packet-ins, and the socket's bytes, beyond.
-BEHIND = 0.5
-FAR_BEHIND = 2.0     # ... and before every held vNIC stops holding
 UNAVAILABLE = (1 << 64) - 1   # a port counter OVS cannot read
 
 
@@ -64,10 +58,7 @@ class Holding:
                           held_late_read=0)
         self.hold_frames, self.hold_bytes = frames, max_bytes  # per vNIC
         self.hold_rate = rate          # frames/s; above, holding stops
-        self.behind: Dict[str, float] = {}   # vNIC -> its polls' worst lag
-        # vNIC -> when its oldest poll still unanswered was asked: a lag
-        # is known before the answer that measures it comes (_behind)
-        self.unanswered: Dict[str, float] = {}
+        self.lag = LagGuard(shared.clock, shared.session_of)
         self.holding: Dict[str, HeldFrames] = {}   # vNIC -> held frames
         # vNIC -> (clock() its window opened, held frames since)
         self.arrivals: Dict[str, Tuple[float, int]] = {}
@@ -185,8 +176,6 @@ class Holding:
             del self.holding[v]
         for v in [v for v in self.arrivals if v not in moves]:
             del self.arrivals[v]
-        for v in [v for v in self.behind if v not in self.holding]:
-            del self.behind[v]
         for v, n in list(self.late.items()):
             # Said once a poll, not per frame: each would be a write.
             m = self.shared.migrations.held_released(v, {'late': n}, update=True)
@@ -197,10 +186,8 @@ class Holding:
             if v not in moves and self._in_place(self.released[v][0]):
                 del self.released[v]
                 self.filters.pop(v, None)
-        for v in [v for v in self.unanswered if v not in self.holding]:
-            del self.unanswered[v]
-        now = self.shared.clock()
-        self._behind(now - min(self.unanswered.values(), default=now))
+        self._behind(self.lag.oldest_out(self.holding, {
+            v: mv.source for v, mv in moves.items() if v in self.holding}))
         for v, mv in moves.items():
             if not mv.activated and self.tables.holds(v) and \
                     not self._too_fast(v):
@@ -240,28 +227,13 @@ class Holding:
         return True
 
     def _behind(self, lag):
-        """A source's port stats came (or are still to come) `lag` s after
-        we asked, behind every packet-in its switch had queued: over
-        BEHIND, only the vNIC held longest goes on holding (its pause is
-        the nearest); over FAR_BEHIND, none. Each held frame is a
-        packet-in on its destination and a copy's on its source, read on
-        our one loop. In an ensemble
-        move (two TCG guests leaving one host, three vNICs held at 1 kHz)
-        shedding one vNIC per answer was too slow: the lag grew from 2.3
-        s to 13 s and 55 s while the answers that measured it came ever
-        later; shedding all but one on the first answer came 8.2 s late.
-        So an unanswered poll counts too. Overflowing OVS's queue towards
-        us (rconn_overflow 8,402 and 9,598 in an earlier run) loses held
-        frames and copies, and the cut counts wrong."""
-        if lag <= BEHIND:
-            return
+        """Over control.lag_guard's limits, vNICs stop holding (the one
+        held longest last): each held frame is a packet-in on its
+        destination and a copy's on its source, read on our one loop."""
         moves = self.tables.placement.moves
         held = [v for v in self.holding if v in moves and
                 not moves[v].activated and self.tables.holds(v)]
-        # Far behind, even the oldest goes: the ensemble's last held vNIC
-        # alone took the lag from 0.7 s to 9.2 s, its copies overflowed
-        # and no cut was found.
-        for v in held[0 if lag > FAR_BEHIND else 1:]:
+        for v in to_shed(lag, held):
             self._abandon(v, 'the controller ran %d ms behind its '
                              "switches' packet-ins, holding %d vNICs" % (
                                  round(lag * 1e3), len(held)))
@@ -296,14 +268,10 @@ class Holding:
                 then(None, 'no answer')
             return
 
-        asked = self.shared.clock()
-        self.unanswered.setdefault(vnic, asked)
+        asked = self.lag.asked(vnic, s)
 
         def done(body):
-            self.unanswered.pop(vnic, None)
-            lag = self.shared.clock() - asked
-            self.behind[vnic] = max(lag, self.behind.get(vnic, 0.0))
-            self._behind(lag)
+            self._behind(self.lag.answered(vnic, asked))
             hf = self.holding.get(vnic)
             tap = next((p for p in body if p.port_no == port), None)
             reads, why = None, 'no answer'
@@ -382,7 +350,7 @@ class Holding:
         self.stats['held_delivered'] += len(r.frames)
         self.stats['held_evicted'] += r.evicted
         view = dict(r.view(), source_reads=why, source_behind_ms=round(
-            self.behind.pop(vnic, 0.0) * 1e3))
+            self.lag.recorded(vnic) * 1e3))
         if self.tables.learn_held and hf.stop_mark is None:
             # Not activated at the source's STOP: the switch learned
             # delivery on the guest's first frame, so these come behind
