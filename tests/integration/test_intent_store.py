@@ -247,3 +247,30 @@ def test_a_database_of_schema_1_8_is_converted_and_its_hosts_read(
         assert RuntimeStore(stores(remote).client).hosts() == {'h9': h}
     finally:
         local_ovsdb.stop(str(state))
+
+
+def test_a_host_view_lost_while_the_database_was_away_is_written_after(
+        tmp_path, stores):
+    """The writer drops a failed write (the control loop never waits on
+    the database). A host's view lost so, with the host changing nothing
+    after, would leave the next controller start without it; it is
+    written with the next write that succeeds (the collector's counters,
+    every few seconds)."""
+    from virtualwire.core.model import Encap, Host, VnicPort
+    from virtualwire.store.runtime import RuntimeStore
+    remote = local_ovsdb.ensure(str(tmp_path))
+    try:
+        rt = RuntimeStore(stores(remote).client)
+        rt.hosts()
+        h1 = Host('h1', 1, (Encap('gre', '198.19.0.1', 4),),
+                  vnics=(VnicPort('a', 'tap-a', 1),))
+        local_ovsdb.stop(str(tmp_path))
+        lost = rt.save_host(h1)
+        with pytest.raises(Exception):
+            lost.result(0)
+        local_ovsdb.ensure(str(tmp_path))
+        assert RuntimeStore(stores(remote).client).hosts() == {}
+        rt.save_counters({'wires': {}, 'hosts': {'h1': {'rx': 1}}})
+        assert RuntimeStore(stores(remote).client).hosts() == {'h1': h1}
+    finally:
+        local_ovsdb.stop(str(tmp_path))

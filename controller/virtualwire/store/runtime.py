@@ -36,6 +36,7 @@ class RuntimeStore:
         self._written = None          # Counters rows as last written
         # {host: host_rows.written(its rows)} as last written (None: unknown)
         self._hosts_written: Optional[dict] = None
+        self._unsaved: dict = {}      # host name -> its view a write lost
         # Bytes of each counter save (what a cluster replicates).
         self.counter_writes: collections.deque = collections.deque(
             maxlen=100)
@@ -75,13 +76,28 @@ class RuntimeStore:
                 return
             self._do(*item)
 
-    @staticmethod
-    def _do(fn, args, fut):
+    def _do(self, fn, args, fut):
         try:
             fut.set(fn(*args))
         except Exception as e:
             LOG.error('runtime write %s failed: %s', fn.__name__, e)
+            if fn == self._save_host:
+                # Written again after the next write that succeeds (the
+                # collector saves every few seconds): a host view lost
+                # while the database was away would leave the next start
+                # without it, if the host changes nothing after.
+                self._unsaved[args[0].name] = args[0]
             fut.set(error=e)
+            return
+        for name, host in list(self._unsaved.items()):
+            try:
+                self._save_host(host)
+            except Exception as e:      # still away: the next write
+                LOG.error('runtime write of host %s failed again: %s',
+                          name, e)
+                return
+            LOG.info('host %s: its view, unsaved since a write failed, '
+                     'is written', name)
 
     def hosts(self):
         """Hosts as last seen: the view the controller starts from, so a
@@ -134,11 +150,12 @@ class RuntimeStore:
         written = self._hosts_written.get(host.name)
         head, insert, update, delete = host_rows.changes(
             written or (hash(''), {}), now_rows)
+        name = host.name
         if not (head or insert or update or delete):
+            self._unsaved.pop(name, None)
             return 0
         now = datetime.datetime.now(datetime.timezone.utc) \
             .isoformat(timespec='seconds')
-        name = host.name
         ops: list = []
         if head:
             ops.append({'op': 'update', 'table': 'Host',
@@ -182,6 +199,7 @@ class RuntimeStore:
             return self._save_host(host, again=False)
         if self._hosts_written is not None:
             self._hosts_written[name] = host_rows.written(now_rows)
+        self._unsaved.pop(name, None)       # this save supersedes it
         return len(ops)
 
     def migrations(self):
