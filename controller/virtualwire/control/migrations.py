@@ -71,7 +71,7 @@ class Migration:
     # whose flows changed at its activation ('sisters').
     steps: Dict[str, Dict[str, float]] = field(default_factory=dict)
     sisters: Dict[str, List[str]] = field(default_factory=dict)
-    # vNIC -> what its held frames came to (core.held_frames.Release)
+    # vNIC -> what its held frames came to (core.held_release.Release)
     held: Dict[str, dict] = field(default_factory=dict)
     # Asked to hold frames (True/False), or the controller's default (None)
     hold: Optional[bool] = None
