@@ -257,6 +257,7 @@ def test_a_host_view_lost_while_the_database_was_away_is_written_after(
     written with the next write that succeeds (the collector's counters,
     every few seconds)."""
     from virtualwire.core.model import Encap, Host, VnicPort
+    from virtualwire.store.errors import StoreError
     from virtualwire.store.runtime import RuntimeStore
     remote = local_ovsdb.ensure(str(tmp_path))
     try:
@@ -266,7 +267,7 @@ def test_a_host_view_lost_while_the_database_was_away_is_written_after(
                   vnics=(VnicPort('a', 'tap-a', 1),))
         local_ovsdb.stop(str(tmp_path))
         lost = rt.save_host(h1)
-        with pytest.raises(Exception):
+        with pytest.raises(StoreError, match='cannot connect'):
             lost.result(0)
         local_ovsdb.ensure(str(tmp_path))
         assert RuntimeStore(stores(remote).client).hosts() == {}
