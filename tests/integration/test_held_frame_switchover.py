@@ -19,6 +19,7 @@ import pytest
 from vwtest import seq, wait_until
 from vwtest.held_move import brief, move, raced
 from vwtest.migration import GUEST_BEFORE_STOP
+from vwtest.switchover import SWITCHOVER_MS
 
 HOLD_BYTES = 64 << 10      # 64 KiB: ~600 probe frames, ~60 of 1000 bytes
 EVENT_MS = 0.001           # virsh prints QEMU's event times to the ms
@@ -26,6 +27,7 @@ EVENT_MS = 0.001           # virsh prints QEMU's event times to the ms
 # with its stop, sent up to 20 ms before STOP here (bench/results/
 # held_frames-run3.json: 1-2 a move, isolated, not a run a late cut makes).
 QEMU_AT_STOP = 3
+READ_LAG_S = 0.1   # how far a TCG guest's reads may lag its tap at STOP
 
 
 @pytest.fixture(scope='module')
@@ -91,6 +93,28 @@ def unexplained(r, held, stop, resume, dst, switches):
     return [x for x in lost if x not in excused], races
 
 
+def held_or_let_go(r, held, stop, resume, why):
+    """True if the move held its frames. False if the controller ran too
+    far behind its switches to hold them (control.lag_guard: two
+    packet-ins a frame on one loop, beside TCG guests on two cores; this
+    machine ran 0.45-1.9 s behind): the record says so and why, and the
+    move went on as --hold off's does: nothing twice or out of order,
+    nothing lost but what was sent during the pause, around the guest's
+    first frame after it, or before STOP and never read by the guest
+    (its QEMU purges them: a TCG guest read its tap up to 62 ms behind)."""
+    if 'abandoned' not in held:
+        return True
+    print('held frames let go: %s' % held['abandoned'])
+    assert 'behind' in held['abandoned'], str(why)
+    assert r['duplicates'] == 0 and r['reordered'] == 0, str(why)
+    # Let go after RESUME, what was held until then is lost too (the
+    # record says when).
+    end = max(resume, held['abandoned_at']) + SWITCHOVER_MS / 1e3
+    lost = [t for _q, t in r['lost_sent_at']]
+    assert all(stop - READ_LAG_S < t < end for t in lost), str(why)
+    return False
+
+
 def test_held_frames_reach_the_guest_once_in_order_and_the_bound_holds(
         lab, api, holding, wired_guest, guest_retry):
     guest_retry.run(lambda _d: _held_there_and_back(
@@ -102,17 +126,36 @@ def _held_there_and_back(lab, api, wired_guest, k):
     g, far, wid = wired_guest('10.87.%d' % k)
     r, m, stop, resume = move(lab, api, g, far, '10.87.%d.1' % k, h1,
                               h2, 64)
-    pause = resume - stop
     [nic] = g.nics
     held = m['held'][nic]
     why = dict(brief(r, held, stop, resume, g), switches=m['switches'])
+    if held_or_let_go(r, held, stop, resume, why):
+        _first_move_held(r, m, held, why, stop, resume, h2)
+    assert api.wire(wid)['state'] == 'tunnelled'
+    assert {api.wire(wid)['host_a'], api.wire(wid)['host_b']} == \
+        {'h2', 'h3'}
+
+    # Back, under a flood: 1000-byte datagrams, ~60 fit the bound.
+    r, m, stop, resume = move(lab, api, g, far, '10.87.%d.1' % k, h2,
+                              h1, 1000)
+    held = m['held'][nic]
+    why = dict(brief(r, held, stop, resume, g), switches=m['switches'])
+    print('flood move: %s' % why)
+    if held_or_let_go(r, held, stop, resume, why):
+        _flood_move_held(r, held, why, stop, resume, h1)
+
+
+def _first_move_held(r, m, held, why, stop, resume, h2):
+    pause = resume - stop
     # The guest was paused for a while and frames kept coming: some
     # reached only its destination, and it got every one of them.
     assert m['hold'] is None, str(why)       # the controller's default
     assert pause > 0.02 and held['delivered'] >= 10, str(why)
     # The source's count at activation, or, when its QEMU had quit and
     # taken the tap along (OVS then reports the counters unavailable),
-    # its last poll, 50 ms apart and the pause longer: after STOP.
+    # its last poll, 50 ms apart and the pause longer: after STOP. (A
+    # controller whose polls come back later than READ_WAIT lets the
+    # move go instead: held_or_let_go.)
     assert held['aligned'] and held['source_reads'] in (
         'answered', 'last-poll (tap gone)'), str(why)
     assert held['evicted'] == 0, str(why)
@@ -133,16 +176,9 @@ def _held_there_and_back(lab, api, wired_guest, k):
     # excuses.
     bad, races = unexplained(r, held, stop, resume, h2, m['switches'])
     assert not bad, str(dict(why, ovs_races=races[-5:]))
-    assert api.wire(wid)['state'] == 'tunnelled'
-    assert {api.wire(wid)['host_a'], api.wire(wid)['host_b']} == \
-        {'h2', 'h3'}
 
-    # Back, under a flood: 1000-byte datagrams, ~60 fit the bound.
-    r, m, stop, resume = move(lab, api, g, far, '10.87.%d.1' % k, h2,
-                              h1, 1000)
-    held = m['held'][nic]
-    why = dict(brief(r, held, stop, resume, g), switches=m['switches'])
-    print('flood move: %s' % why)
+
+def _flood_move_held(r, held, why, stop, resume, h1):
     assert held['evicted'] > 0, str(why)                 # cut at the bound
     assert held['delivered'] * 1000 <= HOLD_BYTES, str(why)
     # What the bound cut is missing (the oldest unread: from where the

@@ -301,7 +301,9 @@ def _document():
                              'drops_unplaced (the most the cut can fall '
                              'short: a duplicate each); or abandoned: why '
                              'holding stopped (frames faster than '
-                             '--hold-rate)'}}},
+                             '--hold-rate, or the controller behind its '
+                             'switches) and abandoned_at: when (epoch '
+                             'seconds)'}}},
                 'ConnectRequest': {
                     'type': 'object', 'required': ['a', 'b'],
                     'additionalProperties': False,

@@ -122,6 +122,10 @@ class Moves:
                                 ev.move.destination, ev.move.source)
                     self._record(self.migrations.activated(
                         ev.vnic, ev.move.destination, frames.SOURCE_LEFT))
+                    # Its held frames go now (the guest's first frame may
+                    # have been a packet-in its switch dropped, its queue
+                    # full of held frames: CI of 644c9c2), or never.
+                    self.activations.append((ev.vnic, ev.move.destination))
                 LOG.info('vNIC %s move %s -> %s %s', ev.vnic, ev.move.source,
                          ev.move.destination, ev.outcome)
                 self.move_seen.pop(ev.vnic, None)
