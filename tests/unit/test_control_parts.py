@@ -14,7 +14,7 @@ PARTS = {'programming', 'safe_start', 'migrating', 'cloud_word', 'holding',
          'switch_moves'}
 # What a part may import from control/: the shared reads, the refusal
 # log, and pure helpers; never another part.
-SHARED = {'shared', 'refusals', 'migrations', 'loop', 'takeover'}
+SHARED = {'shared', 'refusals', 'migrations', 'loop', 'takeover', 'lag_guard'}
 
 
 def tree(name):
