@@ -48,6 +48,7 @@ setup(
         'vw-host-setup = virtualwire.host.tools:host_setup',
         'vw-pki = virtualwire.host.tools:pki',
         'vw-host-agent = virtualwire.host.agent:main',
+        'vw-frame-hold = virtualwire.host.hold_port:main',
         'vwlab = vwlab.cli:main',
     ]},
 )

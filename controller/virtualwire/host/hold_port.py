@@ -1,0 +1,151 @@
+"""vw-frame-hold: a hypervisor's rings of frames towards guests that are
+migrating in (`host.hold_ring`), on the switch's internal port
+`vw-hold` (created by vw-host-setup).
+
+Its own process, apart from vw-host-agent: it needs a packet socket on
+one port of this host (CAP_NET_RAW) and no credential at all, where the
+agent needs libvirt and the host's token. It speaks to nothing but the
+switch: the controller's messages come as packet-outs through the
+switch's authenticated OpenFlow session, and the answers go back as
+packet-ins the same way.
+"""
+import argparse
+import logging
+import select
+import socket
+import struct
+import time
+from typing import Optional, Tuple
+
+from virtualwire import version
+from virtualwire.host.hold_ring import ANSWER_SLOT, ETHERTYPE, HoldRings
+
+LOG = logging.getLogger('vw-frame-hold')
+PORT = 'vw-hold'
+ETH_P_ALL = 0x0003
+ETH_P_8021AD = 0x88A8
+SOL_PACKET = 263
+PACKET_AUXDATA = 8
+TP_STATUS_VLAN_VALID = 0x10
+TP_STATUS_VLAN_TPID_VALID = 0x40
+# The answers' addresses: locally administered, never a guest's (the
+# switch sends them to the controller by their tag, ANSWER_SLOT).
+ANSWER_DST = bytes.fromhex('027677000001')
+ANSWER_SRC = bytes.fromhex('027677000002')
+RCVBUF = 4 << 20    # a pause's frames at line rate wait here for the ring
+_AUX = struct.Struct('IIIHHHH')
+
+
+def classify(data: bytes, status: int = 0, tci: int = 0, tpid: int = 0
+             ) -> Optional[Tuple[str, Optional[int], bytes]]:
+    """What a frame read from `vw-hold` is: ('frame', slot, the frame
+    as the guest will get it), ('message', None, payload), or None (not
+    ours: the port's own traffic). The kernel takes the outer tag off
+    into the packet's metadata (status, tci, tpid: PACKET_AUXDATA); one
+    left in the bytes is read there."""
+    if status & TP_STATUS_VLAN_VALID:
+        if status & TP_STATUS_VLAN_TPID_VALID and tpid == ETH_P_8021AD:
+            return 'frame', tci & 0xFFF, data
+        return None
+    if len(data) < 14:
+        return None
+    kind = struct.unpack('!H', data[12:14])[0]
+    if kind == ETH_P_8021AD and len(data) >= 18:
+        tci = struct.unpack('!H', data[14:16])[0]
+        return 'frame', tci & 0xFFF, data[:12] + data[16:]
+    if kind == ETHERTYPE:
+        return 'message', None, data[14:]
+    return None
+
+
+def tagged(slot: int, frame: bytes) -> bytes:
+    return frame[:12] + struct.pack('!HH', ETH_P_8021AD, slot) + frame[12:]
+
+
+def message_frame(payload: bytes) -> bytes:
+    return ANSWER_DST + ANSWER_SRC + struct.pack('!H', ETHERTYPE) + payload
+
+
+class HoldPort:
+    """The packet socket on `vw-hold`; frames in, frames out."""
+
+    def __init__(self, ifname=PORT):
+        self.ifname = ifname
+        try:
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
+                              socket.htons(ETH_P_ALL))
+            s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
+            s.bind((ifname, 0))
+        except OSError as e:
+            raise SystemExit('vw-frame-hold: cannot open port %s (%s): is '
+                             'this host set up (vw-host-setup)?'
+                             % (ifname, e.strerror or e)) from None
+        self.sock = s
+
+    def recv(self):
+        data, anc, _flags, addr = self.sock.recvmsg(65535, 64)
+        if addr[2] == socket.PACKET_OUTGOING:
+            return None             # ours, written a moment ago
+        status = tci = tpid = 0
+        for level, kind, raw in anc:
+            if level == SOL_PACKET and kind == PACKET_AUXDATA and \
+                    len(raw) >= _AUX.size:
+                status, _len, _snap, _mac, _net, tci, tpid = \
+                    _AUX.unpack(raw[:_AUX.size])
+        return classify(data, status, tci, tpid)
+
+    def send(self, slot, data):
+        self.sock.send(tagged(slot, data) if slot is not None
+                       else tagged(ANSWER_SLOT, message_frame(data)))
+
+
+def serve(port, rings, clock=time.monotonic, tick=1.0, stop=None):
+    """Until stop() says so: each frame and message through the rings,
+    what they return sent, rings expired every `tick` seconds."""
+    last = clock()
+    while stop is None or not stop():
+        ready, _, _ = select.select([port.sock], [], [], tick)
+        now = clock()
+        if ready:
+            got = port.recv()
+            if got is not None:
+                kind, slot, data = got
+                out = rings.frame(slot, data, now) if kind == 'frame' \
+                    else rings.message(data, now)
+                for s, d in out:
+                    port.send(s, d)
+                if kind == 'message':
+                    LOG.info('message: %s', out[-1][1].decode())
+        if now - last >= tick:
+            last = now
+            for slot in rings.expire(now):
+                LOG.info('slot %d dropped (never released, or idle)', slot)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog='vw-frame-hold',
+                                description=__doc__.split('\n\n')[0])
+    version.add_argument(p)
+    p.add_argument('--port', default=PORT,
+                   help='the switch\'s internal port (default: %(default)s)')
+    p.add_argument('--max-slots', type=int, default=64,
+                   help='moving vNICs held at once (default: %(default)s)')
+    p.add_argument('--max-frames', type=int, default=512,
+                   help='frames held per vNIC (default: %(default)s)')
+    p.add_argument('--max-bytes', type=int, default=1 << 20,
+                   help='bytes held per vNIC (default: %(default)s)')
+    args = p.parse_args(argv)
+    for name in ('max_slots', 'max_frames', 'max_bytes'):
+        if getattr(args, name) < 1:
+            p.error('--%s must be at least 1' % name.replace('_', '-'))
+    logging.basicConfig(level=logging.INFO,
+                        format='%(asctime)s %(name)s %(levelname)s '
+                               '%(message)s')
+    port = HoldPort(args.port)
+    LOG.info('holding frames on %s', args.port)
+    serve(port, HoldRings(args.max_slots, args.max_frames, args.max_bytes))
+
+
+if __name__ == '__main__':
+    main()

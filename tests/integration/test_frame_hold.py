@@ -1,0 +1,192 @@
+"""vw-frame-hold on a real host's switch (issue 42's host-local holding,
+its destination side): frames tagged with a slot and sent to the port
+vw-host-setup made wait in the ring; the release message, sent as the
+controller will (a packet-out into `vw-hold`), lets through exactly the
+frames after the guest's last read one, in order, once each, then every
+later frame; a bad message is answered with why and releases nothing.
+
+The flows are the ones the controller is to install for a moving vNIC
+(not wired into it yet); this lab host runs no controller, so the test
+owns its flow table."""
+import json
+import os
+import struct
+import subprocess
+import sys
+import time
+
+import pytest
+
+from virtualwire.core.held_frames import digest
+from virtualwire.host.hold_port import message_frame
+from virtualwire.host.hold_ring import ANSWER_SLOT
+from vwlab import Lab, REPO, sh
+from vwtest import wait_until
+
+SLOT = 7
+ANSWER_TYPE = 0x88B5
+# Reads one namespace's eth0: each frame it receives as a hex line, its
+# 802.1Q tag (taken off by the kernel) put back in place.
+LISTEN = r'''
+import socket, struct, sys
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.setsockopt(263, 8, 1)
+s.bind(("eth0", 0))
+print("ready", flush=True)
+while True:
+    data, anc, _f, addr = s.recvmsg(65535, 64)
+    if addr[2] == socket.PACKET_OUTGOING:
+        continue
+    for lvl, kind, raw in anc:
+        st, _l, _s, _m, _n, tci, tpid = struct.unpack("IIIHHHH", raw[:20])
+        if st & 0x10:
+            data = data[:12] + struct.pack("!HH", tpid if st & 0x40
+                                           else 0x8100, tci) + data[12:]
+    print(data.hex(), flush=True)
+'''
+# One frame a ms, as a stream would come: frames of two megaflows (tagged
+# and not) in one receive batch leave OVS's userspace datapath grouped
+# by flow, out of order, whatever holds them.
+SEND = r'''
+import socket, sys, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("eth0", 0))
+for h in sys.argv[1:]:
+    s.send(bytes.fromhex(h))
+    time.sleep(0.001)
+'''
+
+
+def ethertype(frame):
+    at = 16 if frame[12:14] == b'\x81\x00' else 12
+    return struct.unpack('!H', frame[at:at + 2])[0]
+
+
+class Listener:
+    """Frames of one EtherType a namespace receives (the host side of
+    its veth says IPv6 things too: not through the switch, not ours)."""
+
+    def __init__(self, ns, kind):
+        self.kind = kind
+        self.p = subprocess.Popen(['ip', 'netns', 'exec', ns, sys.executable,
+                                   '-c', LISTEN], stdout=subprocess.PIPE,
+                                  text=True)
+        assert self.p.stdout.readline().strip() == 'ready'
+        self.frames = []
+        os.set_blocking(self.p.stdout.fileno(), False)
+
+    def read(self):
+        while True:
+            line = self.p.stdout.readline()
+            if not line:
+                return self.frames
+            f = bytes.fromhex(line.strip())
+            if ethertype(f) == self.kind:
+                self.frames.append(f)
+
+    def close(self):
+        self.p.kill()
+        self.p.wait()
+
+
+def numbered(src, dst, n, vlan=None):
+    """A frame src -> dst carrying its number (an experimental
+    EtherType, so no host stack answers it); with `vlan`, 802.1Q-tagged
+    as a guest's own VLAN would be."""
+    tag = struct.pack('!HH', 0x8100, vlan) if vlan is not None else b''
+    return (bytes.fromhex(dst.replace(':', '')) +
+            bytes.fromhex(src.replace(':', '')) + tag +
+            struct.pack('!HI', 0x88B6, n) + bytes(60))
+
+
+def number(frame):
+    at = frame.find(struct.pack('!H', 0x88B6))
+    return struct.unpack('!I', frame[at + 2:at + 6])[0]
+
+
+@pytest.fixture(scope='module')
+def host():
+    with Lab(1, tls=False, collector=False) as lab:
+        yield lab.hosts[0]
+
+
+def test_held_frames_wait_on_the_host_and_only_the_unread_ones_go(host):
+    # vw-host-setup made the port: pinned, up, and silent (no IPv6).
+    port = host.vsctl('get', 'interface', 'vw-hold', 'ofport').strip()
+    assert port == '65003'
+    assert sh(['cat', '/proc/sys/net/ipv6/conf/vw-hold/disable_ipv6'],
+              ns=host.ns).strip() == '1'
+    # VMs with IPv6 off: nothing but the test's frames in the ring.
+    src = host.add_paused_vm('hs', [('hs-nic', '52:54:00:77:00:01')])
+    dst = host.add_paused_vm('hd', [('hd-nic', '52:54:00:77:00:02')])
+    ctl = host.add_paused_vm('hc', [('hc-nic', '52:54:00:77:00:03')])
+    # (hc stands for the controller: it gets vw-frame-hold's answers.)
+    p_src, p_dst, p_ctl = (vm.nics[n]['port'] for vm, n in (
+        (src, 'hs-nic'), (dst, 'hd-nic'), (ctl, 'hc-nic')))
+    host.ofctl('del-flows')
+    for f in ('in_port=%s,actions=push_vlan:0x88a8,set_field:%d->vlan_vid,'
+              'output:vw-hold' % (p_src, 0x1000 | SLOT),
+              'in_port=vw-hold,dl_vlan=%d,actions=pop_vlan,output:%s'
+              % (SLOT, p_dst),
+              'in_port=vw-hold,dl_vlan=%d,actions=pop_vlan,output:%s'
+              % (ANSWER_SLOT, p_ctl)):
+        host.ofctl('add-flow', f)
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, 'controller'))
+    hold = subprocess.Popen(
+        ['ip', 'netns', 'exec', host.ns, sys.executable, '-m',
+         'virtualwire.host.hold_port'], env=env, stderr=subprocess.PIPE,
+        text=True)
+    got, said = Listener(dst.ns, 0x88B6), Listener(ctl.ns, ANSWER_TYPE)
+    try:
+        time.sleep(0.5)
+        a, b = src.nics['hs-nic']['mac'], dst.nics['hd-nic']['mac']
+        # 30 frames, every third with the guest's own VLAN tag.
+        sent = [numbered(a, b, n, vlan=100 if n % 3 == 0 else None)
+                for n in range(30)]
+
+        def send(frames):
+            sh([sys.executable, '-c', SEND] + [f.hex() for f in frames],
+               ns=src.ns)
+        send(sent)
+        time.sleep(1.0)
+        assert got.read() == [], 'a held frame reached the guest early'
+
+        def say(doc):
+            host.ofctl('packet-out', 'in_port=controller,'
+                       'packet=%s,actions=output:vw-hold'
+                       % message_frame(json.dumps(doc).encode()).hex())
+            wait_until(lambda: len(said.read()) > 0, 10,
+                       what='vw-frame-hold answers')
+            return json.loads(said.frames.pop()[14:])
+
+        # A bad message: answered with why, nothing let go.
+        bad = say({'op': 'release', 'slot': SLOT, 'after': ['zz']})
+        assert bad['op'] == 'error' and 'not hex' in bad['error']
+        time.sleep(0.3)
+        assert got.read() == []
+        # The guest read up to frame 17 on its source (run 15, 16, 17).
+        ok = say({'op': 'release', 'slot': SLOT, 'id': 1,
+                  'after': [digest(f).hex() for f in sent[15:18]]})
+        assert ok == {'op': 'released', 'slot': SLOT, 'id': 1,
+                      'found': True, 'delivered': 12, 'held': 30,
+                      'evicted': 0}
+        wait_until(lambda: len(got.read()) >= 12, 10,
+                   what='the unread frames delivered')
+        # Later frames pass at once, after the held ones.
+        later = [numbered(a, b, n) for n in range(30, 35)]
+        send(later)
+        wait_until(lambda: len(got.read()) >= 17, 10,
+                   what='later frames passed')
+        time.sleep(0.3)
+        frames = got.read()
+        assert [number(f) for f in frames] == list(range(18, 35))
+        # Unchanged, the guest's own VLAN tag kept.
+        assert frames == sent[18:] + later
+        closed = say({'op': 'close', 'slot': SLOT, 'id': 2})
+        assert closed == {'op': 'closed', 'slot': SLOT, 'id': 2, 'held': 30}
+    finally:
+        got.close()
+        said.close()
+        hold.kill()
+        _, err = hold.communicate(timeout=10)
+    assert 'Traceback' not in err, err

@@ -1,0 +1,170 @@
+"""A destination host's rings of held frames (host.hold_ring) and how
+vw-frame-hold reads its port's frames (host.hold_port.classify)."""
+import json
+import struct
+
+from hypothesis import given, settings, strategies as st
+
+from virtualwire.core.held_frames import digest
+from virtualwire.host.hold_port import (ETH_P_8021AD, TP_STATUS_VLAN_TPID_VALID,
+                                        TP_STATUS_VLAN_VALID, classify,
+                                        message_frame, tagged)
+from virtualwire.host.hold_ring import (ETHERTYPE, MAX_MESSAGE, HoldRings,
+                                        parse_message, BadMessage)
+import pytest
+
+
+def frame(n, size=64):
+    return n.to_bytes(4, 'big') * (size // 4)
+
+
+def msg(**doc):
+    return json.dumps(doc).encode()
+
+
+def release(rings, slot, read, now=1.0, **extra):
+    out = rings.message(msg(op='release', slot=slot, id=9,
+                            after=[digest(f).hex() for f in read], **extra),
+                        now)
+    return [d for s, d in out if s == slot], json.loads(out[-1][1])
+
+
+def test_frames_after_the_last_read_go_in_order_then_later_ones_pass():
+    rings = HoldRings()
+    for n in range(10):
+        assert rings.frame(7, frame(n), 0.0) == []
+    sent, said = release(rings, 7, [frame(5), frame(6)])
+    assert sent == [frame(n) for n in range(7, 10)]
+    assert said == {'op': 'released', 'slot': 7, 'id': 9, 'found': True,
+                    'delivered': 3, 'held': 10, 'evicted': 0}
+    assert rings.frame(7, frame(10), 1.1) == [(7, frame(10))]
+
+
+def test_a_guest_that_read_none_of_the_ring_gets_all_of_it():
+    rings = HoldRings()
+    for n in range(4):
+        rings.frame(3, frame(n), 0.0)
+    assert release(rings, 3, [])[0] == [frame(n) for n in range(4)]
+
+
+def test_a_cut_not_in_the_ring_delivers_nothing_unless_told_all():
+    for absent, want in (('none', []), ('all', [frame(0), frame(1)])):
+        rings = HoldRings()
+        rings.frame(3, frame(0), 0.0)
+        rings.frame(3, frame(1), 0.0)
+        sent, said = release(rings, 3, [frame(99)], absent=absent)
+        assert sent == want and said['found'] is False
+
+
+def test_repeated_frames_are_told_apart_by_the_run_before_them():
+    # a b a b c: the guest read "b a b" (so the second b): only c goes.
+    a, b, c = frame(1), frame(2), frame(3)
+    rings = HoldRings()
+    for f in (a, b, a, b, c):
+        rings.frame(5, f, 0.0)
+    assert release(rings, 5, [b, a, b])[0] == [c]
+    # read "a b" ending at the first b: the latest such run wins, so
+    # only what follows the last "a b" goes (never a read frame twice).
+    rings = HoldRings()
+    for f in (a, b, c, a, b, c):
+        rings.frame(5, f, 0.0)
+    assert release(rings, 5, [a, b])[0] == [c]
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=st.integers(0, 80), read=st.integers(0, 80),
+       bound=st.integers(1, 40))
+def test_the_bound_holds_and_nothing_read_goes_again(n, read, bound):
+    read = min(read, n)
+    rings = HoldRings(max_frames=bound)
+    for i in range(n):
+        rings.frame(1, frame(i), 0.0)
+    assert (len(rings.slots[1].ring) if n else 0) == min(n, bound)
+    sent, said = release(rings, 1, [frame(i) for i in
+                                    range(max(0, read - 3), read)])
+    nums = [int.from_bytes(f[:4], 'big') for f in sent]
+    assert nums == sorted(set(nums))                 # in order, once each
+    assert all(i >= read for i in nums)              # none read goes
+    if said['found'] or read == 0:
+        # everything unread the bound kept goes
+        assert nums == list(range(max(read, n - bound), n))
+    assert said['evicted'] == max(0, n - bound)
+
+
+def test_a_frame_tagged_with_no_slot_the_controller_gives_is_not_held():
+    rings = HoldRings()
+    assert rings.frame(4094, frame(0), 0.0) == [] and rings.slots == {}
+
+
+def test_the_slot_bound_refuses_new_slots_and_counts_them():
+    rings = HoldRings(max_slots=2)
+    for slot in (1, 2, 3):
+        rings.frame(slot, frame(0), 0.0)
+    assert set(rings.slots) == {1, 2} and rings.refused == 1
+
+
+def test_an_unreleased_ring_expires_and_a_released_one_closes_when_idle():
+    rings = HoldRings(max_age=30, pass_for=10)
+    rings.frame(1, frame(0), 0.0)
+    rings.frame(2, frame(0), 0.0)
+    release(rings, 2, [], now=5.0)
+    rings.frame(2, frame(1), 12.0)          # passing keeps it open
+    assert rings.expire(20.0) == []
+    assert rings.expire(22.5) == [2] and rings.expired == 0
+    assert rings.expire(31.0) == [1] and rings.expired == 1
+
+
+def test_drop_and_close_forget_the_slot_and_say_what_it_held():
+    rings = HoldRings()
+    rings.frame(4, frame(0), 0.0)
+    out = rings.message(msg(op='drop', slot=4, id=2), 1.0)
+    assert json.loads(out[0][1]) == {'op': 'dropped', 'slot': 4, 'id': 2,
+                                     'held': 1}
+    assert 4 not in rings.slots
+
+
+def test_a_second_release_is_refused_and_sends_nothing():
+    rings = HoldRings()
+    rings.frame(4, frame(0), 0.0)
+    release(rings, 4, [])
+    sent, said = release(rings, 4, [])
+    assert sent == [] and 'released already' in said['error']
+
+
+@pytest.mark.parametrize('payload, says', [
+    (b'{', 'not JSON'),
+    (b'[1]', 'not a JSON object'),
+    (msg(op='hold', slot=1), 'op must be'),
+    (msg(op='release', slot=0), 'slot must be a VLAN id'),
+    (msg(op='release', slot=4094), 'slot must be a VLAN id'),
+    (msg(op='release', slot=True), 'slot must be a VLAN id'),
+    (msg(op='release', slot=1, id='x'), 'id must be an integer'),
+    (msg(op='release', slot=1, after='ab'), 'after must be a list'),
+    (msg(op='release', slot=1, after=['zz']), 'not hex'),
+    (msg(op='release', slot=1, after=['ab']), 'must be 8 bytes'),
+    (msg(op='release', slot=1, absent='some'), 'absent must be'),
+    (b' ' * (MAX_MESSAGE + 1), 'at most'),
+])
+def test_a_bad_message_is_answered_with_why_and_changes_nothing(payload,
+                                                                says):
+    with pytest.raises(BadMessage, match=says):
+        parse_message(payload)
+    rings = HoldRings()
+    rings.frame(1, frame(0), 0.0)
+    out = rings.message(payload, 1.0)
+    assert len(out) == 1 and out[0][0] is None
+    assert says in json.loads(out[0][1])['error']
+    assert len(rings.slots[1].ring) == 1 and rings.slots[1].released_at is None
+
+
+def test_classify_reads_the_slot_from_the_kernels_metadata_or_the_bytes():
+    f = frame(1)
+    status = TP_STATUS_VLAN_VALID | TP_STATUS_VLAN_TPID_VALID
+    assert classify(f, status, 0x2007, ETH_P_8021AD) == ('frame', 7, f)
+    assert classify(tagged(9, f)) == ('frame', 9, f)
+    # a customer tag taken off by the kernel is not ours
+    assert classify(f, status, 7, 0x8100) is None
+    assert classify(message_frame(b'{}')) == ('message', None, b'{}')
+    ipv4 = f[:12] + struct.pack('!H', 0x0800) + f[14:]
+    assert classify(ipv4) is None and classify(b'short') is None
+    assert struct.unpack('!H', message_frame(b'')[12:14])[0] == ETHERTYPE
