@@ -26,7 +26,8 @@ from vwtest.wire_traffic import stream_across
 
 UNITS = ['virtualwire-intent-db.service', 'virtualwire-controller.service',
          'virtualwire-collector.service', 'virtualwire-extender.service',
-         'virtualwire-host-agent.service', 'virtualwire-ovsdb-guard.service']
+         'virtualwire-host-agent.service', 'virtualwire-ovsdb-guard.service',
+         'virtualwire-frame-hold.service']
 PKI = '/etc/virtualwire/pki'
 with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))), 'controller', 'virtualwire', 'store',
@@ -150,7 +151,7 @@ def test_every_unit_verifies_and_every_command_says_its_version(installed):
                      'virtualwire-controller']).stdout
     for cmd in ('virtualwire-controller', 'virtualwire-collector',
                 'virtualwire-intent-db', 'vwctl', 'vw-host-setup', 'vw-pki',
-                'virtualwire-extender', 'vw-host-agent'):
+                'virtualwire-extender', 'vw-host-agent', 'vw-frame-hold'):
         p = m.run([cmd, '--version'])
         assert p.stdout == '%s %s\n' % (cmd, version) and p.stderr == ''
     # Log files (when configured) rotate, and the daemons reopen them.

@@ -10,7 +10,7 @@ import pytest
 BIN = os.path.dirname(sys.executable)
 COMMANDS = ['virtualwire-controller', 'virtualwire-collector', 'vwctl',
             'virtualwire-extender', 'virtualwire-intent-db', 'vw-host-agent',
-            'vw-host-setup', 'vw-pki', 'vwlab']
+            'vw-frame-hold', 'vw-host-setup', 'vw-pki', 'vwlab']
 
 
 def _console_scripts():
