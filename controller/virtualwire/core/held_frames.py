@@ -82,6 +82,22 @@ def digest(frame: bytes) -> bytes:
     return hashlib.blake2b(frame[:COPY_LEN], digest_size=8).digest()
 
 
+def hold_bounded(ring: Deque[Tuple[bytes, bytes]], ring_bytes: int,
+                 frame: bytes, max_frames: int, max_bytes: int
+                 ) -> Tuple[int, int]:
+    """`frame` appended to `ring` (with its digest), the oldest evicted
+    past either bound: (the ring's bytes now, frames evicted). The
+    controller's rings and the hosts' (host.hold_ring) keep one rule."""
+    ring.append((digest(frame), frame))
+    ring_bytes += len(frame)
+    evicted = 0
+    while len(ring) > max_frames or ring_bytes > max_bytes:
+        _, old = ring.popleft()
+        ring_bytes -= len(old)
+        evicted += 1
+    return ring_bytes, evicted
+
+
 @dataclass
 class HeldFrames:
     """One moving vNIC's held frames and source copies."""
@@ -172,13 +188,10 @@ class HeldFrames:
             self.evicted += 1
             return
         self.n_held += 1
-        self.ring.append((digest(frame), frame))
-        self.ring_bytes += len(frame)
-        while len(self.ring) > self.max_frames or \
-                self.ring_bytes > self.max_bytes:
-            _, old = self.ring.popleft()
-            self.ring_bytes -= len(old)
-            self.evicted += 1
+        self.ring_bytes, evicted = hold_bounded(
+            self.ring, self.ring_bytes, frame, self.max_frames,
+            self.max_bytes)
+        self.evicted += evicted
 
     def copied(self, head: bytes) -> None:
         """A copy of a frame the source switch handed to the guest's tap."""

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
 from virtualwire.core.held_frames import DEFAULT_BYTES, DEFAULT_FRAMES, \
-    digest
+    digest, hold_bounded
 
 ETHERTYPE = 0x88B5          # IEEE 802 local experimental: our messages
 # The answers' tag: every flow on `vw-hold` matches its VLAN id alone, so
@@ -124,13 +124,10 @@ class SlotRing:
 
     def hold(self, frame: bytes) -> None:
         self.held += 1
-        self.ring.append((digest(frame), frame))
-        self.ring_bytes += len(frame)
-        while len(self.ring) > self.max_frames or \
-                self.ring_bytes > self.max_bytes:
-            _, old = self.ring.popleft()
-            self.ring_bytes -= len(old)
-            self.evicted += 1
+        self.ring_bytes, evicted = hold_bounded(
+            self.ring, self.ring_bytes, frame, self.max_frames,
+            self.max_bytes)
+        self.evicted += evicted
 
     def after(self, read: Sequence[bytes]) -> Optional[int]:
         """Index of the first frame after the last run in the ring that
