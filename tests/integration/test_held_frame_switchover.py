@@ -22,6 +22,7 @@ from vwtest.migration import GUEST_BEFORE_STOP
 from vwtest.switchover import SWITCHOVER_MS
 
 HOLD_BYTES = 64 << 10      # 64 KiB: ~600 probe frames, ~60 of 1000 bytes
+PROBE_FRAME = 106          # bytes of a 64-byte datagram's frame
 EVENT_MS = 0.001           # virsh prints QEMU's event times to the ms
 # Datagrams the source QEMU read from its tap (the count says so) and lost
 # with its stop, sent up to 20 ms before STOP here (bench/results/
@@ -158,7 +159,14 @@ def _first_move_held(r, m, held, why, stop, resume, h2):
     # move go instead: held_or_let_go.)
     assert held['aligned'] and held['source_reads'] in (
         'answered', 'last-poll (tap gone)'), str(why)
-    assert held['evicted'] == 0, str(why)
+    if held['evicted']:
+        # A pause longer than the bound holds (~618 of these frames, 0.6 s
+        # of the stream; CI of cb079e4 paused 793 ms): only with the ring
+        # full, and then cut there and counted, as the flood move's.
+        assert held['held'] * PROBE_FRAME > HOLD_BYTES - PROBE_FRAME, \
+            str(why)
+        _cut_at_the_bound(r, held, why, stop, resume, h2)
+        return
     # STOP lay between two polls of the source tap (50 ms apart, but a
     # poll has come 223 ms after the last on this 2-core machine under
     # a TCG migration: CI of b6d5bc8; 400 copies still catches a poll
@@ -181,6 +189,10 @@ def _first_move_held(r, m, held, why, stop, resume, h2):
 def _flood_move_held(r, held, why, stop, resume, h1):
     assert held['evicted'] > 0, str(why)                 # cut at the bound
     assert held['delivered'] * 1000 <= HOLD_BYTES, str(why)
+    _cut_at_the_bound(r, held, why, stop, resume, h1)
+
+
+def _cut_at_the_bound(r, held, why, stop, resume, dst):
     # What the bound cut is missing (the oldest unread: from where the
     # source QEMU stopped reading into the pause), and nothing else but
     # the source QEMU's own at STOP and, as in the first move, what the
@@ -188,11 +200,11 @@ def _flood_move_held(r, held, why, stop, resume, h1):
     # source's copy has them, the destination's controller never got
     # them; a local loop saw 4 so under this flood, no race logged).
     lost = [(q, t) for q, t in r['lost_sent_at']]
-    hit, races = raced(lost, h1)
+    hit, races = raced(lost, dst)
     paused = [x for x in lost if stop < x[1] < resume or x in hit]
     skipped = min(held['skipped'], max(0, len(paused) - held['evicted']))
     if skipped:
-        print('flood move: %d lost counted skipped' % skipped)
+        print('cut at the bound: %d lost counted skipped' % skipped)
     excess = len(lost) - held['evicted'] - skipped
     assert 0 <= excess <= QEMU_AT_STOP, str(dict(why, ovs_races=races[-5:]))
     # Lost after RESUME only while the release waited (its source's count:
