@@ -81,9 +81,14 @@ class Stamps:
         assert self.p.stdout.readline().strip() == 'ready'
         os.set_blocking(self.p.stdout.fileno(), False)
         self.got = []
+        self.part = ''          # a line the reader has not finished
 
     def read(self):
         for line in iter(self.p.stdout.readline, ''):
+            line, self.part = self.part + line, ''
+            if not line.endswith('\n'):
+                self.part = line
+                break
             ns, n = line.split()
             self.got.append((int(ns), int(n)))
         return self.got
