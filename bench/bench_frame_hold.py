@@ -123,6 +123,7 @@ def main():
     args = ap.parse_args()
     with Lab(1, tls=False, collector=False) as lab:
         h = lab.hosts[0]
+        h.add_hold_port()
         vms = [h.add_paused_vm(name, [(name + '-nic', mac)]) for name, mac in
                (('bs', '52:54:00:78:00:01'), ('bd', '52:54:00:78:00:02'),
                 ('bc', '52:54:00:78:00:03'))]

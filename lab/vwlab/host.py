@@ -158,6 +158,21 @@ class LabHost:
     def underlay_mac(self):
         return sh(['cat', '/sys/class/net/br-phy/address'], ns=self.ns).strip()
 
+    def add_hold_port(self):
+        """vw-frame-hold's port on br-int, as a host that holds frames
+        will have it (docs/live-migration.rst): internal, pinned, silent
+        (no IPv6), room for a slot's tag on a full tagged frame, and the
+        switch parsing two tags (a push onto a guest's own tagged frame is
+        dropped at OVS's default of one). Not on every host yet: the
+        controller does not use it."""
+        self.vsctl('set', 'open_vswitch', '.', 'other_config:vlan-limit=2')
+        self.vsctl('--may-exist', 'add-port', 'br-int', 'vw-hold', '--',
+                   'set', 'interface', 'vw-hold', 'type=internal',
+                   'mtu_request=9216', 'ofport_request=65003')
+        sh(['sysctl', '-qw', 'net.ipv6.conf.vw-hold.disable_ipv6=1'],
+           ns=self.ns)
+        sh(['ip', 'link', 'set', 'vw-hold', 'up'], ns=self.ns)
+
     # ---- stand-in VMs --------------------------------------------------
     def place(self, vnic_id, bridge='br-int'):
         """The cloud's word that `vnic_id` runs here (only our bridge's

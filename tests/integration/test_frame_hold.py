@@ -111,7 +111,7 @@ def host():
 
 
 def test_held_frames_wait_on_the_host_and_only_the_unread_ones_go(host):
-    # vw-host-setup made the port: pinned, up, and silent (no IPv6).
+    host.add_hold_port()
     port = host.vsctl('get', 'interface', 'vw-hold', 'ofport').strip()
     assert port == '65003'
     assert sh(['cat', '/proc/sys/net/ipv6/conf/vw-hold/disable_ipv6'],
