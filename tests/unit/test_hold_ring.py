@@ -101,6 +101,10 @@ def test_the_slot_bound_refuses_new_slots_and_counts_them():
     for slot in (1, 2, 3):
         rings.frame(slot, frame(0), 0.0)
     assert set(rings.slots) == {1, 2} and rings.refused == 1
+    # A release for a slot nothing reached opens none past the bound.
+    sent, said = release(rings, 3, [])
+    assert sent == [] and 'slots open already' in said['error']
+    assert set(rings.slots) == {1, 2}
 
 
 def test_an_unreleased_ring_expires_and_a_released_one_closes_when_idle():

@@ -1,6 +1,6 @@
 """vw-frame-hold: a hypervisor's rings of frames towards guests that are
 migrating in (`host.hold_ring`), on the switch's internal port
-`vw-hold` (created by vw-host-setup).
+`vw-hold` (made by the lab for now: vwlab's LabHost.add_hold_port).
 
 Its own process, apart from vw-host-agent: it needs a packet socket on
 one port of this host (CAP_NET_RAW) and no credential at all, where the
@@ -18,7 +18,9 @@ import time
 from typing import Optional, Tuple
 
 from virtualwire import version
-from virtualwire.host.hold_ring import ANSWER_SLOT, ETHERTYPE, HoldRings
+from virtualwire.core.held_frames import DEFAULT_BYTES, DEFAULT_FRAMES
+from virtualwire.host.hold_ring import (ANSWER_SLOT, ETHERTYPE, MAX_SLOTS,
+                                        HoldRings)
 
 LOG = logging.getLogger('vw-frame-hold')
 PORT = 'vw-hold'
@@ -78,8 +80,8 @@ class HoldPort:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
             s.bind((ifname, 0))
         except OSError as e:
-            raise SystemExit('vw-frame-hold: cannot open port %s (%s): is '
-                             'this host set up (vw-host-setup)?'
+            raise SystemExit('vw-frame-hold: cannot open port %s (%s): '
+                             'does the bridge have it?'
                              % (ifname, e.strerror or e)) from None
         self.sock = s
 
@@ -129,11 +131,11 @@ def main(argv=None):
     version.add_argument(p)
     p.add_argument('--port', default=PORT,
                    help='the switch\'s internal port (default: %(default)s)')
-    p.add_argument('--max-slots', type=int, default=64,
+    p.add_argument('--max-slots', type=int, default=MAX_SLOTS,
                    help='moving vNICs held at once (default: %(default)s)')
-    p.add_argument('--max-frames', type=int, default=512,
+    p.add_argument('--max-frames', type=int, default=DEFAULT_FRAMES,
                    help='frames held per vNIC (default: %(default)s)')
-    p.add_argument('--max-bytes', type=int, default=1 << 20,
+    p.add_argument('--max-bytes', type=int, default=DEFAULT_BYTES,
                    help='bytes held per vNIC (default: %(default)s)')
     args = p.parse_args(argv)
     for name in ('max_slots', 'max_frames', 'max_bytes'):

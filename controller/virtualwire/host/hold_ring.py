@@ -190,7 +190,11 @@ class HoldRings:
             gone = self.slots.pop(m.slot, None)
             return [(None, answer(dict(base, held=gone.held if gone else 0)))]
         if r is None:
-            # Nothing reached this host for the slot yet: pass from now.
+            # Nothing reached this host for the slot yet: pass from now,
+            # within the same bound on slots as frames have.
+            if len(self.slots) >= self.max_slots:
+                return [(None, answer(dict(base, error='%d slots open '
+                                           'already' % self.max_slots)))]
             r = self.slots[m.slot] = SlotRing(now, self.max_frames,
                                               self.max_bytes)
         if r.released_at is not None:
