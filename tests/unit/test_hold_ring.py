@@ -56,6 +56,59 @@ def test_a_cut_not_in_the_ring_delivers_nothing_unless_told_all():
         assert sent == want and said['found'] is False
 
 
+def test_a_release_told_to_wait_answers_when_its_run_comes():
+    # The guest read up to 6; the release outruns frames 4-6 here (the far
+    # end's path to this host is the longer one): 0-6 were all read, none
+    # goes, and 7 on pass.
+    rings = HoldRings()
+    for n in range(4):
+        rings.frame(5, frame(n), 0.0)
+    out = rings.message(msg(op='release', slot=5, id=2, absent='wait',
+                            after=[digest(frame(n)).hex() for n in (5, 6)]),
+                        1.0)
+    assert out == []                    # no answer yet: waiting
+    assert rings.next_deadline() == pytest.approx(1.25)
+    assert rings.frame(5, frame(4), 1.01) == []
+    assert rings.frame(5, frame(5), 1.02) == []
+    out = rings.frame(5, frame(6), 1.03)
+    said = json.loads(out[-1][1])
+    assert [s for s, _ in out] == [None]        # only the answer
+    assert said == {'op': 'released', 'slot': 5, 'id': 2, 'found': True,
+                    'delivered': 0, 'held': 7, 'evicted': 0,
+                    'waited_ms': 30.0}
+    assert rings.next_deadline() is None
+    assert rings.frame(5, frame(7), 1.04) == [(5, frame(7))]
+    assert rings.tick(2.0) == []
+
+
+def test_a_wait_whose_run_never_comes_drops_the_ring_after_the_bound():
+    rings = HoldRings()
+    for n in range(3):
+        rings.frame(5, frame(n), 0.0)
+    assert rings.message(msg(op='release', slot=5, id=3, absent='wait',
+                             after=[digest(frame(99)).hex()]), 1.0) == []
+    assert rings.frame(5, frame(3), 1.1) == []
+    assert rings.tick(1.2) == []        # within WAIT_FOR
+    out = rings.tick(1.3)
+    said = json.loads(out[-1][1])
+    assert [s for s, _ in out] == [None]
+    assert said['found'] is False and said['dropped'] == 4 and \
+        said['waited_ms'] == 300.0
+    assert rings.frame(5, frame(4), 1.31) == [(5, frame(4))]
+    # A second release of the slot, waiting or done, is refused.
+    again = rings.message(msg(op='release', slot=5, absent='wait',
+                              after=[digest(frame(1)).hex()]), 1.4)
+    assert 'released already' in json.loads(again[-1][1])['error']
+
+
+def test_a_wait_with_the_run_present_releases_at_once():
+    rings = HoldRings()
+    for n in range(5):
+        rings.frame(2, frame(n), 0.0)
+    sent, said = release(rings, 2, [frame(2)], absent='wait')
+    assert sent == [frame(3), frame(4)] and said['found'] is True
+
+
 def test_repeated_frames_are_told_apart_by_the_run_before_them():
     # a b a b c: the guest read "b a b" (so the second b): only c goes.
     a, b, c = frame(1), frame(2), frame(3)

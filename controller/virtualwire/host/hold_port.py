@@ -21,6 +21,7 @@ from virtualwire import version
 from virtualwire.core.held_frames import DEFAULT_BYTES, DEFAULT_FRAMES
 from virtualwire.host.hold_ring import (ANSWER_SLOT, ETHERTYPE, MAX_SLOTS,
                                         HoldRings)
+from virtualwire.pipeline.host_hold import message_frame
 
 LOG = logging.getLogger('vw-frame-hold')
 PORT = 'vw-hold'
@@ -30,10 +31,6 @@ SOL_PACKET = 263
 PACKET_AUXDATA = 8
 TP_STATUS_VLAN_VALID = 0x10
 TP_STATUS_VLAN_TPID_VALID = 0x40
-# The answers' addresses: locally administered, never a guest's (the
-# switch sends them to the controller by their tag, ANSWER_SLOT).
-ANSWER_DST = bytes.fromhex('027677000001')
-ANSWER_SRC = bytes.fromhex('027677000002')
 RCVBUF = 4 << 20    # a pause's frames at line rate wait here for the ring
 _AUX = struct.Struct('IIIHHHH')
 
@@ -62,10 +59,6 @@ def classify(data: bytes, status: int = 0, tci: int = 0, tpid: int = 0
 
 def tagged(slot: int, frame: bytes) -> bytes:
     return frame[:12] + struct.pack('!HH', ETH_P_8021AD, slot) + frame[12:]
-
-
-def message_frame(payload: bytes) -> bytes:
-    return ANSWER_DST + ANSWER_SRC + struct.pack('!H', ETHERTYPE) + payload
 
 
 class HoldPort:
@@ -107,18 +100,23 @@ def serve(port, rings, clock=time.monotonic, tick=1.0, stop=None):
     what they return sent, rings expired every `tick` seconds."""
     last = clock()
     while stop is None or not stop():
-        ready, _, _ = select.select([port.sock], [], [], tick)
+        due = rings.next_deadline()
+        wait = tick if due is None else max(0.0, min(tick, due - clock()))
+        ready, _, _ = select.select([port.sock], [], [], wait)
         now = clock()
+        out = []
         if ready:
             got = port.recv()
             if got is not None:
                 kind, slot, data = got
                 out = rings.frame(slot, data, now) if kind == 'frame' \
                     else rings.message(data, now)
-                for s, d in out:
-                    port.send(s, d)
-                if kind == 'message':
-                    LOG.info('message: %s', out[-1][1].decode())
+        if due is not None and now >= due:
+            out += rings.tick(now)
+        for s, d in out:
+            port.send(s, d)
+            if s is None:
+                LOG.info('answer: %s', d.decode())
         if now - last >= tick:
             last = now
             for slot in rings.expire(now):

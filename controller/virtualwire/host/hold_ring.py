@@ -35,19 +35,22 @@ from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
 from virtualwire.core.held_frames import DEFAULT_BYTES, DEFAULT_FRAMES, \
     digest, hold_bounded
+# Our messages' EtherType, and the answers' tag (every flow on `vw-hold`
+# matches its VLAN id alone: pipeline.host_hold).
+from virtualwire.pipeline.host_hold import ANSWER_SLOT, ETHERTYPE
 
-ETHERTYPE = 0x88B5          # IEEE 802 local experimental: our messages
-# The answers' tag: every flow on `vw-hold` matches its VLAN id alone, so
-# a slot's frames share one datapath flow. Frames of two datapath flows
-# in one receive batch leave OVS's userspace datapath grouped by flow:
-# a release of a guest's tagged and untagged frames came out reordered
-# while the answers had a flow of their own EtherType.
-ANSWER_SLOT = 4094
+__all__ = ['ANSWER_SLOT', 'ETHERTYPE', 'HoldRings', 'parse_message']
+
 MAX_SLOTS = 64              # moving vNICs held at once on one host
 MAX_AGE = 30.0              # s a ring waits for its release
 PASS_FOR = 10.0             # s a released slot passes frames without close
 MAX_MESSAGE = 1400          # bytes of a message's JSON
 MAX_AFTER = 16              # digests in a release
+# How long a release told to wait for its run does (absent "wait"). The
+# run is what the guest read on its source; it reaches this host later
+# than the release when the far end's path here is the longer one (across
+# the extenders while the source is in the far end's own site).
+WAIT_FOR = 0.25
 
 
 class BadMessage(ValueError):
@@ -61,9 +64,11 @@ class Message:
     ident: int = 0                  # echoed in the answer
     after: List[bytes] = field(default_factory=list)
     # If the ring has no run that ends with `after`: deliver all it holds
-    # (the run was evicted: everything left is after it) or none (it has
-    # not come yet: the guest read all of the ring). The controller knows
-    # which from the copies; unsaid, none (a loss, never a duplicate).
+    # (the run was evicted: everything left is after it), none (the guest
+    # read all of the ring), or wait for the run (it has not come yet:
+    # every frame before it was read, those after it go; not come within
+    # WAIT_FOR, the ring is dropped). The controller knows which from the
+    # copies; unsaid, none (a loss, never a duplicate).
     absent: str = 'none'
 
 
@@ -93,8 +98,9 @@ def parse_message(payload: bytes) -> Message:
         raise BadMessage('after must be a list of at most %d digests'
                          % MAX_AFTER)
     absent = doc.get('absent', 'none')
-    if absent not in ('all', 'none'):
-        raise BadMessage('absent must be all or none, not %r' % (absent,))
+    if absent not in ('all', 'none', 'wait'):
+        raise BadMessage('absent must be all, none or wait, not %r'
+                         % (absent,))
     try:
         digests = [bytes.fromhex(d) for d in after]
     except (TypeError, ValueError):
@@ -121,6 +127,10 @@ class SlotRing:
     evicted: int = 0
     released_at: Optional[float] = None
     passed: int = 0                 # sent on after the release
+    # A release waiting for its run (absent "wait"): the message, and when
+    # it came.
+    waiting: Optional[Message] = None
+    waiting_since: float = 0.0
 
     def hold(self, frame: bytes) -> None:
         self.held += 1
@@ -176,6 +186,12 @@ class HoldRings:
             r.released_at = now     # passing: kept open while frames come
             return [(slot, frame)]
         r.hold(frame)
+        m = r.waiting
+        if m is not None and r.ring[-1][0] == m.after[-1] and \
+                r.after(m.after) == len(r.ring):
+            # The run the guest read ends here: all held was read.
+            return self._released(r, m, now, [], found=True, waited_ms=round(
+                (now - r.waiting_since) * 1e3, 1))
         return []
 
     def message(self, payload: bytes, now: float):
@@ -197,22 +213,49 @@ class HoldRings:
                                            'already' % self.max_slots)))]
             r = self.slots[m.slot] = SlotRing(now, self.max_frames,
                                               self.max_bytes)
-        if r.released_at is not None:
+        if r.released_at is not None or r.waiting is not None:
             return [(None, answer(dict(base, error='slot %d was released '
                                        'already' % m.slot)))]
         start = r.after(m.after)
         frames = [f for _, f in r.ring]
+        if start is None and m.absent == 'wait' and m.after:
+            r.waiting, r.waiting_since = m, now
+            return []               # answered when the run comes
         if start is None:
             frames = frames if m.absent == 'all' else []
         else:
             frames = frames[start:]
+        return self._released(r, m, now, frames, found=start is not None)
+
+    @staticmethod
+    def _released(r: SlotRing, m: Message, now: float, frames, **said):
         out = [(m.slot, f) for f in frames]
-        doc = dict(base, found=start is not None, delivered=len(out),
-                   held=r.held, evicted=r.evicted)
+        doc = dict({'op': 'released', 'slot': m.slot, 'id': m.ident},
+                   delivered=len(out), held=r.held, evicted=r.evicted,
+                   **said)
         r.ring.clear()
         r.ring_bytes = 0
-        r.released_at = now
+        r.released_at, r.waiting = now, None
         return out + [(None, answer(doc))]
+
+    def tick(self, now: float):
+        """Releases whose run did not come within WAIT_FOR: the ring is
+        dropped (which of it the guest read is not known: a loss, never a
+        duplicate), later frames pass; what to send."""
+        out = []
+        for r in self.slots.values():
+            if r.waiting is not None and now - r.waiting_since >= WAIT_FOR:
+                dropped = len(r.ring)
+                out += self._released(r, r.waiting, now, [], found=False,
+                                      dropped=dropped, waited_ms=round(
+                                          (now - r.waiting_since) * 1e3, 1))
+        return out
+
+    def next_deadline(self) -> Optional[float]:
+        """When tick() next has a release to end, if any."""
+        times = [r.waiting_since + WAIT_FOR for r in self.slots.values()
+                 if r.waiting is not None]
+        return min(times) if times else None
 
     def expire(self, now: float) -> List[int]:
         """Slots dropped: a ring never released within max_age (its move

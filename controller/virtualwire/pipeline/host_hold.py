@@ -1,0 +1,74 @@
+"""Flows that keep a moving vNIC's frames on its destination host (pure).
+
+A host whose bridge has the internal port `vw-hold` (`core.model.Host`
+`hold_port`) runs vw-frame-hold on it (`host.hold_ring`). While a vNIC
+migrates in, its held flow pushes an 802.1ad tag with the vNIC's *slot*
+and outputs the frame there, instead of sending it to the controller
+(`pipeline.wire`); the ring sends back, tagged with the same slot, what
+the guest never read on its source, and a flow pops the tag and hands
+the frame to the vNIC's port. The slot is the destination port's own
+number: unique on its host while the port exists, known to the pure flow
+computation and to the controller alike, and the same after a restart
+of either.
+
+Every flow on `vw-hold` matches its VLAN id alone, never an EtherType:
+OVS's userspace datapath sends a receive batch's frames out grouped by
+datapath flow, and a release split over two such flows came out
+reordered (host.hold_ring).
+"""
+import struct
+from typing import Optional, Tuple
+
+from virtualwire.core.model import Location
+
+ETH_TYPE_8021AD = 0x88a8
+OFPVID_PRESENT = 0x1000
+ETHERTYPE = 0x88B5          # IEEE 802 local experimental: the ring's messages
+# The answers' tag (a VLAN id no slot takes), and what the switch does
+# with them: tag off, to the controller.
+ANSWER_SLOT = 4094
+ANSWER_ACTIONS = [('pop_vlan',), ('output', 0xfffffffd)]
+# The messages' addresses: locally administered, never a guest's (the
+# switch tells them apart by their tag alone, ANSWER_SLOT or none).
+MESSAGE_DST = bytes.fromhex('027677000001')
+MESSAGE_SRC = bytes.fromhex('027677000002')
+
+
+def message_frame(payload: bytes) -> bytes:
+    """A message between the controller and a ring, as a frame."""
+    return MESSAGE_DST + MESSAGE_SRC + struct.pack('!H', ETHERTYPE) + \
+        payload
+
+
+def slot_of(loc: Location) -> Optional[int]:
+    """The slot of a vNIC's port, if it can have one (a VLAN id)."""
+    if loc.kind != 'vnic' or not 1 <= loc.ofport < ANSWER_SLOT:
+        return None
+    return loc.ofport
+
+
+def held_on_host(hosts, loc: Location, enabled=True
+                 ) -> Optional[Tuple[int, int]]:
+    """(hold port, slot) if frames towards `loc` wait on its own host."""
+    h = hosts.get(loc.host) if enabled else None
+    slot = slot_of(loc)
+    if h is None or h.hold_port is None or slot is None:
+        return None
+    return h.hold_port, slot
+
+
+def to_ring(hold_port: int, slot: int):
+    """The actions that put a frame in the slot's ring."""
+    return [('push_vlan', ETH_TYPE_8021AD),
+            ('set_field', 'vlan_vid', OFPVID_PRESENT | slot),
+            ('output', hold_port)]
+
+
+def from_ring(hold_port: int, slot: int) -> dict:
+    """The match of frames the ring sends back for the slot."""
+    return {'in_port': hold_port, 'vlan_vid': OFPVID_PRESENT | slot}
+
+
+def answers(hold_port: int) -> dict:
+    """The match of the ring's answers (to the controller)."""
+    return from_ring(hold_port, ANSWER_SLOT)
