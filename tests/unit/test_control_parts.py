@@ -14,7 +14,8 @@ PARTS = {'programming', 'safe_start', 'migrating', 'cloud_word', 'holding',
          'switch_moves'}
 # What a part may import from control/: the shared reads, the refusal
 # log, and pure helpers; never another part.
-SHARED = {'shared', 'refusals', 'migrations', 'loop', 'takeover', 'lag_guard'}
+SHARED = {'shared', 'refusals', 'migrations', 'loop', 'takeover', 'lag_guard',
+          'host_rings'}
 
 
 def tree(name):

@@ -71,8 +71,12 @@ class Ctl:
             move_timeout = 900.0
         self.moves = M()
 
+        class R:
+            rate = 5000
+
         class H:
             hold_frames = 512
+            rate = R()
         self.holding = H()
 
         class T:
@@ -127,7 +131,7 @@ def test_apply_reaches_every_part():
     ctl = Ctl(active=True)
     apply(ctl, {'activation-settle-ms': 40, 'hold-rate': 7, 'hold': 'on',
                 'hold-bytes': 4096})
-    assert ctl.moves.activation_settle == 0.04 and ctl.holding.hold_rate == 7
+    assert ctl.moves.activation_settle == 0.04 and ctl.holding.rate.rate == 7
     assert ctl.tables.hold is True and ctl.holding.hold_bytes == 4096
 
 

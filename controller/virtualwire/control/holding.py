@@ -28,7 +28,8 @@ import logging
 import time
 from typing import Dict, List, Optional, Tuple
 
-from virtualwire.control.lag_guard import LagGuard, to_shed
+from virtualwire.control.host_rings import HostRings
+from virtualwire.control.lag_guard import LagGuard, RateGuard, to_shed
 from virtualwire.control.shared import Shared
 from virtualwire.core import ids
 from virtualwire.core.frames import SOURCE_STOPPED
@@ -45,7 +46,6 @@ LOG = logging.getLogger(__name__)
 # does not need it (core.held_frames).
 POLL = 0.05
 READ_WAIT = 0.2      # how long activation waits for the source's reads
-RATE_WINDOW = 0.1    # seconds over which a vNIC's frame rate is judged
 UNAVAILABLE = (1 << 64) - 1   # a port counter OVS cannot read
 
 
@@ -58,11 +58,10 @@ class Holding:
                           held_late_dropped=0, held_abandoned=0,
                           held_late_read=0)
         self.hold_frames, self.hold_bytes = frames, max_bytes  # per vNIC
-        self.hold_rate = rate          # frames/s; above, holding stops
+        self.rate = RateGuard(shared.clock, rate)   # --hold-rate
         self.lag = LagGuard(shared.clock, shared.session_of)
+        self.rings = HostRings(shared, frames)   # destinations' own rings
         self.holding: Dict[str, HeldFrames] = {}   # vNIC -> held frames
-        # vNIC -> (clock() its window opened, held frames since)
-        self.arrivals: Dict[str, Tuple[float, int]] = {}
         # vNIC -> (clock() at activation, its destination), while its
         # source's reads are awaited
         self.awaiting_reads: Dict[str, Tuple[float, str]] = {}
@@ -126,6 +125,8 @@ class Holding:
 
     def hold_packet_in(self, host, msg) -> bool:
         """Keep a held frame or a source copy; True if it was one."""
+        if self.rings.answered(host, msg):
+            return True
         end = self._held_end(host, msg)
         if end is None:
             return False
@@ -136,9 +137,11 @@ class Holding:
             self._deliver_late(v, host, data)
             return True
         hf = self._frames_of(v)
+        mv = self.tables.placement.moves.get(v)
+        if what == 'held' or (mv is not None and self.rings.ring_of(
+                v, mv.destination)):    # held on the host: its copies
+            self.rate.counted(v)
         if what == 'held':
-            since, n = self.arrivals.get(v) or (self.shared.clock(), 0)
-            self.arrivals[v] = (since, n + 1)
             hf.hold(data)
         else:
             hf.copied(data)
@@ -175,8 +178,7 @@ class Holding:
         for v in [v for v in self.holding if v not in moves and
                   v not in self.awaiting_reads]:
             del self.holding[v]
-        for v in [v for v in self.arrivals if v not in moves]:
-            del self.arrivals[v]
+        self.rate.keep(moves)
         for v, n in list(self.late.items()):
             # Said once a poll, not per frame: each would be a write.
             m = self.shared.migrations.held_released(v, {'late': n}, update=True)
@@ -197,8 +199,10 @@ class Holding:
                 # order, is the freshest count a late release can use
                 # (one at a time left it 610 copies stale: CI of 6e6d2df).
                 self._read_source(v, mv.source, None)
+        self.rings.close_done(moves, self._in_place)
         self.polls_wanted = bool(moves or self.holding or self.late or
-                                 self.released or self.awaiting_reads)
+                                 self.released or self.awaiting_reads or
+                                 self.rings.open)
 
     def _in_place(self, host) -> bool:
         """Has `host`'s switch confirmed our last bundle? Until then it
@@ -210,22 +214,12 @@ class Holding:
         return s is None or s.installed is None or s.barrier_answered
 
     def _too_fast(self, vnic) -> bool:
-        """Frames come faster than --hold-rate (judged over RATE_WINDOW):
-        holding stops for the rest of this move. Its ring would hold less
-        than a pause, and every frame costs two packet-ins: the flows go
-        back to dropping at the destination and not copying at the source
-        (as with --hold off), the record says why."""
-        since, n = self.arrivals.get(vnic) or (self.shared.clock(), 0)
-        took = self.shared.clock() - since
-        if took < RATE_WINDOW:
-            self.arrivals[vnic] = (since, n)
-            return False
-        del self.arrivals[vnic]
-        if not self.hold_rate or n / took <= self.hold_rate:
-            return False
-        self._abandon(vnic, '%d frames/s, above --hold-rate %d' % (
-            round(n / took), self.hold_rate))
-        return True
+        """Over --hold-rate (control.lag_guard.RateGuard) the flows go back
+        to those of --hold off for this move; the record says why."""
+        why = self.rate.too_fast(vnic)
+        if why is not None:
+            self._abandon(vnic, why)
+        return why is not None
 
     def _behind(self, lag):
         """Over control.lag_guard's limits, vNICs stop holding (the one
@@ -240,7 +234,7 @@ class Holding:
                                  round(lag * 1e3), len(held)))
 
     def _abandon(self, vnic, why):
-        self.arrivals.pop(vnic, None)
+        self.rate.arrivals.pop(vnic, None)
         self.tables.hold_by_vnic[vnic] = False
         self.tables.moved(vnic)
         self.holding.pop(vnic, None)
@@ -330,6 +324,12 @@ class Holding:
         port = self.tables.placement.claims.get(vnic, {}).get(host)
         if hf is None or port is None:
             return
+        if self.rings.ring_of(vnic, host) is not None:
+            if reads is None and hf.stop_mark is None and \
+                    hf.last_reads is not None:
+                reads, why = hf.last_reads, 'last-poll (%s)' % why
+            self.rings.release(vnic, host, hf, reads, why)
+            return
         if reads is None and hf.stop_mark is not None:
             # Activated at the source's STOP and the source did not count
             # in time (a busy switch: 6.5 s once, under two TCG guests
@@ -395,7 +395,7 @@ class Holding:
                                       self.lag.recorded(v) * 1e3))
                 else:
                     self._release(v, host, None, 'timeout')
-        return bool(self.awaiting_reads)
+        return bool(self.awaiting_reads) or self.rings.waiting()
 
     def packet_outs_for(self, host) -> list:
         """The held frames to send `host` before its next bundle."""

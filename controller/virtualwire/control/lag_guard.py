@@ -20,10 +20,11 @@ frame came behind its source's leaving, and what was still queued for
 the release was dropped): hence FAR_BEHIND 0.75 s. OVS queues at most
 512 packet-ins, and the socket's bytes, beyond.
 """
-from typing import Callable, Dict, List, Mapping, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 BEHIND = 0.5
 FAR_BEHIND = 0.75
+RATE_WINDOW = 0.1    # seconds over which a vNIC's frame rate is judged
 
 
 def to_shed(lag: float, held: List[str]) -> List[str]:
@@ -77,3 +78,35 @@ class LagGuard:
     def recorded(self, vnic) -> float:
         """The vNIC's worst lag, for its release's record."""
         return self.behind.pop(vnic, 0.0)
+
+
+class RateGuard:
+    """Owns each held vNIC's frames counted over RATE_WINDOW. Faster than
+    `rate` (--hold-rate), holding stops for the rest of the move: its ring
+    would hold less than a pause, and every frame costs packet-ins (two
+    held in the controller, one, the source's copy, held on the host)."""
+
+    def __init__(self, clock: Callable[[], float], rate: int):
+        self.clock, self.rate = clock, rate
+        self.arrivals: Dict[str, Tuple[float, int]] = {}
+
+    def counted(self, vnic) -> None:
+        since, n = self.arrivals.get(vnic) or (self.clock(), 0)
+        self.arrivals[vnic] = (since, n + 1)
+
+    def keep(self, vnics) -> None:
+        for v in [v for v in self.arrivals if v not in vnics]:
+            del self.arrivals[v]
+
+    def too_fast(self, vnic) -> Optional[str]:
+        """Why it stops holding, once a window says so; else None."""
+        since, n = self.arrivals.get(vnic) or (self.clock(), 0)
+        took = self.clock() - since
+        if took < RATE_WINDOW:
+            self.arrivals[vnic] = (since, n)
+            return None
+        del self.arrivals[vnic]
+        if not self.rate or n / took <= self.rate:
+            return None
+        return '%d frames/s, above --hold-rate %d' % (round(n / took),
+                                                     self.rate)

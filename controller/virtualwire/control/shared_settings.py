@@ -27,7 +27,7 @@ def apply(controller, values):
         elif name == 'hold-bytes':
             controller.holding.hold_bytes = v
         elif name == 'hold-rate':
-            controller.holding.hold_rate = v
+            controller.holding.rate.rate = v
         elif name == 'activate-at-stop':
             controller.moves.activate_at_stop = v == 'on'
         elif name == 'activation-settle-ms':

@@ -102,6 +102,9 @@ class Host:
     # An extender's WireGuard public key as its agent wrote it in its own
     # OVSDB (`core.extender_keys`: a report's key must match it).
     public_key: str = ''
+    # The ofport of `vw-hold`, where vw-frame-hold keeps frames towards
+    # guests migrating in (host.hold_ring); None: this host has none.
+    hold_port: Optional[int] = None
 
     def gateway_port(self, name: str) -> Optional[GatewayPort]:
         return next((p for p in self.ports if p.name == name), None)

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Tuple
 
 from virtualwire.core import ids
-from virtualwire.pipeline import tables
+from virtualwire.pipeline import host_hold, tables
 
 
 # Slotted, with its key made once: a controller holds four flows per wire
@@ -92,10 +92,18 @@ def default_flows(carrier_ports=()):
 
 
 def host_default_flows(host):
-    """default_flows for a `core.model.Host`, from its usable encaps."""
+    """default_flows for a `core.model.Host`, from its usable encaps; and
+    where it keeps held frames itself, its ring's answers to us
+    (`pipeline.host_hold`)."""
     if host is None:
         return default_flows()
-    return default_flows(e.ofport for e in host.encaps if e.usable)
+    out = default_flows(e.ofport for e in host.encaps if e.usable)
+    if host.hold_port is not None:
+        out.add(make_flow(tables.WIRE, 'wire',
+                          host_hold.answers(host.hold_port),
+                          host_hold.ANSWER_ACTIONS,
+                          ids.wire_cookie(0)))
+    return out
 
 
 @dataclass

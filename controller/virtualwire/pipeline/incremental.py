@@ -49,6 +49,8 @@ class IncrementalTables:
         # Holding destinations keep the switch's learn as a fallback
         # (pipeline.wire.wire_flows): set while moves activate at STOP.
         self.learn_held = False
+        # Hosts with vw-hold keep held frames themselves (host.hold_ring).
+        self.hold_on_hosts = True
         # Provider switches (core.switches) by name, and the (host, flows)
         # each one's own tables hold there now.
         self.switches: Dict[str, ProviderSwitch] = {}
@@ -129,15 +131,16 @@ class IncrementalTables:
         self.hosts[host.name] = host
         if host.name not in self.tables:
             self._new_table(host.name)
-        if old is None or old.encaps != host.encaps:
+        if old is None or (old.encaps, old.hold_port) != \
+                (host.encaps, host.hold_port):
             self._swap(host.name, host_default_flows(old),
                        host_default_flows(host))
         old_ports = {v.vnic_id: v.ofport for v in old.vnics} if old else {}
         new_ports = {v.vnic_id: v.ofport for v in host.vnics}
         changed, events = self.placement.plug(host.name, old_ports, new_ports)
         touched = {self.by_vnic[v] for v in changed if v in self.by_vnic}
-        if old is None or (old.encaps, old.site, old.role) != \
-                (host.encaps, host.site, host.role):
+        if old is None or (old.encaps, old.site, old.role, old.hold_port) \
+                != (host.encaps, host.site, host.role, host.hold_port):
             touched |= self.by_host.get(host.name, set())
         if EXTENDER in (host.role, old.role if old else None) and (
                 old is None or old != replace(host, vnics=old.vnics)):
@@ -271,7 +274,7 @@ class IncrementalTables:
                                       self.switches)
         out = wire_flows(wire, self.hosts, loc, shadows,
                          any(self.holds(v) for v in shadows),
-                         self.learn_held)
+                         self.learn_held, self.hold_on_hosts)
         ends = {x.host for x in loc.values()} | \
             {x.host for x in shadows.values()}
         self._place(cid, ends | set(out))

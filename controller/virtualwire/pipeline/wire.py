@@ -22,7 +22,7 @@ from virtualwire.core import ids
 from virtualwire.core.held_frames import COPY_LEN
 from virtualwire.core.model import GATEWAY, Location
 from virtualwire.core.placement import place
-from virtualwire.pipeline import ends, guests, paths
+from virtualwire.pipeline import ends, guests, host_hold, paths
 from virtualwire.pipeline.flow import Flow, host_default_flows, make_flow
 from virtualwire.pipeline.switch import switch_location
 from virtualwire.pipeline.tables import BY_ID, WIRE
@@ -73,8 +73,9 @@ class _Builder:
     merged, each once, so two targets behind the same hop (a migration's
     source and destination in another site) cost that hop one send."""
 
-    def __init__(self, wire, hosts):
+    def __init__(self, wire, hosts, on_hosts=True):
         self.cid = wire.connector_id
+        self.on_hosts = on_hosts     # hosts with vw-hold keep held frames
         self.cookie = ids.wire_cookie(wire.connector_id)
         self.hosts = hosts
         # (host, table id, role, match) -> action units, role bits
@@ -130,9 +131,17 @@ class _Builder:
         every Location in `targets` (of the other end, in that order). A
         target equal to `gated` gets its ingress with no actions (drop,
         counted as held) until activation; with `hold`, its frames go to
-        the controller instead (`core.held_frames`), and each delivery to
-        the other targets (the move's source) sends it a short copy."""
+        the controller instead (`core.held_frames`), or to the ring on
+        their own host (`pipeline.host_hold`), and each delivery to the
+        other targets (the move's source) sends the controller a short
+        copy."""
         copied = [t for t in targets if t != gated] if hold else []
+        ring = host_hold.held_on_host(self.hosts, gated, self.on_hosts) \
+            if hold and gated is not None else None
+        to_held = host_hold.to_ring(*ring) if ring else \
+            [('output', OFPP_CONTROLLER)]
+        for t in targets:
+            self.from_ring(t)
         s = self.letter[frm]
         t_ = 'b' if s == 'a' else 'a'
         enters, delivers, held = (_ENTERS[s], _DELIVERS[t_], _HELD[t_])
@@ -146,7 +155,7 @@ class _Builder:
                  for t in targets
                  if not (t.host == sender.host and t == gated)]
         if hold and gated is not None and gated.host == sender.host:
-            sends.append([('output', OFPP_CONTROLLER)])
+            sends.append(to_held)
         # Back out of the port it came in on (two VLANs of one trunk).
         if kind.is_port:
             sends = [[('output', OFPP_IN_PORT)
@@ -175,12 +184,20 @@ class _Builder:
                     for a in self.hop_send(here, nxt)]])
             if t == gated:
                 self.add(t.host, 'held', self.hop_ingress(t.host, p[-2]),
-                         [[('output', OFPP_CONTROLLER)]] if hold else [],
-                         held)
+                         [to_held] if hold else [], held)
             else:
                 self.add(t.host, 'wire', self.hop_ingress(t.host, p[-2]),
                          [self.copy(t, copied) + ends.kind_of(t).deliver(t)],
                          delivers)
+
+    def from_ring(self, t):
+        """What a ring on `t`'s host sends back for it goes to it, tag
+        off. Kept while `t` is there, not only while it moves in: the
+        ring may still be sending when the flows of the move are gone."""
+        ring = host_hold.held_on_host(self.hosts, t, self.on_hosts)
+        if ring:
+            self.add(t.host, 'wire', host_hold.from_ring(*ring),
+                     [[('pop_vlan',)] + ends.kind_of(t).deliver(t)])
 
     @staticmethod
     def copy(target, copied):
@@ -190,7 +207,8 @@ class _Builder:
 
 
 def wire_flows(wire, hosts, locations, shadows=None,
-               hold=False, learn_held=False) -> Dict[str, Set[Flow]]:
+               hold=False, learn_held=False, hold_on_hosts=True
+               ) -> Dict[str, Set[Flow]]:
     """Flows one wire needs, per host name. Empty while pending.
 
     `shadows` (vNIC -> Location) holds not yet activated destinations of
@@ -206,7 +224,8 @@ def wire_flows(wire, hosts, locations, shadows=None,
         them, and a copy goes to the controller to clean up;
       - both source and destination send the guest's frames to the far end.
     With `hold`, the destination sends its copies to the controller, which
-    keeps them; the source switch copies (short) what it hands the guest;
+    keeps them (or, on a host with `vw-hold` and `hold_on_hosts`, to its
+    own ring: `pipeline.host_hold`); the source switch copies (short) what it hands the guest;
     and the guest's first frame only reaches the controller, which
     delivers the frames the guest never read, then the flows
     (`control.holding`). With `learn_held` as well the destination still
@@ -219,7 +238,7 @@ def wire_flows(wire, hosts, locations, shadows=None,
     state = wire_state(wire, hosts, locations)
     if state not in (COLLAPSED, TUNNELLED, EXTENDED):
         return {}
-    b = _Builder(wire, hosts)
+    b = _Builder(wire, hosts, hold_on_hosts)
     moving = [v for v in wire.ends() if shadows and v in shadows]
     if len(moving) == 1 and shadows is not None:
         v = moving[0]

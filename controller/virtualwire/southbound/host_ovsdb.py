@@ -10,7 +10,8 @@ at `options:local_ip` or else the bridge's `vw-tunnel-ip`.
 One ovs-vswitchd may hold several such bridges (used to simulate many hosts).
 vNICs are Interfaces with external_ids:iface-id, exactly as libvirt plugs
 `<virtualport type='openvswitch'>` ports; a gateway's physical ports carry
-external_ids:vw-gateway-port=true.
+external_ids:vw-gateway-port=true. An internal port `vw-hold` is where the
+host keeps frames towards guests migrating in (host.hold_ring).
 """
 import logging
 
@@ -23,6 +24,7 @@ from virtualwire.pipeline import carriers
 from virtualwire.southbound.host_monitor import HostMonitor
 
 LOG = logging.getLogger(__name__)
+HOLD_PORT = 'vw-hold'       # vw-frame-hold's (host.hold_port)
 
 
 def hosts_from_records(records, carrier_types=carriers.TYPES):
@@ -33,7 +35,7 @@ def hosts_from_records(records, carrier_types=carriers.TYPES):
         if not name or not br['datapath_id']:
             continue
         encaps, vnics, ul_mtu = {}, [], None
-        ports = []
+        ports, hold_port = [], None
         for itf in sorted(br['interfaces'], key=lambda i: i['name']):
             ie = itf['external_ids']
             kind = ie.get('vw-encap', itf['type'])
@@ -45,6 +47,9 @@ def hosts_from_records(records, carrier_types=carriers.TYPES):
                     ip = ip if ip != 'flow' else \
                         ext.get('vw-tunnel-ip', '')
                     encaps[kind] = Encap(kind, ip, port)
+            elif itf['name'] == HOLD_PORT and itf['type'] == 'internal':
+                hold_port = itf['ofport'] if (itf['ofport'] or -1) > 0 \
+                    else None
             elif ie.get('vw-gateway-port') == 'true':
                 ports.append(GatewayPort(itf['name'], itf['ofport'] or -1))
             elif ie.get('iface-id'):
@@ -64,7 +69,7 @@ def hosts_from_records(records, carrier_types=carriers.TYPES):
             role=ext.get('vw-role') if ext.get('vw-role') in (
                 EXTENDER, GATEWAY) else HYPERVISOR,
             ports=tuple(sorted(ports, key=lambda p: p.name)),
-            public_key=ext.get('vw-public-key', ''),
+            public_key=ext.get('vw-public-key', ''), hold_port=hold_port,
             links=tuple(Link(k[len(LINK_KEY):], v == 'up')
                         for k, v in sorted(ext.items())
                         if k.startswith(LINK_KEY))))

@@ -269,12 +269,13 @@ class Harness:
         return '198.19.0.%d' % int(name[1:])
 
     def host(self, name, *vnics, connect=True, vm='', identity=None,
-             dpid=None, carrier=None):
+             dpid=None, carrier=None, hold_port=None):
         """Host `name` ('h1'...) with vNICs [(id, ofport)] (all of guest
         `vm`, if given): its OVSDB reports them and (the first time) its
         switch connects. `identity`: the names of the certificate its
         OVSDB and switch present (default: {name} when the controller
-        requires certificates, else none)."""
+        requires certificates, else none). `hold_port`: its vw-hold's
+        ofport (it keeps held frames itself)."""
         self.ports[name] = list(vnics)
         carrier = carrier or self.carrier
         if identity is None and self.require_identity:
@@ -285,7 +286,7 @@ class Harness:
         h = Host(name, dpid,
                  (Encap(carrier, self.ip(name), TUN),),
                  vnics=tuple(VnicPort(v, 'vnet%d' % p, p, vm_id=vm)
-                             for v, p in vnics))
+                             for v, p in vnics), hold_port=hold_port)
         self.loop.post(self.ctl.on_hosts, 'tcp:%s' % name, [h], identity)
         if connect and name not in self.fabric.switches:
             dp = self.fabric.add(name, h.dpid, {TUN: self.ip(name)},

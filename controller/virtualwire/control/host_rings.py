@@ -1,0 +1,152 @@
+"""Releases of frames held on destination hosts (a part of
+control.holding): where a moving vNIC's destination keeps its frames
+itself (`pipeline.host_hold`), its activation sends that host's ring one
+message, made from the source's copies (`core.host_release`), and the
+sync waits for the ring's answer (ANSWER_WAIT at most). Until the answer
+the switch still sends the vNIC's frames to the ring, which passes them
+on behind the released ones: the flows that deliver directly go out
+after it, and no frame overtakes a held one.
+
+Every message crosses the destination switch's authenticated OpenFlow
+session (a packet-out into `vw-hold`); an answer is believed only from
+that host's own session, for a release still awaited there.
+"""
+import json
+import logging
+import struct
+from typing import Dict, Optional, Tuple
+
+from virtualwire.core.held_frames import DEFAULT_FRAMES, HeldFrames
+from virtualwire.core.host_release import release_doc
+from virtualwire.core.model import Location
+from virtualwire.pipeline import host_hold
+from virtualwire.southbound import openflow
+
+LOG = logging.getLogger(__name__)
+
+# Longer than the ring waits for a run still on its way (host.hold_ring
+# WAIT_FOR), so its answer, found or not, comes within it.
+ANSWER_WAIT = 0.35
+
+
+def message_frame(doc: dict) -> bytes:
+    return host_hold.message_frame(json.dumps(doc, sort_keys=True).encode())
+
+
+def parse_answer(frame: bytes) -> Optional[dict]:
+    """A ring's answer as the switch hands it to us (tag off), or None."""
+    if len(frame) < 14 or struct.unpack('!H', frame[12:14])[0] != \
+            host_hold.ETHERTYPE:
+        return None
+    try:
+        doc = json.loads(frame[14:].rstrip(b'\0').decode())
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+class HostRings:
+    """Owns the releases sent to hosts' rings and not answered yet, and
+    the slots still open on them."""
+
+    def __init__(self, shared, ring_frames=DEFAULT_FRAMES):
+        self.shared = shared
+        self.session_of, self.clock = shared.session_of, shared.clock
+        self.ring_frames = ring_frames
+        # (host, slot) -> (vNIC, message id, when sent, the record's view)
+        self.awaited: Dict[Tuple[str, int], Tuple[str, int, float, dict]] = {}
+        self.open: Dict[str, Tuple[str, int]] = {}   # vNIC -> (host, slot)
+        self.next_id = 1
+
+    @property
+    def tables(self):
+        return self.shared.tables
+
+    def ring_of(self, vnic, host) -> Optional[Tuple[int, int]]:
+        """(hold port, slot) if `host` keeps the vNIC's frames itself."""
+        port = self.tables.placement.claims.get(vnic, {}).get(host)
+        if port is None:
+            return None
+        return host_hold.held_on_host(self.tables.hosts, Location(host, port),
+                                      self.tables.hold_on_hosts)
+
+    def release(self, vnic, host, hf: HeldFrames, reads, why) -> bool:
+        """Tell `host`'s ring where the vNIC's guest stopped reading; False
+        if it keeps no ring for it (the controller's own holds then)."""
+        ring = self.ring_of(vnic, host)
+        s = self.session_of(host)
+        if ring is None or s is None:
+            return False
+        port, slot = ring
+        fields, view = release_doc(hf, reads, self.ring_frames)
+        ident, self.next_id = self.next_id, self.next_id + 1
+        s.dp.send_msg(openflow.packet_out(port, message_frame(dict(
+            fields, op='release', slot=slot, id=ident))))
+        view = dict(view, held_on='host', source_reads=why,
+                    absent=fields['absent'], copies=hf.n_copies)
+        self.awaited[(host, slot)] = (vnic, ident, self.clock(), view)
+        self.open[vnic] = (host, slot)
+        return True
+
+    def answered(self, host, msg) -> bool:
+        """Is this packet-in an answer from `host`'s ring? One to a release
+        awaited there goes to the migration's record; any other (to a
+        close; to nothing awaited: logged) changes nothing."""
+        h = self.tables.hosts.get(host)
+        if h is None or h.hold_port is None or \
+                msg.match.get('in_port') != h.hold_port:
+            return False
+        doc = parse_answer(bytes(msg.data or b''))
+        if doc is None:
+            return False
+        key = (host, doc.get('slot'))
+        got = self.awaited.get(key)    # type: ignore[arg-type]
+        if doc.get('op') == 'closed':
+            return True
+        if got is None or doc.get('id') != got[1]:
+            LOG.warning('host %s: an answer from its ring to no release '
+                        'awaited: %s', host, doc)
+            return True
+        del self.awaited[key]          # type: ignore[arg-type]
+        vnic, _, sent, view = got
+        self._said(vnic, dict(
+            view, ring_ms=round((self.clock() - sent) * 1e3, 1),
+            **{k: doc[k] for k in ('delivered', 'held', 'evicted', 'found',
+                                   'waited_ms', 'dropped', 'error')
+               if k in doc}))
+        return True
+
+    def waiting(self) -> bool:
+        """Is an answer still awaited? Those awaited past ANSWER_WAIT are
+        given up, and the record says so (the ring may have acted or not:
+        the switch's flows go on without it)."""
+        now = self.clock()
+        for key, (vnic, _, sent, view) in list(self.awaited.items()):
+            if now - sent >= ANSWER_WAIT:
+                del self.awaited[key]
+                self._said(vnic, dict(view, ring_ms=None,
+                                      error='no answer from the ring'))
+        return bool(self.awaited)
+
+    def _said(self, vnic, view):
+        stats = self.shared.stats
+        stats['held_delivered'] += view.get('delivered', 0)
+        stats['held_evicted'] += view.get('evicted', 0)
+        LOG.info('vNIC %s: its destination delivered held frames (%s)',
+                 vnic, ', '.join('%s %s' % kv for kv in sorted(view.items())))
+        self.shared.record(self.shared.migrations.held_released(vnic, view))
+
+    def close_done(self, moving, in_place):
+        """Close the slots of vNICs whose moves are over, once their host
+        confirmed the flows that no longer use the ring."""
+        for vnic, (host, slot) in list(self.open.items()):
+            if vnic in moving or (host, slot) in self.awaited or \
+                    not in_place(host):
+                continue
+            del self.open[vnic]
+            ring = self.ring_of(vnic, host)
+            s = self.session_of(host)
+            if ring is not None and s is not None:
+                ident, self.next_id = self.next_id, self.next_id + 1
+                s.dp.send_msg(openflow.packet_out(ring[0], message_frame(
+                    {'op': 'close', 'slot': slot, 'id': ident})))

@@ -1,0 +1,159 @@
+"""Held frames kept on the destination host (pipeline.host_hold,
+control.host_rings, core.host_release), on the fake switch: the
+destination's flows put a moving vNIC's frames in its ring, tagged with
+its slot; activation sends the ring one release naming the last frames
+the guest read on its source, and the flows that deliver directly wait
+for the ring's answer."""
+import json
+import uuid
+
+from virtualwire.control.host_rings import ANSWER_WAIT, message_frame
+from virtualwire.core.held_frames import digest
+from virtualwire.pipeline.host_hold import ANSWER_SLOT, ETHERTYPE
+from virtualwire.testing.harness import Harness
+
+HOLD = 65003
+RARP = 0x8035
+
+
+def _moving(hold=True):
+    h = Harness(hold=hold, hold_frames=64)
+    h.host('h1', ('g', 1))
+    h.host('h2', hold_port=HOLD)
+    h.host('h3', ('f', 5))
+    w = h.connect('g', 'f')
+    h.call(h.ctl.moves.announce_migration, {
+        'vm': 'guest', 'vm_uuid': str(uuid.uuid4()), 'vnics': ['g'],
+        'destination': 'h2'})
+    h.host('h2', ('g', 2), hold_port=HOLD)
+    return h, w
+
+
+def _datagram(n):
+    return b'\x45' + n.to_bytes(4, 'big') * 10
+
+
+def _frame(n):
+    # As the source's copy shows it (the fake switch's Ethernet header).
+    return bytes.fromhex('ffffffffffff020000000000') + b'\x08\x00' + \
+        _datagram(n)
+
+
+def _release_sent(h):
+    [(host, port, frame)] = h.fabric.packet_outs
+    assert (host, port) == ('h2', HOLD)
+    assert int.from_bytes(frame[12:14], 'big') == ETHERTYPE
+    return json.loads(frame[14:])
+
+
+def _answer(h, doc):
+    h.send('h2', HOLD, vlan_vid=ANSWER_SLOT, eth_type=ETHERTYPE,
+           payload=json.dumps(doc).encode())
+
+
+def _bundles(h, host):
+    return [type(m).__name__ for m in h.fabric.switches[host].sent].count(
+        'OFPBundleCtrlMsg')
+
+
+def test_the_destination_keeps_the_frames_in_its_ring_not_the_controller():
+    h, w = _moving()
+    h.fabric.packet_in_log.clear()
+    # The source's guest gets the frame; the destination's ring, slot 2.
+    assert h.send('h3', 5, payload=_datagram(1)) == [('h1', 1), ('h2', HOLD)]
+    [(_, _, pkt)] = [d for d in h.fabric.send('h3', 5, payload=_datagram(2))
+                     if d[0] == 'h2']
+    assert pkt.vlan_vid == 2
+    # Only the source's short copy reaches the controller.
+    assert {dp.name for dp, _ in h.fabric.packet_in_log} == {'h1'}
+    # What the ring sends back for slot 2 reaches the guest's port, and
+    # the ring's answers (its own tag) reach the controller.
+    assert h.send('h2', HOLD, vlan_vid=2) == [('h2', 2)]
+    assert h.send('h2', HOLD, vlan_vid=7) == []
+
+
+def test_activation_names_the_last_frames_read_and_waits_for_the_answer():
+    h, w = _moving()
+    src = h.fabric.switches['h1']
+    src.tap_reads[1] = 700
+    h.call(h.ctl.poll_held)
+    for n in range(10):
+        h.send('h3', 5, payload=_datagram(n))
+    src.tap_reads[1] = 706                  # it read six, then stopped
+    h.call(h.ctl.poll_held)
+    h.fabric.packet_outs.clear()
+    bundles = _bundles(h, 'h2')
+    h.send('h2', 2, payload=b'\0' * 28, eth_type=RARP)
+    h.settle()
+    doc = _release_sent(h)
+    assert doc == {'op': 'release', 'slot': 2, 'id': doc['id'],
+                   'after': [digest(_frame(n)).hex() for n in range(6)],
+                   'absent': 'wait'}
+    # No flow that delivers directly before the ring has answered: frames
+    # still go to the ring, which passes them on behind the held ones.
+    assert _bundles(h, 'h2') == bundles
+    assert ('h2', HOLD) in h.send('h3', 5, payload=_datagram(10))
+    _answer(h, {'op': 'released', 'slot': 2, 'id': doc['id'],
+                'found': True, 'delivered': 4, 'held': 11, 'evicted': 0})
+    h.settle()
+    assert _bundles(h, 'h2') > bundles
+    assert h.send('h3', 5, payload=_datagram(11)) == [('h2', 2)]
+    [m] = h.call(h.ctl.views.migration_views)
+    held = m['held']['g']
+    assert {k: held[k] for k in ('held_on', 'delivered', 'held', 'found',
+                                 'read_copies', 'unread_copies',
+                                 'source_reads')} == {
+        'held_on': 'host', 'delivered': 4, 'held': 11, 'found': True,
+        'read_copies': 6, 'unread_copies': 4, 'source_reads': 'answered'}
+    assert h.ctl.shared.stats['held_delivered'] == 4
+
+
+def test_a_ring_that_never_answers_holds_the_switch_over_no_longer_than_its_bound():
+    h, w = _moving()
+    h.fabric.switches['h1'].tap_reads[1] = 0
+    h.call(h.ctl.poll_held)
+    h.send('h3', 5, payload=_datagram(0))
+    bundles = _bundles(h, 'h2')
+    h.send('h2', 2, payload=b'\0' * 28, eth_type=RARP)
+    h.settle()
+    assert _release_sent(h)['after'] == []        # read none: all goes
+    assert _bundles(h, 'h2') == bundles
+    h.now += ANSWER_WAIT
+    h.tick(0)
+    h.settle()
+    assert _bundles(h, 'h2') > bundles
+    [m] = h.call(h.ctl.views.migration_views)
+    assert m['held']['g']['error'] == 'no answer from the ring'
+
+
+def test_an_answer_to_no_release_awaited_changes_nothing():
+    h, w = _moving()
+    before = h.call(h.ctl.views.migration_views)
+    _answer(h, {'op': 'released', 'slot': 2, 'id': 99, 'delivered': 500})
+    h.settle()
+    assert h.call(h.ctl.views.migration_views) == before
+    assert h.ctl.shared.stats['held_delivered'] == 0
+
+
+def test_without_a_ring_the_controller_holds_as_before():
+    h = Harness(hold=True, hold_frames=64)
+    h.host('h1', ('g', 1))
+    h.host('h2')
+    h.host('h3', ('f', 5))
+    h.connect('g', 'f')
+    h.call(h.ctl.moves.announce_migration, {
+        'vm': 'guest', 'vm_uuid': str(uuid.uuid4()), 'vnics': ['g'],
+        'destination': 'h2'})
+    h.host('h2', ('g', 2))
+    h.fabric.packet_in_log.clear()
+    assert h.send('h3', 5, payload=_datagram(1)) == [('h1', 1)]
+    assert {dp.name for dp, _ in h.fabric.packet_in_log} == {'h1', 'h2'}
+
+
+def test_the_message_frame_is_what_the_ring_parses():
+    from virtualwire.host.hold_port import classify
+    from virtualwire.host.hold_ring import parse_message
+    kind, slot, payload = classify(message_frame(
+        {'op': 'close', 'slot': 3, 'id': 1}))
+    assert (kind, slot) == ('message', None)
+    assert parse_message(payload).op == 'close'
