@@ -270,6 +270,12 @@ def teardown(prefix):
                 except (OSError, ValueError):
                     pass
             sh(['ip', 'netns', 'del', ns], check=False)
+    if os.environ.get('VW_LAB_KEEP') and os.path.isdir(d):
+        # Forensics: the logs kept beside it (VW_LAB_KEEP=1).
+        shutil.copytree(d, d + '.kept', dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns('*.sock', '*.qcow2',
+                                                      '*.img', '*.iso'),
+                        ignore_dangling_symlinks=True)
     shutil.rmtree(d, ignore_errors=True)
 
 

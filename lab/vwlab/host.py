@@ -159,19 +159,31 @@ class LabHost:
         return sh(['cat', '/sys/class/net/br-phy/address'], ns=self.ns).strip()
 
     def add_hold_port(self):
-        """vw-frame-hold's port on br-int, as a host that holds frames
-        will have it (docs/live-migration.rst): internal, pinned, silent
-        (no IPv6), room for a slot's tag on a full tagged frame, and the
+        """vw-frame-hold's port on br-int, as `vw-host-setup --hold-frames`
+        makes it (docs/live-migration.rst): internal, pinned, silent (no
+        IPv6), room for a slot's tag on a full tagged frame, and the
         switch parsing two tags (a push onto a guest's own tagged frame is
-        dropped at OVS's default of one). Not on every host yet: the
-        controller does not use it."""
-        self.vsctl('set', 'open_vswitch', '.', 'other_config:vlan-limit=2')
-        self.vsctl('--may-exist', 'add-port', 'br-int', 'vw-hold', '--',
-                   'set', 'interface', 'vw-hold', 'type=internal',
-                   'mtu_request=9216', 'ofport_request=65003')
-        sh(['sysctl', '-qw', 'net.ipv6.conf.vw-hold.disable_ipv6=1'],
-           ns=self.ns)
-        sh(['ip', 'link', 'set', 'vw-hold', 'up'], ns=self.ns)
+        dropped at OVS's default of one)."""
+        self.bootstrap(['--hold-frames'])
+
+    def start_frame_hold(self):
+        """vw-frame-hold on this host's `vw-hold` (as its service runs it,
+        at OVS's niceness), logging to frame-hold.log here; returns the
+        process."""
+        import subprocess
+        import sys
+        log = open(os.path.join(self.dir, 'frame-hold.log'), 'ab')
+        return subprocess.Popen(niced(self.lab.ovs_nice, [
+            'ip', 'netns', 'exec', self.ns, sys.executable, '-m',
+            'virtualwire.host.hold_port']), stdout=log, stderr=log)
+
+    def remove_hold_port(self):
+        """vw-host-setup as the lab runs it (no vw-hold), and OVS's own
+        vlan-limit back (vw-host-setup leaves it as --hold-frames set it):
+        the tests after see the lab as it was."""
+        self.bootstrap()
+        self.vsctl('remove', 'open_vswitch', '.', 'other_config',
+                   'vlan-limit')
 
     # ---- stand-in VMs --------------------------------------------------
     def place(self, vnic_id, bridge='br-int'):
