@@ -37,9 +37,14 @@ probe (SCHED_FIFO, paced by its clock), and the same analysis
             controller's default bound), what its record says was held,
             delivered, late, evicted
 
+  --hold-on-hosts  h1 and h2 keep held frames themselves (vw-host-setup
+            --hold-frames, vw-frame-hold): the held guest's moves are
+            released from its destination's ring (control.host_rings)
+
     python bench/bench_migration.py [--migrations 20] [--downtime-ms 50]
                                     [--no-held] [--placement strict]
                                     [--activate-at-stop on]
+                                    [--hold-on-hosts]
 """
 import argparse
 import json
@@ -280,6 +285,9 @@ def main():
                     default='on',
                     help="the controller's --activate-at-stop (default: "
                          '%(default)s, its own default)')
+    ap.add_argument('--hold-on-hosts', action='store_true',
+                    help='h1 and h2 keep held frames themselves '
+                         '(vw-host-setup --hold-frames and vw-frame-hold)')
     ap.add_argument('--placement', default='strict',
                     choices=('strict', 'insecure-trust-hosts'),
                     help="the controller's placement (default: %(default)s, "
@@ -293,6 +301,11 @@ def main():
                                     args.activate_at_stop])
         api = Api(lab)
         api.wait_hosts(3)
+        rings = []
+        if args.hold_on_hosts:
+            for h in lab.hosts[:2]:
+                h.add_hold_port()
+                rings.append(h.start_frame_hold())
         # Every datapath flow change logged: second holes are matched to
         # tunnel-race windows (hole_cause).
         for h in lab.hosts:
@@ -334,9 +347,12 @@ def main():
                     'probe': 'udp-echo 1 kHz, SCHED_FIFO, clock-paced',
                     'ovs_nice': args.ovs_nice, 'realtime': args.realtime,
                     'placement': args.placement,
+                    'hold_on_hosts': args.hold_on_hosts,
                     'controller_settings': defaults,
                     'captures': capdir if args.keep_captures else None})
         write_result(args.result, doc)
+        for p in rings:
+            p.terminate()
 
 
 if __name__ == '__main__':

@@ -167,15 +167,16 @@ class LabHost:
         self.bootstrap(['--hold-frames'])
 
     def start_frame_hold(self):
-        """vw-frame-hold on this host's `vw-hold` (as its service runs it,
-        at OVS's niceness), logging to frame-hold.log here; returns the
+        """vw-frame-hold on this host's `vw-hold` as its service runs it
+        (SCHED_FIFO 1), logging to frame-hold.log here; returns the
         process."""
         import subprocess
         import sys
         log = open(os.path.join(self.dir, 'frame-hold.log'), 'ab')
-        return subprocess.Popen(niced(self.lab.ovs_nice, [
-            'ip', 'netns', 'exec', self.ns, sys.executable, '-m',
-            'virtualwire.host.hold_port']), stdout=log, stderr=log)
+        return subprocess.Popen(['chrt', '-f', '1'] + niced(
+            self.lab.ovs_nice, [
+                'ip', 'netns', 'exec', self.ns, sys.executable, '-m',
+                'virtualwire.host.hold_port']), stdout=log, stderr=log)
 
     def remove_hold_port(self):
         """vw-host-setup as the lab runs it (no vw-hold), and OVS's own
