@@ -109,6 +109,16 @@ def test_a_wait_with_the_run_present_releases_at_once():
     assert sent == [frame(3), frame(4)] and said['found'] is True
 
 
+def test_a_frame_one_side_missed_does_not_hide_the_run():
+    # The source read 0-9; this host never got 7 (lost on its way here),
+    # and got 50, which the source never did: the cut is still after 9.
+    rings = HoldRings()
+    for n in [0, 1, 2, 3, 4, 5, 6, 50, 8, 9, 10, 11]:
+        rings.frame(4, frame(n), 0.0)
+    sent, said = release(rings, 4, [frame(n) for n in range(10)])
+    assert sent == [frame(10), frame(11)] and said['found'] is True
+
+
 def test_repeated_frames_are_told_apart_by_the_run_before_them():
     # a b a b c: the guest read "b a b" (so the second b): only c goes.
     a, b, c = frame(1), frame(2), frame(3)
