@@ -199,6 +199,9 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
             {q for q, t in r['lost_sent_at'] if stop - 0.1 <= t <= resume + 0.1},
             grams, ip)
         row['reordered'] = r.get('reordered', 0)
+        row['reordered_ms_from_stop'] = [
+            round((t - stop) * 1000, 1) for _q, t in r.get(
+                'reordered_sent_at', [])]
         # Which were twice (the first 100), and where they were made.
         row['duplicates_on_the_way_in'] = r.get('duplicates_on_the_way_in')
         row['duplicates_ms_from_stop'] = [

@@ -112,13 +112,13 @@ def build_parser():
                         'has not placed takes it (a compromised hypervisor '
                         'takes any such wire: labs only) (default: '
                         '%%(default)s)' % shared_settings.TRUST_HOSTS)
-    p.add_argument('--hold', choices=('on', 'off'), default='off',
-                   help="for live migrations that do not say (the hook's "
-                        "'hold'): keep the frames a moving vNIC's "
-                        'destination gets while its guest is paused, here, '
-                        'and deliver those the guest never read on its '
-                        'source, in order, once it runs there; off: the '
-                        'destination drops them (default: %(default)s)')
+    p.add_argument('--hold', choices=('on', 'off', 'hosts'), default='hosts',
+                   help="for migrations that do not say (the hook's 'hold'): "
+                        "keep what a moving vNIC's destination gets while its "
+                        'guest is paused; deliver what it never read on its '
+                        'source, in order, once it runs there. hosts: where '
+                        'the destination keeps them (vw-host-setup '
+                        '--hold-frames); off: dropped (default: %(default)s)')
     p.add_argument('--hold-frames', type=_hold_frames, default=512,
                    metavar='N',
                    help='held frames kept per moving vNIC, the newest '
@@ -309,7 +309,7 @@ def main(argv=None):
                             counter_lag=(args.counter_lag, args.max_flight),
                             activation_settle=(args.activation_settle_ms /
                                                1000.0),
-                            hold=args.hold == 'on',
+                            hold=shared_settings.hold_mode(args.hold),
                             activate_at_stop=args.activate_at_stop == 'on',
                             strict=args.placement == shared_settings.STRICT,
                             hold_frames=args.hold_frames,

@@ -119,6 +119,22 @@ def test_a_frame_one_side_missed_does_not_hide_the_run():
     assert sent == [frame(10), frame(11)] and said['found'] is True
 
 
+def test_frames_the_guest_read_past_the_named_run_are_skipped():
+    # The guest read 0-5 and two more the controller had no copy of yet:
+    # 6 and 7 are skipped, here and, for a ring not holding them yet, as
+    # they come.
+    rings = HoldRings()
+    for n in range(10):
+        rings.frame(1, frame(n), 0.0)
+    assert release(rings, 1, [frame(5)], skip=2)[0] == [frame(8), frame(9)]
+    rings = HoldRings()
+    for n in range(6):
+        rings.frame(1, frame(n), 0.0)
+    assert release(rings, 1, [frame(4)], skip=3)[0] == []
+    assert [rings.frame(1, frame(n), 1.1) for n in range(6, 9)] == \
+        [[], [], [(1, frame(8))]]
+
+
 def test_repeated_frames_are_told_apart_by_the_run_before_them():
     # a b a b c: the guest read "b a b" (so the second b): only c goes.
     a, b, c = frame(1), frame(2), frame(3)

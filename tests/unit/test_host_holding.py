@@ -88,7 +88,7 @@ def test_activation_names_the_last_frames_read_and_waits_for_the_answer():
     doc = _release_sent(h)
     assert doc == {'op': 'release', 'slot': 2, 'id': doc['id'],
                    'after': [digest(_frame(n)).hex() for n in range(6)],
-                   'absent': 'wait'}
+                   'skip': 0, 'absent': 'wait'}
     # No flow that delivers directly before the ring has answered: frames
     # still go to the ring, which passes them on behind the held ones.
     assert _bundles(h, 'h2') == bundles
@@ -157,3 +157,58 @@ def test_the_message_frame_is_what_the_ring_parses():
         {'op': 'close', 'slot': 3, 'id': 1}))
     assert (kind, slot) == ('message', None)
     assert parse_message(payload).op == 'close'
+
+
+def test_by_default_moves_hold_where_the_destination_keeps_a_ring():
+    """--hold hosts (the default): a move to a host with vw-hold holds, a
+    move to one without does not (its destination drops, as --hold off)."""
+    from virtualwire.core.shared_settings import HOLD_HOSTS
+    for ring, held in ((HOLD, [('h1', 1), ('h2', HOLD)]), (None, [('h1', 1)])):
+        h = Harness(hold=HOLD_HOSTS, hold_frames=64)
+        h.host('h1', ('g', 1))
+        h.host('h2', hold_port=ring)
+        h.host('h3', ('f', 5))
+        h.connect('g', 'f')
+        h.call(h.ctl.moves.announce_migration, {
+            'vm': 'guest', 'vm_uuid': str(uuid.uuid4()), 'vnics': ['g'],
+            'destination': 'h2'})
+        h.host('h2', ('g', 2), hold_port=ring)
+        h.fabric.packet_in_log.clear()
+        assert h.send('h3', 5, payload=_datagram(1)) == held
+        # Copies only while held; no frame of the destination's either way.
+        assert {dp.name for dp, _ in h.fabric.packet_in_log} == (
+            {'h1'} if ring else set())
+
+
+def test_held_on_the_host_a_move_is_shed_only_when_the_ring_may_lose_it():
+    """Behind its switches' packet-ins (the source's copies), the
+    controller sheds moves held on their hosts later than its own: a
+    release past the copies skips what the count says was read, as long
+    as the ring still holds the run it names."""
+    from virtualwire.control.lag_guard import FAR_BEHIND, RING_BEHIND
+    h, w = _moving()
+    h.fabric.switches['h1'].tap_reads[1] = 0
+    h.loop.call(h.ctl.poll_held)
+    h.now += FAR_BEHIND + 0.1          # its own ring would shed here
+    h.settle()
+    assert set(h.ctl.holding.holding) == {'g'}
+    h.loop.call(h.ctl.poll_held)
+    h.now += RING_BEHIND + 0.1
+    h.settle()
+    assert not h.ctl.holding.holding
+    [m] = h.call(h.ctl.views.migration_views)
+    assert m['held']['g']['abandoned'].startswith(
+        'the controller ran %d ms behind' % round((RING_BEHIND + 0.1) * 1e3))
+
+
+def test_a_count_past_the_copies_skips_the_frames_it_read():
+    from virtualwire.core.held_frames import HeldFrames
+    from virtualwire.core.host_release import release_doc
+    hf = HeldFrames()
+    hf.polled(100, 0)                  # base 100
+    for n in range(5):
+        hf.copied(_frame(n))
+    doc, view = release_doc(hf, 108, 2048)     # read 8: 3 past the copies
+    assert doc == {'after': [digest(_frame(n)).hex() for n in range(5)],
+                   'skip': 3, 'absent': 'wait'}
+    assert view['extrapolated'] == 3 and view['read_copies'] == 5

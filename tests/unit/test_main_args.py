@@ -64,10 +64,11 @@ def test_bad_numbers_and_choices_are_refused_saying_why(argv, words, capsys):
     assert e.value.code == 2 and words in capsys.readouterr().err
 
 
-def test_activation_at_stop_on_and_held_frames_off_by_default_and_bounds():
+def test_activation_at_stop_on_and_held_frames_on_hosts_by_default():
+    # Held where the destination keeps a ring (vw-host-setup --hold-frames).
     args = main.parse_args([])
     assert (args.hold, args.hold_frames, args.hold_bytes) == \
-        ('off', 512, 1 << 20)
+        ('hosts', 512, 1 << 20)
     assert args.activate_at_stop == 'on'
     assert main.parse_args(['--hold', 'on', '--activate-at-stop', 'off']
                            ).activate_at_stop == 'off'

@@ -16,7 +16,7 @@ def test_bad_values_and_names_are_refused_saying_what_they_take():
     for name, text, says in (
             ('move-timeout', '0', 'move-timeout must be 0.001 to inf seconds'),
             ('stats-interval', 'fast', 'stats-interval must be a number'),
-            ('hold', 'yes', 'hold must be on or off'),
+            ('hold', 'yes', 'hold must be on, off or hosts'),
             ('hold-frames', '1.5', 'hold-frames must be a whole number'),
             ('colour', 'red', "no shared setting 'colour'; there are: ")):
         with pytest.raises(errors.Invalid) as e:

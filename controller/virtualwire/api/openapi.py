@@ -393,6 +393,11 @@ def _document():
                                        'certificate (null without TLS)'},
                     'datapath_type': {'type': 'string'},
                     'underlay_mtu': {'type': ['integer', 'null']},
+                    'hold_port': {
+                        'type': ['integer', 'null'],
+                        'description': 'the port where it keeps frames '
+                                       'towards guests migrating in '
+                                       '(vw-host-setup --hold-frames)'},
                     'vnics': {'type': 'integer'},
                     'warnings': {'type': 'array',
                                  'items': {'type': 'string'}}}},

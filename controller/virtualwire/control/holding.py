@@ -29,7 +29,8 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from virtualwire.control.host_rings import HostRings
-from virtualwire.control.lag_guard import LagGuard, RateGuard, to_shed
+from virtualwire.control.lag_guard import (RING_BEHIND, LagGuard, RateGuard,
+                                            to_shed)
 from virtualwire.control.shared import Shared
 from virtualwire.core import ids
 from virtualwire.core.frames import SOURCE_STOPPED
@@ -228,7 +229,10 @@ class Holding:
         moves = self.tables.placement.moves
         held = [v for v in self.holding if v in moves and
                 not moves[v].activated and self.tables.holds(v)]
-        for v in to_shed(lag, held):
+        # Held on their hosts: shed later (lag_guard.RING_BEHIND).
+        ring = [v for v in held if self.rings.ring_of(v, moves[v].destination)]
+        for v in to_shed(lag, [v for v in held if v not in ring]) + (
+                ring if lag > RING_BEHIND else []):
             self._abandon(v, 'the controller ran %d ms behind its '
                              "switches' packet-ins, holding %d vNICs" % (
                                  round(lag * 1e3), len(held)))

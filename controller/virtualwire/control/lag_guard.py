@@ -24,6 +24,11 @@ from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 BEHIND = 0.5
 FAR_BEHIND = 0.75
+# A vNIC held on its destination host (control.host_rings) costs only its
+# source's copies, and a release from a count past them skips what was
+# read: it stops holding once the run it names may have left the host's
+# ring (host.hold_ring: 2048 frames, 2 s at 1 kHz).
+RING_BEHIND = 1.5
 RATE_WINDOW = 0.1    # seconds over which a vNIC's frame rate is judged
 
 

@@ -21,7 +21,7 @@ def apply(controller, values):
         elif name == 'move-timeout':
             controller.moves.move_timeout = v
         elif name == 'hold':
-            controller.tables.hold = v == 'on'
+            controller.tables.hold = shared_settings.hold_mode(v)
         elif name == 'hold-frames':
             controller.holding.hold_frames = v
         elif name == 'hold-bytes':

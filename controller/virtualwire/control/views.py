@@ -171,6 +171,7 @@ class Views:
                 'flows_confirmed_at': s.confirmed_at if s else None,
                 'datapath_type': h.datapath_type,
                 'underlay_mtu': h.underlay_mtu,
+                'hold_port': h.hold_port,     # vw-host-setup --hold-frames
                 'vnics': len(h.vnics), 'warnings': warnings,
                 **self._health(h)}
 

@@ -42,5 +42,7 @@ def release_doc(hf: HeldFrames, reads: Optional[int], ring_frames: int
         'extrapolated': max(0, cut - hf.n_copies)}
     if not read:
         return {'after': [], 'absent': 'all'}, view
-    return {'after': [d.hex() for d in read],
+    # Read past the last copy come (the controller is behind): the ring
+    # holds those frames after the run, in the same order.
+    return {'after': [d.hex() for d in read], 'skip': view['extrapolated'],
             'absent': 'all' if unread >= ring_frames else 'wait'}, view

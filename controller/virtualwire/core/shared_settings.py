@@ -41,6 +41,22 @@ def _on_off(text, name):
     return text
 
 
+HOLD_HOSTS = 'hosts'      # hold where the destination keeps a ring
+
+
+def hold_mode(text):
+    """The tables' `hold` for a setting's value: True, False or
+    HOLD_HOSTS (pipeline.incremental.IncrementalTables.holds)."""
+    return {'on': True, 'off': False}.get(text, HOLD_HOSTS)
+
+
+def _hold(text):
+    if text not in ('on', 'off', HOLD_HOSTS):
+        raise errors.Invalid('hold must be on, off or %s, not %r'
+                             % (HOLD_HOSTS, text))
+    return text
+
+
 STRICT = 'strict'
 TRUST_HOSTS = 'insecure-trust-hosts'
 
@@ -66,8 +82,10 @@ SETTINGS = {s.name: s for s in (
                               unit=' seconds'),
             "cancel a vNIC move not activated by the guest's first frame "
             'within this many seconds'),
-    Setting('hold', lambda t: _on_off(t, 'hold'),
-            "hold a moving vNIC's frames for migrations that do not say"),
+    Setting('hold', _hold,
+            "hold a moving vNIC's frames for migrations that do not say: "
+            'on, off, or %s (where its destination keeps them itself: '
+            'vw-host-setup --hold-frames)' % HOLD_HOSTS),
     Setting('hold-frames',
             lambda t: _number(t, 'hold-frames', 1, 65536, int),
             'held frames kept per moving vNIC'),

@@ -18,8 +18,8 @@ import time
 from typing import Optional, Tuple
 
 from virtualwire import version
-from virtualwire.core.held_frames import DEFAULT_BYTES, DEFAULT_FRAMES
-from virtualwire.host.hold_ring import (ANSWER_SLOT, ETHERTYPE, MAX_SLOTS,
+from virtualwire.host.hold_ring import (ANSWER_SLOT, DEFAULT_BYTES,
+                                        DEFAULT_FRAMES, ETHERTYPE, MAX_SLOTS,
                                         HoldRings)
 from virtualwire.pipeline.host_hold import message_frame
 

@@ -33,8 +33,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
-from virtualwire.core.held_frames import DEFAULT_BYTES, DEFAULT_FRAMES, \
-    digest, hold_bounded
+from virtualwire.core.held_frames import digest, hold_bounded
 # Our messages' EtherType, and the answers' tag (every flow on `vw-hold`
 # matches its VLAN id alone: pipeline.host_hold).
 from virtualwire.pipeline.host_hold import ANSWER_SLOT, ETHERTYPE
@@ -42,6 +41,13 @@ from virtualwire.pipeline.host_hold import ANSWER_SLOT, ETHERTYPE
 __all__ = ['ANSWER_SLOT', 'ETHERTYPE', 'HoldRings', 'parse_message']
 
 MAX_SLOTS = 64              # moving vNICs held at once on one host
+# Per slot. Larger than the controller's own ring: a release comes as late
+# as the controller is behind its switches' packet-ins (the source's
+# copies), and the run it names must still be here (a bench move, 657 ms
+# behind at 1 kHz: 512 frames would not do). 64 full slots: 128 MiB.
+DEFAULT_FRAMES = 2048
+DEFAULT_BYTES = 2 << 20
+MAX_SKIP = 65536
 MAX_AGE = 30.0              # s a ring waits for its release
 PASS_FOR = 10.0             # s a released slot passes frames without close
 MAX_MESSAGE = 1400          # bytes of a message's JSON
@@ -70,6 +76,9 @@ class Message:
     # WAIT_FOR, the ring is dropped). The controller knows which from the
     # copies; unsaid, none (a loss, never a duplicate).
     absent: str = 'none'
+    # Frames after the run the guest read too: the count said so, their
+    # copies had not reached the controller yet (it was behind).
+    skip: int = 0
 
 
 def parse_message(payload: bytes) -> Message:
@@ -101,13 +110,18 @@ def parse_message(payload: bytes) -> Message:
     if absent not in ('all', 'none', 'wait'):
         raise BadMessage('absent must be all, none or wait, not %r'
                          % (absent,))
+    skip = doc.get('skip', 0)
+    if not isinstance(skip, int) or isinstance(skip, bool) or \
+            not 0 <= skip <= MAX_SKIP:
+        raise BadMessage('skip must be an integer 0-%d, not %r'
+                         % (MAX_SKIP, skip))
     try:
         digests = [bytes.fromhex(d) for d in after]
     except (TypeError, ValueError):
         raise BadMessage('after holds a digest that is not hex') from None
     if any(len(d) != len(digest(b'')) for d in digests):
         raise BadMessage('a digest must be %d bytes' % len(digest(b'')))
-    return Message(op, slot, ident, digests, absent)
+    return Message(op, slot, ident, digests, absent, skip)
 
 
 def answer(doc: dict) -> bytes:
@@ -131,6 +145,7 @@ class SlotRing:
     # it came.
     waiting: Optional[Message] = None
     waiting_since: float = 0.0
+    skip_left: int = 0              # frames still to come the guest read
 
     def hold(self, frame: bytes) -> None:
         self.held += 1
@@ -204,14 +219,18 @@ class HoldRings:
             r = self.slots[slot] = SlotRing(now, self.max_frames,
                                             self.max_bytes)
         if r.released_at is not None:
-            r.passed += 1
             r.released_at = now     # passing: kept open while frames come
+            if r.skip_left > 0:
+                r.skip_left -= 1
+                return []
+            r.passed += 1
             return [(slot, frame)]
         r.hold(frame)
         m = r.waiting
         if m is not None and r.ring[-1][0] == m.after[-1] and \
                 r.after(m.after) == len(r.ring):
             # The run the guest read ends here: all held was read.
+            r.skip_left = m.skip
             return self._released(r, m, now, [], found=True, waited_ms=round(
                 (now - r.waiting_since) * 1e3, 1))
         return []
@@ -246,7 +265,8 @@ class HoldRings:
         if start is None:
             frames = frames if m.absent == 'all' else []
         else:
-            frames = frames[start:]
+            frames = frames[start + m.skip:]
+            r.skip_left = max(0, start + m.skip - len(r.ring))
         return self._released(r, m, now, frames, found=start is not None)
 
     @staticmethod

@@ -9,7 +9,7 @@ what each kind of change recomputed (OVN's inc-proc-eng keeps the same).
 Pure (no I/O); property-tested against `wire.compute_flows`.
 """
 from dataclasses import replace
-from typing import Dict, Set, Tuple
+from typing import Dict, Set, Tuple, Union
 
 from virtualwire.core.model import EXTENDER, Host, Wire
 from virtualwire.core.placement import Placement
@@ -43,8 +43,9 @@ class IncrementalTables:
         self.site_wires: Dict[str, Set[int]] = {}
         self.wire_sites: Dict[int, Set[str]] = {}
         # Moves hold their destination's frames (core.held_frames): by
-        # default, or as their migration asked (vNIC -> True/False).
-        self.hold = False
+        # default (True, False, or 'hosts': where the destination keeps a
+        # ring), or as their migration asked (vNIC -> True/False).
+        self.hold: Union[bool, str] = False
         self.hold_by_vnic: Dict[str, bool] = {}
         # Holding destinations keep the switch's learn as a fallback
         # (pipeline.wire.wire_flows): set while moves activate at STOP.
@@ -265,7 +266,16 @@ class IncrementalTables:
             keys.add(f.key)
 
     def holds(self, vnic) -> bool:
-        return self.hold_by_vnic.get(vnic, self.hold)
+        """Are this moving vNIC's frames held? As its migration asked, or
+        the default: on, off, or 'hosts' (where its destination keeps a
+        ring: pipeline.host_hold)."""
+        h = self.hold_by_vnic.get(vnic, self.hold)
+        if h is True or h is False:
+            return h
+        mv = self.placement.moves.get(vnic)
+        dst = self.hosts.get(mv.destination) if mv is not None else None
+        return self.hold_on_hosts and dst is not None and \
+            dst.hold_port is not None
 
     def _recompute(self, cid):
         wire = self.wires[cid]
