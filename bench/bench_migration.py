@@ -1,6 +1,7 @@
 """Network-added outage of live migration, VirtualWire (at its defaults:
-activation at the source's STOP, no held frames; and with held frames)
-and OVN side by side.
+activation at the source's STOP, held frames where the destination keeps
+them itself, so none without --hold-on-hosts; and with held frames asked
+for) and OVN side by side.
 
 One lab, the same three hosts, the same libvirtd, the same guest image:
 VirtualWire's guest is plugged into br-int (wired by our controller), OVN's
@@ -38,8 +39,10 @@ probe (SCHED_FIFO, paced by its clock), and the same analysis
             delivered, late, evicted
 
   --hold-on-hosts  h1 and h2 keep held frames themselves (vw-host-setup
-            --hold-frames, vw-frame-hold): the held guest's moves are
-            released from its destination's ring (control.host_rings)
+            --hold-frames, vw-frame-hold): at the controller's default
+            (--hold hosts) both our guests' moves are then held, released
+            from the destination's ring (control.host_rings); without it
+            the first guest's are not (no host keeps a ring)
 
     python bench/bench_migration.py [--migrations 20] [--downtime-ms 50]
                                     [--no-held] [--placement strict]

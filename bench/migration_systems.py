@@ -22,7 +22,8 @@ class System:
     def __init__(self, name, guest, ends, ports=None, ovn=None, api=None,
                  hold=None):
         self.crashes = 0
-        # Ours: ask for held frames (the destination's hook says so), or not.
+        # Ours: ask for held frames (the destination's hook says so), or
+        # (None) follow the controller's --hold.
         self.hold = hold
         self.api = api          # ours: when the controller saw activation
         self.name, self.guest, self.ends = name, guest, ends
@@ -67,7 +68,7 @@ class System:
         return sum(1 for r in self.rows['far'] if not r['guest_crashed'])
 
     def before(self, src, dst):
-        if self.hold is not None:
+        if self.api is not None:        # ours: the hook says, or not
             dst.libvirt.install_hook(hold=self.hold)
         for p in self.ports:
             self.ovn.prepare_move(p, src.name, dst.name)
@@ -107,7 +108,7 @@ def setup(lab, api, ovn, held=True):
             for vm, _ip, nic in ends.values():
                 api.call('POST', '/v1/wires', {'a': nic, 'b': vm.name})
             systems.append(System(name, g, ends, api=api,
-                                  hold=name == 'held'))
+                                  hold=True if name == 'held' else None))
         else:
             for k, (vm, ip, nic) in ends.items():
                 ls = 'ls-%s' % k
