@@ -135,6 +135,19 @@ def test_frames_the_guest_read_past_the_named_run_are_skipped():
         [[], [], [(1, frame(8))]]
 
 
+def test_a_release_naming_the_port_sends_there_what_it_delivers():
+    rings = HoldRings()
+    for n in range(4):
+        rings.frame(6, frame(n), 0.0)
+    out = rings.message(msg(op='release', slot=6, id=1, port='vnet7',
+                            after=[digest(frame(1)).hex()]), 1.0)
+    assert out[:-1] == [('vnet7', frame(2)), ('vnet7', frame(3))]
+    assert rings.frame(6, frame(4), 1.1) == [('vnet7', frame(4))]
+    bad = rings.message(msg(op='release', slot=8, port='../etc'), 1.2)
+    assert 'port must be an interface name' in json.loads(bad[-1][1])[
+        'error'] and 8 not in rings.slots
+
+
 def test_repeated_frames_are_told_apart_by_the_run_before_them():
     # a b a b c: the guest read "b a b" (so the second b): only c goes.
     a, b, c = frame(1), frame(2), frame(3)

@@ -88,7 +88,7 @@ def test_activation_names_the_last_frames_read_and_waits_for_the_answer():
     doc = _release_sent(h)
     assert doc == {'op': 'release', 'slot': 2, 'id': doc['id'],
                    'after': [digest(_frame(n)).hex() for n in range(6)],
-                   'skip': 0, 'absent': 'wait'}
+                   'skip': 0, 'absent': 'wait', 'port': 'vnet2'}
     # No flow that delivers directly before the ring has answered: frames
     # still go to the ring, which passes them on behind the held ones.
     assert _bundles(h, 'h2') == bundles

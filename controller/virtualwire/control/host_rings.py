@@ -4,8 +4,9 @@ itself (`pipeline.host_hold`), its activation sends that host's ring one
 message, made from the source's copies (`core.host_release`), and the
 sync waits for the ring's answer (ANSWER_WAIT at most). Until the answer
 the switch still sends the vNIC's frames to the ring, which passes them
-on behind the released ones: the flows that deliver directly go out
-after it, and no frame overtakes a held one.
+on behind the released ones, written straight to the guest's port: the
+flows that deliver directly go out after it, and a frame the ring passed
+on reaches the port before the switch is done with the bundle.
 
 Every message crosses the destination switch's authenticated OpenFlow
 session (a packet-out into `vw-hold`); an answer is believed only from
@@ -79,6 +80,11 @@ class HostRings:
             return False
         port, slot = ring
         fields, view = release_doc(hf, reads, self.ring_frames)
+        # The guest's port there: the ring writes to it directly, so that
+        # nothing it passes on is overtaken at the switch-over.
+        vp = self.tables.hosts[host].vnic_map().get(vnic)
+        if vp is not None and vp.port_name:
+            fields['port'] = vp.port_name
         ident, self.next_id = self.next_id, self.next_id + 1
         s.dp.send_msg(openflow.packet_out(port, message_frame(dict(
             fields, op='release', slot=slot, id=ident))))

@@ -30,6 +30,7 @@ what a host can do).
 """
 import collections
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Deque, Dict, List, Optional, Sequence, Tuple
 
@@ -48,6 +49,7 @@ MAX_SLOTS = 64              # moving vNICs held at once on one host
 DEFAULT_FRAMES = 2048
 DEFAULT_BYTES = 2 << 20
 MAX_SKIP = 65536
+_IFNAME = re.compile(r'^[A-Za-z0-9_.:-]{1,15}$')    # a Linux interface name
 MAX_AGE = 30.0              # s a ring waits for its release
 PASS_FOR = 10.0             # s a released slot passes frames without close
 MAX_MESSAGE = 1400          # bytes of a message's JSON
@@ -79,6 +81,10 @@ class Message:
     # Frames after the run the guest read too: the count said so, their
     # copies had not reached the controller yet (it was behind).
     skip: int = 0
+    # The guest's port on this host: released and passed frames are
+    # written to it directly, not back through the switch (unsaid: back
+    # into vw-hold, tagged, for a flow to deliver).
+    port: Optional[str] = None
 
 
 def parse_message(payload: bytes) -> Message:
@@ -115,13 +121,17 @@ def parse_message(payload: bytes) -> Message:
             not 0 <= skip <= MAX_SKIP:
         raise BadMessage('skip must be an integer 0-%d, not %r'
                          % (MAX_SKIP, skip))
+    port = doc.get('port')
+    if port is not None and (not isinstance(port, str) or
+                             not _IFNAME.match(port)):
+        raise BadMessage('port must be an interface name, not %r' % (port,))
     try:
         digests = [bytes.fromhex(d) for d in after]
     except (TypeError, ValueError):
         raise BadMessage('after holds a digest that is not hex') from None
     if any(len(d) != len(digest(b'')) for d in digests):
         raise BadMessage('a digest must be %d bytes' % len(digest(b'')))
-    return Message(op, slot, ident, digests, absent, skip)
+    return Message(op, slot, ident, digests, absent, skip, port)
 
 
 def answer(doc: dict) -> bytes:
@@ -146,6 +156,7 @@ class SlotRing:
     waiting: Optional[Message] = None
     waiting_since: float = 0.0
     skip_left: int = 0              # frames still to come the guest read
+    port: Optional[str] = None      # where they go (Message.port)
 
     def hold(self, frame: bytes) -> None:
         self.held += 1
@@ -195,8 +206,9 @@ def run_score(elders: Sequence[bytes], run: Sequence[bytes]) -> int:
 
 class HoldRings:
     """Every slot's ring on this host, and what to send for each event:
-    `frame()` and `message()` return [(slot or None, bytes)] to write
-    into `vw-hold` (slot None: an answer)."""
+    `frame()` and `message()` return [(target, bytes)] to send: a port
+    name (the guest's port: written to it directly), a slot (back into
+    `vw-hold`, tagged) or None (an answer, into `vw-hold`)."""
 
     def __init__(self, max_slots=MAX_SLOTS, max_frames=DEFAULT_FRAMES,
                  max_bytes=DEFAULT_BYTES, max_age=MAX_AGE,
@@ -224,7 +236,7 @@ class HoldRings:
                 r.skip_left -= 1
                 return []
             r.passed += 1
-            return [(slot, frame)]
+            return [(r.port or slot, frame)]
         r.hold(frame)
         m = r.waiting
         if m is not None and r.ring[-1][0] == m.after[-1] and \
@@ -271,7 +283,8 @@ class HoldRings:
 
     @staticmethod
     def _released(r: SlotRing, m: Message, now: float, frames, **said):
-        out = [(m.slot, f) for f in frames]
+        r.port = m.port
+        out = [(m.port or m.slot, f) for f in frames]
         doc = dict({'op': 'released', 'slot': m.slot, 'id': m.ident},
                    delivered=len(out), held=r.held, evicted=r.evicted,
                    **said)
