@@ -1,13 +1,15 @@
 """vw-frame-hold: a hypervisor's rings of frames towards guests that are
 migrating in (`host.hold_ring`), on the switch's internal port
-`vw-hold` (made by the lab for now: vwlab's LabHost.add_hold_port).
+`vw-hold` (vw-host-setup --hold-frames makes it).
 
-Its own process, apart from vw-host-agent: it needs a packet socket on
-one port of this host (CAP_NET_RAW) and no credential at all, where the
-agent needs libvirt and the host's token. It speaks to nothing but the
-switch: the controller's messages come as packet-outs through the
-switch's authenticated OpenFlow session, and the answers go back as
-packet-ins the same way.
+Its own process, apart from vw-host-agent: it needs packet sockets
+(CAP_NET_RAW) and no credential at all, where the agent needs libvirt
+and the host's token. It takes orders from nothing but the switch: the
+controller's messages come as packet-outs through the switch's
+authenticated OpenFlow session, and the answers go back as packet-ins
+the same way. What it releases it writes to the guest's port the
+release names (a guest's frames reach it only tagged, so never as a
+message).
 """
 import argparse
 import logging
