@@ -238,7 +238,7 @@ class Holding:
                                  round(lag * 1e3), len(held)))
 
     def _abandon(self, vnic, why):
-        self.rate.arrivals.pop(vnic, None)
+        self.rate.forget(vnic)
         self.tables.hold_by_vnic[vnic] = False
         self.tables.moved(vnic)
         self.holding.pop(vnic, None)

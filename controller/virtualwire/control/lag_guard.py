@@ -99,6 +99,9 @@ class RateGuard:
         since, n = self.arrivals.get(vnic) or (self.clock(), 0)
         self.arrivals[vnic] = (since, n + 1)
 
+    def forget(self, vnic) -> None:
+        self.arrivals.pop(vnic, None)
+
     def keep(self, vnics) -> None:
         for v in [v for v in self.arrivals if v not in vnics]:
             del self.arrivals[v]
