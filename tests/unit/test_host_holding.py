@@ -212,3 +212,41 @@ def test_a_count_past_the_copies_skips_the_frames_it_read():
     assert doc == {'after': [digest(_frame(n)).hex() for n in range(5)],
                    'skip': 3, 'absent': 'wait'}
     assert view['extrapolated'] == 3 and view['read_copies'] == 5
+
+
+def test_a_guest_that_runs_before_the_rings_answer_gets_nothing_newer_first():
+    """With activation at STOP (the default) a destination without a ring
+    keeps the switch's own learn as the fallback. One with a ring does
+    not: the guest's first frame there (QEMU's announce at RESUME) came
+    before the ring's release in every move of bench reorder-probe1, and
+    the learned flow delivered newer frames ahead of the released ones.
+    Until the answer, frames still go to the ring."""
+    from virtualwire.core.shared_settings import HOLD_HOSTS
+    h = Harness(hold=HOLD_HOSTS, hold_frames=64, activate_at_stop=True)
+    h.host('h1', ('g', 1))
+    h.host('h2', hold_port=HOLD)
+    h.host('h3', ('f', 5))
+    h.connect('g', 'f')
+    vm = str(uuid.uuid4())
+    h.call(h.ctl.moves.announce_migration, {
+        'vm': 'guest', 'vm_uuid': vm, 'vnics': ['g'], 'destination': 'h2'})
+    h.host('h2', ('g', 2), hold_port=HOLD)
+    assert not any('learn' in str(f.actions)
+                   for f in h.fabric.switches['h2'].flows())
+    h.fabric.switches['h1'].tap_reads[1] = 0
+    h.call(h.ctl.poll_held)
+    for n in range(5):
+        h.send('h3', 5, payload=_datagram(n))
+    h.fabric.packet_outs.clear()
+    h.call(h.ctl.moves.source_stopped, vm, 'h1', {'g': 3})
+    h.settle()
+    doc = _release_sent(h)
+    assert doc['after'][-1] == digest(_frame(2)).hex()
+    h.send('h2', 2, payload=b'\0' * 28, eth_type=RARP)     # it runs
+    h.settle()
+    got = h.send('h3', 5, payload=_datagram(5))
+    assert ('h2', HOLD) in got and ('h2', 2) not in got
+    _answer(h, {'op': 'released', 'slot': 2, 'id': doc['id'],
+                'found': True, 'delivered': 2, 'held': 6, 'evicted': 0})
+    h.settle()
+    assert h.send('h3', 5, payload=_datagram(6)) == [('h2', 2)]
