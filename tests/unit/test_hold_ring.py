@@ -9,7 +9,8 @@ from virtualwire.core.held_frames import digest
 from virtualwire.host.hold_port import (ETH_P_8021AD, TP_STATUS_VLAN_TPID_VALID,
                                         TP_STATUS_VLAN_VALID, classify,
                                         message_frame, tagged)
-from virtualwire.host.hold_ring import (ETHERTYPE, MAX_MESSAGE, HoldRings,
+from virtualwire.host.hold_ring import (ETHERTYPE, MAX_MESSAGE,
+                                        ORPHAN_AFTER, HoldRings,
                                         parse_message, BadMessage)
 import pytest
 
@@ -258,9 +259,49 @@ def test_classify_reads_the_slot_from_the_kernels_metadata_or_the_bytes():
     status = TP_STATUS_VLAN_VALID | TP_STATUS_VLAN_TPID_VALID
     assert classify(f, status, 0x2007, ETH_P_8021AD) == ('frame', 7, f)
     assert classify(tagged(9, f)) == ('frame', 9, f)
+    # priority 7: a copy of the guest's own frame, it runs here
+    assert classify(f, status, 0xE009, ETH_P_8021AD) == ('runs', 9, b'')
+    assert classify(f[:12] + struct.pack('!HH', ETH_P_8021AD, 0xE009) +
+                    f[12:]) == ('runs', 9, b'')
     # a customer tag taken off by the kernel is not ours
     assert classify(f, status, 7, 0x8100) is None
     assert classify(message_frame(b'{}')) == ('message', None, b'{}')
     ipv4 = f[:12] + struct.pack('!H', 0x0800) + f[14:]
     assert classify(ipv4) is None and classify(b'short') is None
     assert struct.unpack('!H', message_frame(b'')[12:14])[0] == ETHERTYPE
+
+
+def test_a_guest_that_runs_with_no_release_gets_later_frames_after_the_bound():
+    """The controller away when the guest runs here: after ORPHAN_AFTER
+    the held frames are dropped (what the guest read is unknown) and later
+    ones pass, tagged back into the port; a release then is refused."""
+    rings = HoldRings()
+    for n in range(3):
+        rings.frame(5, frame(n), 0.0)
+    assert rings.next_deadline() is None
+    rings.runs(5, 10.0)
+    rings.runs(5, 10.5)                     # the first frame counts
+    assert rings.next_deadline() == 10.0 + ORPHAN_AFTER
+    assert rings.frame(5, frame(3), 11.0) == []
+    assert rings.tick(10.0 + ORPHAN_AFTER - 0.01) == [] and \
+        rings.orphaned == 0
+    assert rings.tick(10.0 + ORPHAN_AFTER) == []
+    assert rings.orphaned == 1 and rings.orphaned_now == [5]
+    assert rings.next_deadline() is None
+    assert rings.frame(5, frame(4), 12.5) == [(5, frame(4))]
+    sent, said = release(rings, 5, [frame(2)], now=13.0)
+    assert sent == [] and 'released already' in said['error']
+
+
+def test_a_release_in_time_leaves_nothing_for_the_bound_to_do():
+    rings = HoldRings()
+    rings.frame(6, frame(0), 0.0)
+    rings.frame(6, frame(1), 0.0)
+    rings.runs(6, 1.0)
+    assert release(rings, 6, [frame(0)], now=1.2)[0] == [frame(1)]
+    assert rings.next_deadline() is None
+    assert rings.tick(1.0 + ORPHAN_AFTER) == [] and rings.orphaned == 0
+    # A guest running here before anything was held opens its slot.
+    rings.runs(8, 2.0)
+    assert rings.tick(2.0 + ORPHAN_AFTER) == [] and rings.orphaned_now == [8]
+    assert rings.frame(8, frame(0), 4.5) == [(8, frame(0))]

@@ -242,8 +242,13 @@ def test_a_guest_that_runs_before_the_rings_answer_gets_nothing_newer_first():
     h.settle()
     doc = _release_sent(h)
     assert doc['after'][-1] == digest(_frame(2)).hex()
-    h.send('h2', 2, payload=b'\0' * 28, eth_type=RARP)     # it runs
+    # It runs: its announce goes to the far end, the controller, and (a
+    # copy tagged with its slot, priority 7) the ring, which lets frames
+    # through on its own if no release follows (host.hold_ring).
+    out = h.fabric.send('h2', 2, payload=b'\0' * 28, eth_type=RARP)
     h.settle()
+    assert [(p.vlan_vid, p.vlan_pcp) for host, port, p in out
+            if (host, port) == ('h2', HOLD)] == [(2, 7)]
     got = h.send('h3', 5, payload=_datagram(5))
     assert ('h2', HOLD) in got and ('h2', 2) not in got
     _answer(h, {'op': 'released', 'slot': 2, 'id': doc['id'],

@@ -22,8 +22,8 @@ from typing import Optional, Tuple
 from virtualwire import version
 from virtualwire.host.hold_ring import (ANSWER_SLOT, DEFAULT_BYTES,
                                         DEFAULT_FRAMES, ETHERTYPE, MAX_SLOTS,
-                                        HoldRings)
-from virtualwire.pipeline.host_hold import message_frame
+                                        ORPHAN_AFTER, HoldRings)
+from virtualwire.pipeline.host_hold import RUNS_PCP, message_frame
 
 LOG = logging.getLogger('vw-frame-hold')
 PORT = 'vw-hold'
@@ -40,23 +40,31 @@ _AUX = struct.Struct('IIIHHHH')
 def classify(data: bytes, status: int = 0, tci: int = 0, tpid: int = 0
              ) -> Optional[Tuple[str, Optional[int], bytes]]:
     """What a frame read from `vw-hold` is: ('frame', slot, the frame
-    as the guest will get it), ('message', None, payload), or None (not
-    ours: the port's own traffic). The kernel takes the outer tag off
+    as the guest will get it), ('runs', slot, b''): the slot's guest sent
+    a frame here, ('message', None, payload), or None (not ours: the
+    port's own traffic). The kernel takes the outer tag off
     into the packet's metadata (status, tci, tpid: PACKET_AUXDATA); one
     left in the bytes is read there."""
     if status & TP_STATUS_VLAN_VALID:
         if status & TP_STATUS_VLAN_TPID_VALID and tpid == ETH_P_8021AD:
-            return 'frame', tci & 0xFFF, data
+            return _tagged(tci, data)
         return None
     if len(data) < 14:
         return None
     kind = struct.unpack('!H', data[12:14])[0]
     if kind == ETH_P_8021AD and len(data) >= 18:
         tci = struct.unpack('!H', data[14:16])[0]
-        return 'frame', tci & 0xFFF, data[:12] + data[16:]
+        return _tagged(tci, data[:12] + data[16:])
     if kind == ETHERTYPE:
         return 'message', None, data[14:]
     return None
+
+
+def _tagged(tci: int, frame: bytes):
+    # Priority RUNS_PCP: a copy of the guest's own frame (it runs here).
+    if tci >> 13 == RUNS_PCP:
+        return 'runs', tci & 0xFFF, b''
+    return 'frame', tci & 0xFFF, frame
 
 
 def tagged(slot: int, frame: bytes) -> bytes:
@@ -124,14 +132,23 @@ def serve(port, rings, clock=time.monotonic, tick=1.0, stop=None):
             got = port.recv()
             if got is not None:
                 kind, slot, data = got
-                out = rings.frame(slot, data, now) if kind == 'frame' \
-                    else rings.message(data, now)
+                if kind == 'frame':
+                    out = rings.frame(slot, data, now)
+                elif kind == 'runs':
+                    rings.runs(slot, now)
+                else:
+                    out = rings.message(data, now)
         if due is not None and now >= due:
             out += rings.tick(now)
         for s, d in out:
             port.send(s, d)
             if s is None:
                 LOG.info('answer: %s', d.decode())
+        for slot in rings.orphaned_now:
+            LOG.warning('slot %d: its guest runs here and no release came '
+                        'in %.1f s (the controller away?): passing frames '
+                        'on, the held ones dropped', slot, ORPHAN_AFTER)
+        rings.orphaned_now.clear()
         if now - last >= tick:
             last = now
             for slot in rings.expire(now):

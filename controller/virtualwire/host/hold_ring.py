@@ -21,6 +21,12 @@ frame after it back into `vw-hold` tagged with the slot (the switch pops
 the tag and hands it to the tap), then passes each later frame through
 as it comes, until told to close. The answer goes back the same way.
 
+The switch also copies the guest's own frames here while the move is
+pending, tagged with the slot and priority 7: the guest runs here. If no
+release follows within ORPHAN_AFTER (the controller stopped or cut off),
+the ring drops what it held and passes later frames on, so a guest is
+not cut off for as long as its controller is away.
+
 What it protects against: a frame sent during the pause lost, or one
 the guest read on its source delivered again (as far as the controller's
 digests place the cut). What it does not: frames the bound evicted (told
@@ -59,6 +65,12 @@ MAX_AFTER = 16              # digests in a release
 # than the release when the far end's path here is the longer one (across
 # the extenders while the source is in the far end's own site).
 WAIT_FOR = 0.25
+# s from the guest's first frame here (pipeline.host_hold.runs_signal) to
+# letting frames through with no release: the controller is away (its
+# learn fallback is off where a ring holds, pipeline.wire). Longer than
+# a controller that is only behind sheds the move (control.lag_guard
+# RING_BEHIND) plus its wait for our answer.
+ORPHAN_AFTER = 2.0
 
 
 class BadMessage(ValueError):
@@ -157,6 +169,7 @@ class SlotRing:
     waiting_since: float = 0.0
     skip_left: int = 0              # frames still to come the guest read
     port: Optional[str] = None      # where they go (Message.port)
+    runs_since: Optional[float] = None  # the guest's first frame here
 
     def hold(self, frame: bytes) -> None:
         self.held += 1
@@ -219,6 +232,8 @@ class HoldRings:
         self.max_frames, self.max_bytes = max_frames, max_bytes
         self.refused = 0            # frames for a slot past max_slots
         self.expired = 0            # rings never released, dropped
+        self.orphaned = 0           # guest ran, no release: passed on
+        self.orphaned_now: List[int] = []   # since the caller last looked
 
     def frame(self, slot: int, frame: bytes, now: float):
         if not 1 <= slot < ANSWER_SLOT:
@@ -246,6 +261,21 @@ class HoldRings:
             return self._released(r, m, now, [], found=True, waited_ms=round(
                 (now - r.waiting_since) * 1e3, 1))
         return []
+
+    def runs(self, slot: int, now: float) -> None:
+        """The slot's guest sent a frame on this host: it runs here. A
+        release should follow at once (the controller activates the move
+        by then); tick() lets frames through if none comes."""
+        if not 1 <= slot < ANSWER_SLOT:
+            return
+        r = self.slots.get(slot)
+        if r is None:
+            if len(self.slots) >= self.max_slots:
+                return
+            r = self.slots[slot] = SlotRing(now, self.max_frames,
+                                            self.max_bytes)
+        if r.runs_since is None:
+            r.runs_since = now
 
     def message(self, payload: bytes, now: float):
         try:
@@ -294,11 +324,20 @@ class HoldRings:
         return out + [(None, answer(doc))]
 
     def tick(self, now: float):
-        """Releases whose run did not come within WAIT_FOR: the ring is
-        dropped (which of it the guest read is not known: a loss, never a
-        duplicate), later frames pass; what to send."""
+        """Releases whose run did not come within WAIT_FOR, and slots
+        whose guest has run here for ORPHAN_AFTER with no release: the
+        ring is dropped (which of it the guest read is not known: a loss,
+        never a duplicate), later frames pass; what to send."""
         out = []
-        for r in self.slots.values():
+        for slot, r in self.slots.items():
+            due = self._orphan_due(r)
+            if due is not None and now >= due:
+                # No controller said what the guest read: which held
+                # frames it had is unknown (a loss, never a duplicate).
+                r.ring.clear()
+                r.ring_bytes, r.released_at = 0, now
+                self.orphaned += 1
+                self.orphaned_now.append(slot)
             if r.waiting is not None and now - r.waiting_since >= WAIT_FOR:
                 dropped = len(r.ring)
                 out += self._released(r, r.waiting, now, [], found=False,
@@ -310,7 +349,17 @@ class HoldRings:
         """When tick() next has a release to end, if any."""
         times = [r.waiting_since + WAIT_FOR for r in self.slots.values()
                  if r.waiting is not None]
+        times += [t for t in map(self._orphan_due, self.slots.values())
+                  if t is not None]
         return min(times) if times else None
+
+    @staticmethod
+    def _orphan_due(r: SlotRing) -> Optional[float]:
+        """When an unreleased slot whose guest runs passes on its own."""
+        if r.runs_since is None or r.released_at is not None or \
+                r.waiting is not None:
+            return None
+        return r.runs_since + ORPHAN_AFTER
 
     def expire(self, now: float) -> List[int]:
         """Slots dropped: a ring never released within max_age (its move

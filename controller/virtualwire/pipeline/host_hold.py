@@ -27,6 +27,9 @@ ETHERTYPE = 0x88B5          # IEEE 802 local experimental: the ring's messages
 # The answers' tag (a VLAN id no slot takes), and what the switch does
 # with them: tag off, to the controller.
 ANSWER_SLOT = 4094
+# The tag's priority on a copy of the guest's own frame (runs_signal):
+# the guest runs on this host. The frames towards it carry priority 0.
+RUNS_PCP = 7
 ANSWER_ACTIONS = [('pop_vlan',), ('output', 0xfffffffd)]
 # The messages' addresses: locally administered, never a guest's (the
 # switch tells them apart by their tag alone, ANSWER_SLOT or none).
@@ -61,6 +64,17 @@ def to_ring(hold_port: int, slot: int):
     """The actions that put a frame in the slot's ring."""
     return [('push_vlan', ETH_TYPE_8021AD),
             ('set_field', 'vlan_vid', OFPVID_PRESENT | slot),
+            ('output', hold_port)]
+
+
+def runs_signal(hold_port: int, slot: int):
+    """The actions that tell the slot's ring its guest runs here: a copy
+    of the guest's own frame, tagged with the slot and priority RUNS_PCP
+    (the ring reads the tag, never the frame). Last in a flow's actions:
+    they leave the frame tagged."""
+    return [('push_vlan', ETH_TYPE_8021AD),
+            ('set_field', 'vlan_vid', OFPVID_PRESENT | slot),
+            ('set_field', 'vlan_pcp', RUNS_PCP),
             ('output', hold_port)]
 
 

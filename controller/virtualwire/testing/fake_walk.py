@@ -93,9 +93,9 @@ def act(dp, e, a, walk, depth):
         walk.pkt = replace(walk.pkt, **{_LEARN_NAMES.get(a.key, a.key):
                                         a.value})
     elif name == 'OFPActionPushVlan':
-        walk.pkt = replace(walk.pkt, vlan_vid=0)
+        walk.pkt = replace(walk.pkt, vlan_vid=0, vlan_pcp=0)
     elif name == 'OFPActionPopVlan':
-        walk.pkt = replace(walk.pkt, vlan_vid=None)
+        walk.pkt = replace(walk.pkt, vlan_vid=None, vlan_pcp=None)
     elif name == 'NXActionResubmitTable':
         run(dp, a.table_id, walk, depth + 1)
     elif name == 'NXActionLearn':

@@ -31,6 +31,7 @@ class Packet:
     payload: bytes = b'frame'
     eth_type: int = 0x0800
     vlan_vid: Optional[int] = None          # outer 802.1Q VID, if tagged
+    vlan_pcp: Optional[int] = None          # its priority
     tunnel_id: Optional[int] = None
     tun_ipv4_src: Optional[str] = None
     tun_ipv4_dst: Optional[str] = None
