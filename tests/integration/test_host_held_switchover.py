@@ -10,17 +10,15 @@ controller's connection.
 Excused, each by its own evidence: up to QEMU_AT_STOP datagrams the source
 QEMU read just before STOP (it stops with them: QEMU's loss, not the
 network's), each printed."""
-import json
 import os
-import signal
-import subprocess
-import sys
 
 import pytest
 
 from virtualwire.host.hold_ring import ORPHAN_AFTER
 from vwtest import seq, wait_until
 from vwtest.held_move import brief, move
+from vwtest.paused_move import (PORT, arrive, completed, controller_stopped,
+                                in_order, paused_move)
 
 QEMU_AT_STOP = 3
 PROBE_SIZE = 64
@@ -90,11 +88,6 @@ def _there_and_back(lab, api, wired_guest, k):
     assert api.wire(wid)['state'] == 'tunnelled'
 
 
-def _arrival(vm, *args):
-    return ['ip', 'netns', 'exec', vm.ns, sys.executable, '-m',
-            'vwlab.arrival'] + [str(a) for a in args]
-
-
 def test_with_the_controller_away_the_ring_lets_frames_through_after_its_bound(
         lab, api, rings):
     """A ring destination learns no delivery (the controller's release
@@ -105,72 +98,28 @@ def test_with_the_controller_away_the_ring_lets_frames_through_after_its_bound(
     later frames through: in order, none sent before the bound. Back, the
     controller converges the move. Namespace VMs: the ring and the switch
     are under test, not QEMU."""
-    h1, h2, h3 = lab.hosts
-    n = next(seq)
-    mac = '52:54:00:af:%02x:01' % (n & 255)
-    vnic = 'ro%d-nic' % n
-    far = h3.add_vm('rof%d' % n, [('rof%d-nic' % n, '10.94.0.2/24')])
-    src = h1.add_paused_vm('ros%d' % n, [(vnic, mac)])
-    src.sh(['ip', 'addr', 'add', '10.94.0.1/24', 'dev', 'eth0'])
-    wid = api.connect(vnic, 'rof%d-nic' % n)['id']
-    dst = stream = None
-    log = os.path.join(h2.dir, 'frame-hold.log')
-    try:
-        api.wait_state(wid, 'tunnelled')
-        stream = subprocess.Popen(
-            _arrival(far, 'stream', '--dst', '10.94.0.1', '--port', 9000,
-                     '--rate', 1000, '--mac', mac),
-            stdout=subprocess.PIPE, text=True)
-        dst = h2.add_paused_vm('rod%d' % n, [(vnic, mac)])
-        wait_until(lambda: 'priority=110,' in h2.dump_flows(), 20,
-                   what="the move's activation flow on h2")
+    h2 = lab.hosts[1]
+    with paused_move(lab, api, 'ro', 94, 0xaf) as m:
         [act] = [f for f in h2.dump_flows().splitlines()
                  if 'priority=110,' in f]
         assert 'learn(' not in act and 'set_field:7->vlan_pcp' in act, act
-        lab.controller.send_signal(signal.SIGSTOP)
-        try:
-            p = subprocess.run(_arrival(dst, 'arrive', 'eth0', '--port',
-                                        9000, '--timeout', ORPHAN_AFTER + 3),
-                               capture_output=True, text=True, timeout=30)
-        finally:
-            lab.controller.send_signal(signal.SIGCONT)
-        r = json.loads(p.stdout.strip().splitlines()[-1])
+        with controller_stopped(lab):
+            r = arrive(m.dst, 'eth0', '--port', PORT, '--timeout',
+                       ORPHAN_AFTER + 3)
         assert r['before'] == 0, r
-        assert r['first_at'] is not None, (r, p.stderr)
+        assert r['first_at'] is not None, r
         waited = r['first_at'] - r['sent_at']
         assert ORPHAN_AFTER - 0.05 <= waited < ORPHAN_AFTER + 1.0, r
         # None of what the ring held (its guest may have read it on the
         # source): the first frame through was sent after the bound.
         assert r['first_sent'] >= r['sent_at'] + ORPHAN_AFTER - 0.05, r
-        seqs = [d[0] for d in r['delivered']]
-        assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
-        with open(log) as f:
+        assert in_order(r), r
+        with open(os.path.join(h2.dir, 'frame-hold.log')) as f:
             assert 'no release came' in f.read()
-        # The controller, back, activates the move on the guest's frame;
-        # the source leaving completes it.
-        wait_until(lambda: any(
-            m.get('activated_by', {}).get(vnic)
-            for m in api.ok('GET', '/v1/migrations')['migrations']
-            if vnic in m['vnics'] and m['destination'] == 'h2'), 15,
-            what='the activation recorded')
-        h1.remove_vm(src)
-        src = None
-        wait_until(lambda: {api.wire(wid)['host_a'],
-                            api.wire(wid)['host_b']} == {'h2', 'h3'}, 15,
-                   what='the wire follows to h2')
-        p = subprocess.run(_arrival(dst, 'arrive', 'eth0', '--port', 9000,
-                                    '--timeout', 2, '--collect', 0.3,
-                                    '--no-announce'),
-                           capture_output=True, text=True, timeout=30)
-        r = json.loads(p.stdout.strip().splitlines()[-1])
-        seqs = [d[0] for d in r['delivered']]
-        assert len(seqs) >= 100 and seqs == list(
-            range(seqs[0], seqs[0] + len(seqs))), r
-    finally:
-        if stream is not None:
-            stream.send_signal(signal.SIGINT)
-            stream.communicate(timeout=30)
-        api.req('DELETE', '/v1/wires/%d' % wid)
-        for h, vm in ((h1, src), (h2, dst)):
-            if vm is not None:
-                h.remove_vm(vm)
+        # The controller, back, activates the move on the guest's next
+        # frame; the source leaving completes it, and frames then come
+        # straight from the switch, in order.
+        completed(lab, api, m)
+        r = arrive(m.dst, 'eth0', '--port', PORT, '--timeout', 2,
+                   '--collect', 0.3, '--no-announce')
+        assert len(r['delivered']) >= 100 and in_order(r), r

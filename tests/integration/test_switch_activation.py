@@ -6,94 +6,43 @@ measures the same path)."""
 import json
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
 from vwtest import seq, wait_until
+from vwtest.paused_move import (PORT, arrival, arrive, completed,
+                                controller_stopped, in_order, paused_move)
 
 # The guest's first frame activates (the defaults activate at the
 # source's STOP and hold frames: tests/integration/test_held_frame_
 # switchover.py).
 pytestmark = pytest.mark.usefixtures('first_frame_activation')
 
-PORT = 9000
-
-
-def _arrival(vm, *args):
-    return ['ip', 'netns', 'exec', vm.ns, sys.executable, '-m',
-            'vwlab.arrival'] + [str(a) for a in args]
-
 
 def test_the_destination_switches_over_on_its_own_learn(lab, api):
-    h1, h2, h3 = lab.hosts
-    n = next(seq)
-    mac = '52:54:00:ad:%02x:01' % (n & 255)
-    vnic = 'sw%d-nic' % n
-    far = h3.add_vm('swf%d' % n, [('swf%d-nic' % n, '10.95.0.2/24')])
-    src = h1.add_paused_vm('sws%d' % n, [(vnic, mac)])
-    src.sh(['ip', 'addr', 'add', '10.95.0.1/24', 'dev', 'eth0'])
-    wid = api.connect(vnic, 'swf%d-nic' % n)['id']
-    dst = stream = None
-    try:
-        api.wait_state(wid, 'tunnelled')
-        stream = subprocess.Popen(
-            _arrival(far, 'stream', '--dst', '10.95.0.1', '--port', PORT,
-                     '--rate', 1000, '--mac', mac),
-            stdout=subprocess.PIPE, text=True)
-        # The vNIC's port appears on h2 while h1 still has it: a move.
-        dst = h2.add_paused_vm('swd%d' % n, [(vnic, mac)])
-        wait_until(lambda: 'priority=110,' in h2.dump_flows(), 20,
-                   what="the move's activation flow on h2")
-        lab.controller.send_signal(signal.SIGSTOP)
-        try:
-            p = subprocess.run(_arrival(dst, 'arrive', 'eth0', '--port',
-                                        PORT, '--timeout', 3),
-                               capture_output=True, text=True, timeout=30)
-        finally:
-            lab.controller.send_signal(signal.SIGCONT)
-        r = json.loads(p.stdout.strip().splitlines()[-1])
+    with paused_move(lab, api, 'sw', 95, 0xad) as m:
+        with controller_stopped(lab):
+            r = arrive(m.dst, 'eth0', '--port', PORT, '--timeout', 3)
         # Held while the guest was silent: nothing in the 100 ms before
         # its announce ...
         assert r['before'] == 0, r
         # ... then delivered, with the controller stopped, well before the
         # switch's periodic revalidation (500 ms) could have done it, and
         # nothing lost from the first delivery on.
-        assert r['first_at'] is not None, (r, p.stderr)
+        assert r['first_at'] is not None, r
         assert r['first_at'] - r['sent_at'] < 0.1, r
-        seqs = [d[0] for d in r['delivered']]
-        assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
+        assert in_order(r), r
         # The controller, running again, records the activation, waits its
         # settle time and moves the other switches; the source leaving
-        # completes the move. (Leaving only once the activation is
-        # recorded: the switch's message, sent while the controller was
-        # stopped, and the host OVSDB's news of the source leaving race on
-        # its return; CI once saw the second first, 'source-left'.)
-        wait_until(lambda: any(
-            m.get('activated_by', {}).get(vnic)
-            for m in api.ok('GET', '/v1/migrations')['migrations']
-            if vnic in m['vnics'] and m['destination'] == 'h2'), 15,
-            what='the activation recorded')
-        h1.remove_vm(src)
-        src = None
-        wait_until(lambda: {api.wire(wid)['host_a'],
-                            api.wire(wid)['host_b']} == {'h2', 'h3'}, 15,
-                   what='the wire follows to h2')
-        [m] = [m for m in api.ok('GET', '/v1/migrations')['migrations']
-               if vnic in m['vnics'] and m['destination'] == 'h2']
-        assert m['activated_by'] == {vnic: 'rarp'}, m
-        assert m['found_by'] == 'ovsdb' and m['state'] == 'completed', m
-        settle = m['steps'][vnic]['sisters_moved'] - m['activated'][vnic]
-        assert settle >= 0.02, m
-    finally:
-        if stream is not None:
-            stream.send_signal(signal.SIGINT)
-            stream.communicate(timeout=30)
-        api.req('DELETE', '/v1/wires/%d' % wid)
-        for h, vm in ((h1, src), (h2, dst)):
-            if vm is not None:
-                h.remove_vm(vm)
+        # completes the move.
+        rec = completed(lab, api, m)
+        assert rec['activated_by'] == {m.vnic: 'rarp'}, rec
+        assert rec['found_by'] == 'ovsdb' and rec['state'] == 'completed', \
+            rec
+        settle = rec['steps'][m.vnic]['sisters_moved'] - \
+            rec['activated'][m.vnic]
+        assert settle >= 0.02, rec
 
 
 def test_one_vnics_first_frame_switches_its_whole_guest_over(lab, api):
@@ -120,7 +69,7 @@ def test_one_vnics_first_frame_switches_its_whole_guest_over(lab, api):
         for w in wids:
             api.wait_state(w, 'tunnelled')
         streams = [subprocess.Popen(
-            _arrival(far, 'stream', '--dst', '10.9%d.0.1' % (6 + i),
+            arrival(far, 'stream', '--dst', '10.9%d.0.1' % (6 + i),
                      '--port', PORT, '--rate', 1000, '--mac', nics[i][1]),
             stdout=subprocess.PIPE, text=True)
             for i, far in enumerate(fars)]
@@ -130,11 +79,11 @@ def test_one_vnics_first_frame_switches_its_whole_guest_over(lab, api):
         lab.controller.send_signal(signal.SIGSTOP)
         try:
             quiet = subprocess.Popen(
-                _arrival(dst, 'arrive', 'eth1', '--port', PORT, '--timeout',
+                arrival(dst, 'arrive', 'eth1', '--port', PORT, '--timeout',
                          3, '--no-announce'),
                 stdout=subprocess.PIPE, text=True)
             time.sleep(0.5)         # eth1 listens (and holds) before eth0
-            p = subprocess.run(_arrival(dst, 'arrive', 'eth0', '--port',
+            p = subprocess.run(arrival(dst, 'arrive', 'eth0', '--port',
                                         PORT, '--timeout', 3),
                                capture_output=True, text=True, timeout=30)
             q = quiet.communicate(timeout=30)[0]
