@@ -218,8 +218,9 @@ def test_a_guest_that_runs_before_the_rings_answer_gets_nothing_newer_first():
     """With activation at STOP (the default) a destination without a ring
     keeps the switch's own learn as the fallback. One with a ring does
     not: the guest's first frame there (QEMU's announce at RESUME) came
-    before the ring's release in every move of bench reorder-probe1, and
-    the learned flow delivered newer frames ahead of the released ones.
+    before the ring's release in all 4 moves captured (docs/live-
+    migration.rst), and the learned flow delivered newer frames ahead of
+    the released ones.
     Until the answer, frames still go to the ring."""
     from virtualwire.core.shared_settings import HOLD_HOSTS
     h = Harness(hold=HOLD_HOSTS, hold_frames=64, activate_at_stop=True)

@@ -5,8 +5,9 @@ message, made from the source's copies (`core.host_release`), and the
 sync waits for the ring's answer (ANSWER_WAIT at most). Until the answer
 the switch still sends the vNIC's frames to the ring, which passes them
 on behind the released ones, written straight to the guest's port: the
-flows that deliver directly go out after it, and a frame the ring passed
-on reaches the port before the switch is done with the bundle.
+flows that deliver directly go out after it (and the destination learns
+no delivery of its own, `pipeline.wire`), so no frame overtakes a held
+one.
 
 Every message crosses the destination switch's authenticated OpenFlow
 session (a packet-out into `vw-hold`); an answer is believed only from
@@ -80,8 +81,7 @@ class HostRings:
             return False
         port, slot = ring
         fields, view = release_doc(hf, reads, self.ring_frames)
-        # The guest's port there: the ring writes to it directly, so that
-        # nothing it passes on is overtaken at the switch-over.
+        # The guest's port there: the ring writes to it directly.
         vp = self.tables.hosts[host].vnic_map().get(vnic)
         if vp is not None and vp.port_name:
             fields['port'] = vp.port_name

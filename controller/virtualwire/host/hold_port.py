@@ -87,11 +87,10 @@ class HoldPort:
                              'does the bridge have it?'
                              % (ifname, e.strerror or e)) from None
         self.sock = s
-        # Frames for a guest's port go straight to it: back through the
-        # switch, one the ring passed on could be overtaken by the next,
-        # which the switch delivers directly once the move's bundle is in
-        # (its main loop may poll the tunnel's port before vw-hold's:
-        # 8-15 moves of 20 in bench migration-hostheld-run3).
+        # Frames for a guest's port go straight to it, saving them a trip
+        # back through the switch. (Written first against a reordering at
+        # the switch-over; its cause was the switch's learn, now off where
+        # a ring holds: pipeline.wire.)
         self.out = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
         self.out.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, RCVBUF)
 

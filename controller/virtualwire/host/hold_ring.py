@@ -238,13 +238,10 @@ class HoldRings:
     def frame(self, slot: int, frame: bytes, now: float):
         if not 1 <= slot < ANSWER_SLOT:
             return []               # no slot the controller gives
-        r = self.slots.get(slot)
+        r = self._open(slot, now)
         if r is None:
-            if len(self.slots) >= self.max_slots:
-                self.refused += 1
-                return []
-            r = self.slots[slot] = SlotRing(now, self.max_frames,
-                                            self.max_bytes)
+            self.refused += 1
+            return []
         if r.released_at is not None:
             r.released_at = now     # passing: kept open while frames come
             if r.skip_left > 0:
@@ -262,19 +259,22 @@ class HoldRings:
                 (now - r.waiting_since) * 1e3, 1))
         return []
 
+    def _open(self, slot: int, now: float) -> Optional[SlotRing]:
+        """The slot's ring, opened if new; None past max_slots."""
+        r = self.slots.get(slot)
+        if r is None and len(self.slots) < self.max_slots:
+            r = self.slots[slot] = SlotRing(now, self.max_frames,
+                                            self.max_bytes)
+        return r
+
     def runs(self, slot: int, now: float) -> None:
         """The slot's guest sent a frame on this host: it runs here. A
         release should follow at once (the controller activates the move
         by then); tick() lets frames through if none comes."""
         if not 1 <= slot < ANSWER_SLOT:
             return
-        r = self.slots.get(slot)
-        if r is None:
-            if len(self.slots) >= self.max_slots:
-                return
-            r = self.slots[slot] = SlotRing(now, self.max_frames,
-                                            self.max_bytes)
-        if r.runs_since is None:
+        r = self._open(slot, now)
+        if r is not None and r.runs_since is None:
             r.runs_since = now
 
     def message(self, payload: bytes, now: float):
@@ -282,20 +282,17 @@ class HoldRings:
             m = parse_message(payload)
         except BadMessage as e:
             return [(None, answer({'op': 'error', 'error': str(e)}))]
-        r = self.slots.get(m.slot)
         base = {'op': m.op + 'd' if m.op != 'drop' else 'dropped',
                 'slot': m.slot, 'id': m.ident}
         if m.op != 'release':
             gone = self.slots.pop(m.slot, None)
             return [(None, answer(dict(base, held=gone.held if gone else 0)))]
+        # A slot nothing reached yet opens: it passes from now on, within
+        # the same bound on slots as frames have.
+        r = self._open(m.slot, now)
         if r is None:
-            # Nothing reached this host for the slot yet: pass from now,
-            # within the same bound on slots as frames have.
-            if len(self.slots) >= self.max_slots:
-                return [(None, answer(dict(base, error='%d slots open '
-                                           'already' % self.max_slots)))]
-            r = self.slots[m.slot] = SlotRing(now, self.max_frames,
-                                              self.max_bytes)
+            return [(None, answer(dict(base, error='%d slots open '
+                                       'already' % self.max_slots)))]
         if r.released_at is not None or r.waiting is not None:
             return [(None, answer(dict(base, error='slot %d was released '
                                        'already' % m.slot)))]

@@ -262,9 +262,8 @@ def wire_flows(wire, hosts, locations, shadows=None,
             # With held frames the controller switches, unless told to
             # leave the switch's own learn as the fallback. Never where
             # the destination keeps them in its ring: a learn at RESUME
-            # delivered newer frames before the ring's release (every
-            # move of bench reorder-probe1, its release 31-102 ms after
-            # STOP and the pause 64-216 ms).
+            # delivered newer frames before the ring's release (captures
+            # of 4 bench moves, all 4; docs/live-migration.rst).
             ring = host_hold.held_on_host(hosts, dst, hold_on_hosts) \
                 if hold else None
             if not hold or (learn_held and not ring):
