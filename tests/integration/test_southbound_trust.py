@@ -147,7 +147,6 @@ def test_a_revoked_certificate_is_cut_within_a_second_and_refused_after(
     and a 1 kHz stream crosses h1 > h2: h3's session is hung up within a
     second, its switch's reconnections with that certificate are refused,
     the stream loses nothing; a certificate issued after lets h3 back."""
-    from vwtest.migration import vwctl
     va, vb, w = pair('h1', 'h2', '192.0.2.13/24', '192.0.2.14/24')
     h3 = lab.host('h3')
     fp = _host(api, 'h3')['certificate_sha256']
@@ -155,6 +154,29 @@ def test_a_revoked_certificate_is_cut_within_a_second_and_refused_after(
     stream = streams(va, vb, '192.0.2.14', 6203)
     read = lab.collector_get('/v1/status')['switches']
     time.sleep(1.0)
+    try:
+        _revoke_h3_and_back(lab, api, pair, stream, h3, fp, read)
+    finally:
+        # Whatever failed, h3 is readmitted: a host left revoked fails
+        # every later test that wires through it.
+        _readmit(lab, api, h3)
+
+
+def _readmit(lab, api, h3):
+    """h3 connected and synced; if it is not, a new certificate (vw-pki
+    dates it now, after any revocation) and its switch reconnected."""
+    if _host(api, 'h3')['connected'] and _host(api, 'h3')['synced']:
+        return
+    time.sleep(1.1)
+    lab.pki.issue('h3')
+    h3.appctl('bridge/reconnect', 'br-int')
+    wait_until(lambda: _host(api, 'h3')['connected'] and
+               _host(api, 'h3')['synced'], 30, what='h3 back with a new '
+               'certificate')
+
+
+def _revoke_h3_and_back(lab, api, pair, stream, h3, fp, read):
+    from vwtest.migration import vwctl
     t0 = time.time()
     p = vwctl(lab, '--json', 'hosts', 'revoke', 'h3', '--certificate', fp,
               '--reason', 'lab: key leaked')
@@ -183,12 +205,7 @@ def test_a_revoked_certificate_is_cut_within_a_second_and_refused_after(
         lab, '--json', 'hosts', 'revoked').stdout)['revocations']
             if e['name'] == 'h3'] == ['certificate']
     # A new certificate (vw-pki dates it now, after the revocation).
-    time.sleep(1.1)
-    lab.pki.issue('h3')
-    h3.appctl('bridge/reconnect', 'br-int')
-    wait_until(lambda: _host(api, 'h3')['connected'] and
-               _host(api, 'h3')['synced'], 30, what='h3 back with a new '
-               'certificate')
+    _readmit(lab, api, h3)
     assert _host(api, 'h3')['certificate_sha256'] != fp
     wait_until(lambda: lab.collector_get('/v1/status')['switches'] == read,
                30, what='the collector reading h3 again')
@@ -339,9 +356,12 @@ def test_certificates_rotate_without_a_restart(lab, api, pair):
     # controller's new one against the controller CA): still h1.
     targets = h1.controller_targets()
     h1.vsctl('del-controller', 'br-int')
-    wait_until(lambda: not _host(api, 'h1')['connected'], 15,
-               what='h1 disconnected')
-    h1.set_controllers(targets)
+    try:
+        wait_until(lambda: not _host(api, 'h1')['connected'], 15,
+                   what='h1 disconnected')
+    finally:
+        # Back even if that failed: later tests wire through h1.
+        h1.set_controllers(targets)
     wait_until(api.synced, 30, what='h1 back with its new certificate')
     assert _host(api, 'h1')['certificate'] == ['h1']
     assert lab.controller.pid == pid and lab.controller.poll() is None
