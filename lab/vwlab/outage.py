@@ -18,7 +18,7 @@ network adds is judged two ways, side by side:
   that activates it) to that first delivery.
 
 Pure: reports, captures and times in, figures out (`first_frame_from_guest`
-reads a capture file).
+and `first_frames_from_guest` read a capture file).
 """
 from vwlab.capture import frames
 
@@ -149,10 +149,23 @@ def first_frame_from_guest(path, ifindexes, after):
     interfaces `ifindexes` at or after time `after`, from an SLL2 capture;
     None if there was none. Kind: 'rarp', 'arp', 'ipv4', 'ipv6' or the
     ethertype."""
+    firsts = first_frames_from_guest(path, ifindexes, after, 0.0)
+    return firsts[0] if firsts else None
+
+
+def first_frames_from_guest(path, ifindexes, after, within):
+    """[(time, kind)] of the guest's frames as first_frame_from_guest's,
+    from the first to `within` seconds after it: the frames a switch may
+    read in one batch (OVS's userspace datapath then runs each flow's
+    packets together, so a packet-in can overtake an earlier frame of
+    another flow)."""
+    out = []
     for t, proto, ifindex, outgoing in frames(path):
         if t >= after and ifindex in ifindexes and not outgoing:
-            return t, PROTO_KIND.get(proto, '%#06x' % proto)
-    return None
+            if out and t > out[0][0] + within:
+                break
+            out.append((t, PROTO_KIND.get(proto, '%#06x' % proto)))
+    return out
 
 
 

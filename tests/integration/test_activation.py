@@ -10,6 +10,7 @@ import pytest
 from vwtest import seq, wait_until
 from vwtest import switchover
 from vwtest.migration import MARGIN, migrate_bg, probe_report
+from vwtest.retry import SenderStarved
 from vwlab import guest_crash, outage
 from vwlab.guest_crash import check_guest
 from vwlab.capture import Capture, HostCaptures, count_protocol, guest_taps
@@ -20,6 +21,8 @@ from vwlab.qemu_events import EventWatch, stop_resume_windows
 # at the source's STOP became the defaults.
 pytestmark = pytest.mark.usefixtures('first_frame_activation')
 NO_ANNOUNCE = ['-global', 'migration.announce-rounds=0']
+# s: the guest's frames one switch read may gather (a busy machine's poll)
+BATCH = 0.010
 
 
 def test_a_guest_that_announces_nothing_is_activated_by_its_first_frame(
@@ -84,12 +87,19 @@ def _announces_nothing(lab, api, tmp_path):
         # before QEMU stamps its RESUME event (a run once saw its ARP just
         # before the stamp and took the beacon after it for the first
         # frame), and it sends nothing there before it runs.
-        first = outage.first_frame_from_guest(rarps.path, on_dst, stop)
-        assert first is not None and first[1] in ('ipv4', 'arp'), first
+        # The controller records the packet-in it got first: the first
+        # frame's kind, or another frame's of the same receive batch (the
+        # userspace datapath runs a batch flow by flow: CI once recorded
+        # 'arp' for an ARP behind the first ipv4 datagram).
+        firsts = outage.first_frames_from_guest(rarps.path, on_dst, stop,
+                                                BATCH)
+        assert firsts and firsts[0][1] in ('ipv4', 'arp'), firsts
+        first = firsts[0]
         [m] = [m for m in api.ok('GET', '/v1/migrations')['migrations']
                if m['vm_uuid'] == g.uuid]
         by = m['activated_by'][nic]
-        assert {'garp': 'arp'}.get(by, by) == first[1], (m, first)
+        assert {'garp': 'arp'}.get(by, by) in {k for _t, k in firsts}, (
+            m, firsts)
         assert m['state'] == 'completed'
         heard = (stop, window[1], first[0], window[3])
         grams = caps.datagrams(switchover.heads_near([r], [heard]))
@@ -109,10 +119,14 @@ def _announces_nothing(lab, api, tmp_path):
         why = 'first frame %.1f ms after RESUME, %s; lost %s; network %s' % (
             (first[0] - resume) * 1000, sorted(row.items()), r['lost_runs'],
             lost)
-        # The stream was sending when the guest's first frame came (it
-        # measured the switch-over; CI once starved it 22 ms across STOP,
-        # which judges nothing here).
-        assert outage.edge_gap(r, first[0]) == 0.0, why
+        # The stream was sending when the guest's first frame came, or it
+        # measured no switch-over (CI once starved it 22 ms across STOP,
+        # which judges nothing here, and once 3.7 ms across that frame):
+        # run again.
+        if outage.edge_gap(r, first[0]) != 0.0:
+            raise SenderStarved('sender silent %.1f ms across the first '
+                                'frame: %s' % (
+                                    outage.edge_gap(r, first[0]) * 1e3, why))
         assert r['duplicates'] == 0, why
         assert not lost, why
         # The switch delivered on the destination from that frame on: the

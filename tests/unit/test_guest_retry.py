@@ -1,6 +1,7 @@
 """The one retry rule of the lab tests (vwtest.retry): a test whose TCG
-guest broke runs again in a new directory, every retry is in the report,
-and nothing else is retried."""
+guest broke, or whose probe's sender was starved at the instant judged,
+runs again in a new directory, every retry is in the report, and nothing
+else is retried."""
 import os
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import textwrap
 import pytest
 
 from vwlab.guest_crash import GuestCrashed
-from vwtest.retry import GuestRetry
+from vwtest.retry import GuestRetry, SenderStarved
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -34,13 +35,29 @@ def test_a_broken_guest_earns_a_run_in_a_new_directory(tmp_path):
         ('guest retry', 'run 1 of 3: guest g1 crashed: [invalid opcode]')]
 
 
+def test_a_starved_sender_earns_a_run_and_is_recorded(tmp_path):
+    node, runs = Node(), []
+
+    def body(d):
+        runs.append(d.name)
+        if len(runs) == 1:
+            raise SenderStarved('sender silent 3.7 ms across the first frame')
+        return 'judged'
+
+    assert GuestRetry(node, tmp_path).run(body) == 'judged'
+    assert runs == ['run1', 'run2']
+    assert node.user_properties == [
+        ('guest retry', 'run 1 of 3: sender silent 3.7 ms across the first '
+         'frame')]
+
+
 def test_broken_every_time_fails_and_a_lost_datagram_is_never_retried(
         tmp_path):
     def crashes(_d):
         raise GuestCrashed('guest g1 crashed')
 
     with pytest.raises(pytest.fail.Exception,
-                       match='broke in all 2 runs.*g1 crashed'):
+                       match='broke, or its probe measured nothing, in all 2 runs.*g1 crashed'):
         GuestRetry(Node(), tmp_path / 'a').run(crashes, attempts=2)
     runs = []
 

@@ -100,8 +100,16 @@ def completed(lab, api, m):
         return next((r for r in api.ok('GET', '/v1/migrations')['migrations']
                      if m.vnic in r['vnics'] and r['destination'] == 'h2'),
                     None)
-    wait_until(lambda: (record() or {}).get('activated_by', {}).get(m.vnic),
-               15, what='the activation recorded')
+    seen = {}
+
+    def activated():
+        seen['record'] = record()
+        return (seen['record'] or {}).get('activated_by', {}).get(m.vnic)
+    try:
+        wait_until(activated, 15, what='the activation recorded')
+    except AssertionError as e:
+        # What the controller made of the move instead (shed? aborted?).
+        raise AssertionError('%s; its record: %s' % (e, seen.get('record')))
     lab.hosts[0].remove_vm(m.src)
     m.src = None
     wait_until(lambda: {api.wire(m.wid)['host_a'],
