@@ -256,3 +256,43 @@ def test_a_guest_that_runs_before_the_rings_answer_gets_nothing_newer_first():
                 'found': True, 'delivered': 2, 'held': 6, 'evicted': 0})
     h.settle()
     assert h.send('h3', 5, payload=_datagram(6)) == [('h2', 2)]
+
+
+def test_a_count_at_stop_past_the_copies_is_released_at_once():
+    """The agent says the guest read 8 at STOP; 6 copies have come, the
+    rest wait behind the source switch's backlog (stalled here). A ring
+    holds those frames after the 6th in order: the release goes at once,
+    naming the copies come and skipping the 2 read past them, instead of
+    waiting for the copies."""
+    from virtualwire.core.shared_settings import HOLD_HOSTS
+    h = Harness(hold=HOLD_HOSTS, hold_frames=64, activate_at_stop=True)
+    h.host('h1', ('g', 1))
+    h.host('h2', hold_port=HOLD)
+    h.host('h3', ('f', 5))
+    h.connect('g', 'f')
+    vm = str(uuid.uuid4())
+    h.call(h.ctl.moves.announce_migration, {
+        'vm': 'guest', 'vm_uuid': vm, 'vnics': ['g'], 'destination': 'h2'})
+    h.host('h2', ('g', 2), hold_port=HOLD)
+    src = h.fabric.switches['h1']
+    src.tap_reads[1] = 700
+    h.call(h.ctl.poll_held)
+    for n in range(10):
+        if n < 6:
+            h.send('h3', 5, payload=_datagram(n))
+        else:
+            h.fabric.deliveries('h3', 5, payload=_datagram(n))
+    src.stall()
+    h.fabric.packet_outs.clear()
+    h.call(h.ctl.moves.source_stopped, vm, 'h1', {'g': 708})
+    h.settle()
+    doc = _release_sent(h)
+    assert doc['after'] == [digest(_frame(n)).hex() for n in range(6)]
+    assert (doc['skip'], doc['absent']) == (2, 'wait')
+    _answer(h, {'op': 'released', 'slot': 2, 'id': doc['id'],
+                'found': True, 'delivered': 2, 'held': 10, 'evicted': 0})
+    h.settle()
+    [m] = h.call(h.ctl.views.migration_views)
+    held = m['held']['g']
+    assert held['source_reads'] == 'agent at STOP (ahead of its copies)'
+    assert held['extrapolated'] == 2 and held['delivered'] == 2

@@ -311,6 +311,15 @@ class Holding:
         if stop_reads is not None and hf.copies_reach(stop_reads):
             self._release(vnic, host, stop_reads, 'agent at STOP')
             return
+        if stop_reads is not None and hf.base is not None and hf.copies \
+                and self.rings.ring_of(vnic, host) is not None:
+            # A ring holds the frames past the last copy come here in the
+            # same order and skips those read (`skip`): no wait for the
+            # copies behind our packet-in backlog, which put the held
+            # frames up to 395 ms past RESUME (bench migration-hostheld).
+            self._release(vnic, host, stop_reads,
+                          'agent at STOP (ahead of its copies)')
+            return
         if stop_reads is not None:
             self.agent_reads[vnic] = stop_reads
 
