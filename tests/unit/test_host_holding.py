@@ -29,6 +29,22 @@ def _moving(hold=True):
     return h, w
 
 
+def _moving_at_stop():
+    """_moving's, with the defaults: held on hosts, activation at STOP;
+    (harness, the guest's uuid)."""
+    from virtualwire.core.shared_settings import HOLD_HOSTS
+    h = Harness(hold=HOLD_HOSTS, hold_frames=64, activate_at_stop=True)
+    h.host('h1', ('g', 1))
+    h.host('h2', hold_port=HOLD)
+    h.host('h3', ('f', 5))
+    h.connect('g', 'f')
+    vm = str(uuid.uuid4())
+    h.call(h.ctl.moves.announce_migration, {
+        'vm': 'guest', 'vm_uuid': vm, 'vnics': ['g'], 'destination': 'h2'})
+    h.host('h2', ('g', 2), hold_port=HOLD)
+    return h, vm
+
+
 def _datagram(n):
     return b'\x45' + n.to_bytes(4, 'big') * 10
 
@@ -222,16 +238,7 @@ def test_a_guest_that_runs_before_the_rings_answer_gets_nothing_newer_first():
     migration.rst), and the learned flow delivered newer frames ahead of
     the released ones.
     Until the answer, frames still go to the ring."""
-    from virtualwire.core.shared_settings import HOLD_HOSTS
-    h = Harness(hold=HOLD_HOSTS, hold_frames=64, activate_at_stop=True)
-    h.host('h1', ('g', 1))
-    h.host('h2', hold_port=HOLD)
-    h.host('h3', ('f', 5))
-    h.connect('g', 'f')
-    vm = str(uuid.uuid4())
-    h.call(h.ctl.moves.announce_migration, {
-        'vm': 'guest', 'vm_uuid': vm, 'vnics': ['g'], 'destination': 'h2'})
-    h.host('h2', ('g', 2), hold_port=HOLD)
+    h, vm = _moving_at_stop()
     assert not any('learn' in str(f.actions)
                    for f in h.fabric.switches['h2'].flows())
     h.fabric.switches['h1'].tap_reads[1] = 0
@@ -264,16 +271,7 @@ def test_a_count_at_stop_past_the_copies_is_released_at_once():
     holds those frames after the 6th in order: the release goes at once,
     naming the copies come and skipping the 2 read past them, instead of
     waiting for the copies."""
-    from virtualwire.core.shared_settings import HOLD_HOSTS
-    h = Harness(hold=HOLD_HOSTS, hold_frames=64, activate_at_stop=True)
-    h.host('h1', ('g', 1))
-    h.host('h2', hold_port=HOLD)
-    h.host('h3', ('f', 5))
-    h.connect('g', 'f')
-    vm = str(uuid.uuid4())
-    h.call(h.ctl.moves.announce_migration, {
-        'vm': 'guest', 'vm_uuid': vm, 'vnics': ['g'], 'destination': 'h2'})
-    h.host('h2', ('g', 2), hold_port=HOLD)
+    h, vm = _moving_at_stop()
     src = h.fabric.switches['h1']
     src.tap_reads[1] = 700
     h.call(h.ctl.poll_held)
