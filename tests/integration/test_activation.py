@@ -123,10 +123,10 @@ def _announces_nothing(lab, api, tmp_path):
         # measured no switch-over (CI once starved it 22 ms across STOP,
         # which judges nothing here, and once 3.7 ms across that frame):
         # run again.
-        if outage.edge_gap(r, first[0]) != 0.0:
+        silent = outage.edge_gap(r, first[0])
+        if silent != 0.0:
             raise SenderStarved('sender silent %.1f ms across the first '
-                                'frame: %s' % (
-                                    outage.edge_gap(r, first[0]) * 1e3, why))
+                                'frame: %s' % (silent * 1e3, why))
         assert r['duplicates'] == 0, why
         assert not lost, why
         # The switch delivered on the destination from that frame on: the

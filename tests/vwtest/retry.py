@@ -25,7 +25,8 @@ class SenderStarved(Exception):
 
 class GuestRetry:
     """run(body) calls body(workdir) until it returns, at most `attempts`
-    times, each in its own directory; a GuestCrashed ends one attempt."""
+    times, each in its own directory; a GuestCrashed or SenderStarved
+    ends one attempt."""
 
     def __init__(self, node, directory):
         self.node, self.directory = node, directory
