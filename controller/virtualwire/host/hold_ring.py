@@ -95,7 +95,9 @@ class Message:
     skip: int = 0
     # The guest's port on this host: released and passed frames are
     # written to it directly, not back through the switch (unsaid: back
-    # into vw-hold, tagged, for a flow to deliver).
+    # into vw-hold, tagged, for a flow to deliver; OVS's userspace
+    # datapath then runs a receive batch flow by flow, so frames of two
+    # megaflows, e.g. tagged and untagged, may leave out of order).
     port: Optional[str] = None
 
 
