@@ -43,11 +43,14 @@ probe (SCHED_FIFO, paced by its clock), and the same analysis
             (--hold hosts) both our guests' moves are then held, released
             from the destination's ring (control.host_rings); without it
             the first guest's are not (no host keeps a ring)
+  --copy-log on  with --hold-on-hosts, the source's copies stay on its
+            host (vw-frame-hold's copy log, host.copy_log): no copy
+            crosses the controller's connection
 
     python bench/bench_migration.py [--migrations 20] [--downtime-ms 50]
                                     [--no-held] [--placement strict]
                                     [--activate-at-stop on]
-                                    [--hold-on-hosts]
+                                    [--hold-on-hosts] [--copy-log on]
 """
 import argparse
 import json
@@ -291,6 +294,9 @@ def main():
                     default='on',
                     help="the controller's --activate-at-stop (default: "
                          '%(default)s, its own default)')
+    ap.add_argument('--copy-log', choices=('on', 'off'), default='off',
+                    help="the controller's --copy-log: with --hold-on-hosts, "
+                         "the source's copies stay on its host")
     ap.add_argument('--hold-on-hosts', action='store_true',
                     help='h1 and h2 keep held frames themselves '
                          '(vw-host-setup --hold-frames and vw-frame-hold)')
@@ -304,7 +310,8 @@ def main():
     with Lab(3, libvirt=True, ovs_nice=args.ovs_nice,
              placement=args.placement) as lab:
         lab.start_controller(extra=['--activate-at-stop',
-                                    args.activate_at_stop])
+                                    args.activate_at_stop,
+                                    '--copy-log', args.copy_log])
         api = Api(lab)
         api.wait_hosts(3)
         rings = []
@@ -321,7 +328,7 @@ def main():
         systems = setup(lab, api, ovn, held=not args.no_held)
         defaults = {x['name']: x['value'] for x in api.call(
             'GET', '/v1/settings')['settings']
-            if x['name'] in ('hold', 'activate-at-stop')}
+            if x['name'] in ('hold', 'activate-at-stop', 'copy-log')}
         if args.realtime:
             realtime(lab)
         capdir = tempfile.mkdtemp(prefix='vw-bench-mig-')

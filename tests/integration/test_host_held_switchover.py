@@ -8,8 +8,8 @@ guest stopped reading (control.host_rings). No held frame crosses the
 controller's connection.
 
 Excused, each by its own evidence: up to QEMU_AT_STOP datagrams the source
-QEMU read just before STOP (it stops with them: QEMU's loss, not the
-network's), each printed."""
+QEMU read just before STOP, or just after it right before the first held
+one (it stops with them: QEMU's loss, not the network's), each printed."""
 import os
 
 import pytest
@@ -78,8 +78,13 @@ def _there_and_back(lab, api, wired_guest, k):
         assert r['duplicates'] == 0 and r['reordered'] == 0, str(why)
         # Nothing sent during the pause lost; before STOP, only what the
         # source QEMU read and stopped with.
-        lost = [t for _q, t in r['lost_sent_at']]
-        assert not [t for t in lost if t >= stop], str(why)
+        # (QEMU reads one more frame after its STOP is said and keeps it:
+        # one sent just after STOP is excused when it is among the last
+        # the count says were read, right before the first held one.)
+        held = sorted(q for q, t in r['late_echoes'] if t >= resume)
+        lost = r['lost_sent_at']
+        assert not [(q, t) for q, t in lost if t >= stop and not any(
+            0 < h - q <= QEMU_AT_STOP for h in held)], str(why)
         assert len(lost) <= QEMU_AT_STOP, str(why)
         after = [t for _q, t in r['late_echoes'] if t >= resume]
         assert after, str(why)

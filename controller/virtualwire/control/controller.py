@@ -397,6 +397,9 @@ class Controller:
         a database write)."""
         self.loop.assert_owner()
         self._pass_on()
+        if self.tables.copies_on_hosts and self.tables.placement.moves:
+            # With copy logs nothing of a move reaches us before STOP.
+            self.holding.polls_wanted = True
         if not self.active or self.holding.awaiting_source() or \
                 self.moves.sync_held():
             return      # held frames go out with the bundle they wait for

@@ -26,17 +26,19 @@ frames and the bundle go out together.
 """
 import logging
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
+from virtualwire.control.held_delivery import HeldDelivery
 from virtualwire.control.host_rings import HostRings
 from virtualwire.control.lag_guard import (RING_BEHIND, LagGuard, RateGuard,
                                             to_shed)
+from virtualwire.control import source_reads
 from virtualwire.control.shared import Shared
+from virtualwire.control.source_logs import SourceLogs
 from virtualwire.core import ids
 from virtualwire.core.frames import SOURCE_STOPPED
 from virtualwire.core.held_frames import (DEFAULT_BYTES, DEFAULT_FRAMES,
                                           DEFAULT_RATE, HeldFrames)
-from virtualwire.southbound import openflow
 
 LOG = logging.getLogger(__name__)
 
@@ -47,7 +49,6 @@ LOG = logging.getLogger(__name__)
 # does not need it (core.held_frames).
 POLL = 0.05
 READ_WAIT = 0.2      # how long activation waits for the source's reads
-UNAVAILABLE = (1 << 64) - 1   # a port counter OVS cannot read
 
 
 class Holding:
@@ -62,6 +63,7 @@ class Holding:
         self.rate = RateGuard(shared.clock, rate)   # --hold-rate
         self.lag = LagGuard(shared.clock, shared.session_of)
         self.rings = HostRings(shared, frames)   # destinations' own rings
+        self.logs = SourceLogs(shared)   # sources' own copy logs
         self.holding: Dict[str, HeldFrames] = {}   # vNIC -> held frames
         # vNIC -> (clock() at activation, its destination), while its
         # source's reads are awaited
@@ -69,14 +71,7 @@ class Holding:
         # vNIC -> the count its source's agent read at STOP, while the
         # switch's own is awaited
         self.agent_reads: Dict[str, int] = {}
-        # host -> [(ofport, frame)] to send before its next bundle
-        self.releases: Dict[str, List[Tuple[int, bytes]]] = {}
-        # vNIC -> (host, port) delivered
-        self.released: Dict[str, Tuple[str, int]] = {}
-        self.late: Dict[str, int] = {}   # vNIC -> frames delivered late
-        # vNIC -> its released frames, while late ones may be some the
-        # guest read already (core.held_frames.HeldFrames.late_read)
-        self.filters: Dict[str, HeldFrames] = {}
+        self.delivery = HeldDelivery(shared)   # released and late frames
         # Anything for poll_held to do: its timer posts nothing otherwise.
         self.polls_wanted = False
 
@@ -100,7 +95,8 @@ class Holding:
             return None
         in_port = msg.match.get('in_port')
         for v in wire.ends():
-            if not self.tables.holds(v) and v not in self.released:
+            released = self.delivery.released
+            if not self.tables.holds(v) and v not in released:
                 continue
             if in_port == self.tables.placement.claims.get(v, {}).get(host):
                 continue           # the guest's own frame (activation)
@@ -108,7 +104,7 @@ class Holding:
             if mv is None:
                 # The move is over (its source QEMU quit) and this host
                 # still sends us its frames: its bundle is not in yet.
-                if host in (self.released.get(v, ('',))[0],
+                if host in (released.get(v, ('',))[0],
                             self.awaiting_reads.get(v, (0, ''))[1]):
                     return v, 'late'
                 continue
@@ -126,7 +122,7 @@ class Holding:
 
     def hold_packet_in(self, host, msg) -> bool:
         """Keep a held frame or a source copy; True if it was one."""
-        if self.rings.answered(host, msg):
+        if self.logs.answered(host, msg) or self.rings.answered(host, msg):
             return True
         end = self._held_end(host, msg)
         if end is None:
@@ -158,17 +154,7 @@ class Holding:
             # Not decided yet: it is held like the others.
             self.holding[vnic].hold(frame)
             return
-        f = self.filters.get(vnic)
-        if f is not None and f.late_read(frame):
-            self.stats['held_late_read'] += 1      # read on the source
-            return
-        self.stats['held_late'] += 1
-        self.late[vnic] = self.late.get(vnic, 0) + 1
-        if self.releases.get(host):
-            # Behind the held frames not yet sent, never ahead of them.
-            self.releases[host].append((port, frame))
-        else:
-            s.dp.send_msg(openflow.packet_out(port, frame))
+        self.delivery.late_frame(vnic, host, port, frame)
 
     # ---- the source's reads --------------------------------------------------
     def poll_held(self):
@@ -180,30 +166,25 @@ class Holding:
                   v not in self.awaiting_reads]:
             del self.holding[v]
         self.rate.keep(moves)
-        for v, n in list(self.late.items()):
-            # Said once a poll, not per frame: each would be a write.
-            m = self.shared.migrations.held_released(v, {'late': n}, update=True)
-            self._record(m)
-            if v not in moves:
-                del self.late[v]
-        for v in list(self.released):
-            if v not in moves and self._in_place(self.released[v][0]):
-                del self.released[v]
-                self.filters.pop(v, None)
+        self.delivery.report(moves, self._in_place)
         self._behind(self.lag.oldest_out(self.holding, {
             v: mv.source for v, mv in moves.items() if v in self.holding}))
         for v, mv in moves.items():
             if not mv.activated and self.tables.holds(v) and \
                     not self._too_fast(v):
                 self._frames_of(v)
+                if self.logs.log_of(v, mv) is not None:
+                    self.logs.start(v, mv)      # its source counts there
+                    continue
                 # Asked again even with one unanswered: each answer, in
                 # order, is the freshest count a late release can use
                 # (one at a time left it 610 copies stale: CI of 6e6d2df).
                 self._read_source(v, mv.source, None)
         self.rings.close_done(moves, self._in_place)
-        self.polls_wanted = bool(moves or self.holding or self.late or
-                                 self.released or self.awaiting_reads or
-                                 self.rings.open)
+        self.logs.close_done(moves)
+        self.polls_wanted = bool(moves or self.holding or
+                                 self.delivery.busy() or self.awaiting_reads or
+                                 self.rings.open or self.logs.open)
 
     def _in_place(self, host) -> bool:
         """Has `host`'s switch confirmed our last bundle? Until then it
@@ -258,37 +239,16 @@ class Holding:
         return hf
 
     def _read_source(self, vnic, host, then):
-        """Ask `host` for the vNIC's tap counters; then(reads, why) with
-        reads None when there is no count ('no answer': no port, no
-        switch; 'tap gone': OVS still has the port but its device went,
-        and reports every counter as all ones, OpenFlow's 'unavailable',
-        as it does once the source QEMU quits and takes its tap along)."""
-        port = self.tables.placement.claims.get(vnic, {}).get(host)
-        s = self.shared.session_of(host)
-        if port is None or s is None or s.installed is None:
-            if then is not None:
-                then(None, 'no answer')
-            return
-
-        asked = self.lag.asked(vnic, s)
-
-        def done(body):
-            self._behind(self.lag.answered(vnic, asked))
+        """Ask `host` for the vNIC's tap counters (control.source_reads);
+        then(reads, why), reads None when there is no count."""
+        def done(reads, dropped, why, behind):
+            self._behind(behind)
             hf = self.holding.get(vnic)
-            tap = next((p for p in body if p.port_no == port), None)
-            reads, why = None, 'no answer'
-            if tap is not None and tap.tx_packets == UNAVAILABLE:
-                why = 'tap gone'
-            elif tap is not None:
-                reads, why = int(tap.tx_packets), 'answered'
-                if hf is not None:
-                    hf.polled(reads, hf.n_copies, tap.tx_dropped
-                              if tap.tx_dropped != UNAVAILABLE else None)
+            if reads is not None and hf is not None:
+                hf.polled(reads, hf.n_copies, dropped)
             if then is not None:
                 then(reads, why)
-        # Every port (not just this one): a port gone since would be an
-        # error, and an error makes us dump the switch again.
-        s.request(openflow.port_stats_request(), done)
+        source_reads.ask(self.shared, self.lag, vnic, host, done)
 
     # ---- activation ----------------------------------------------------------
     def held_activation(self, vnic, host, stop_reads=None):
@@ -308,6 +268,14 @@ class Holding:
         if self._trigger(vnic) == SOURCE_STOPPED:
             hf.mark_stop()
         self.awaiting_reads[vnic] = (self.shared.clock(), host)
+        if mv is not None and self.rings.ring_of(vnic, host) is not None \
+                and self.logs.cut(vnic, mv, stop_reads,
+                                  self.rings.ring_frames,
+                                  lambda fields, view: self._release_cut(
+                                      vnic, host, stop_reads, fields, view)):
+            if stop_reads is not None:      # for a cut that does not come
+                self.agent_reads[vnic] = stop_reads
+            return
         if stop_reads is not None and hf.copies_reach(stop_reads):
             self._release(vnic, host, stop_reads, 'agent at STOP')
             return
@@ -330,7 +298,22 @@ class Holding:
             self._release(vnic, host, reads, why)
         self._read_source(vnic, source, then)
 
+    def _release_cut(self, vnic, host, reads, fields, view):
+        """The source's copy log answered where the guest stopped."""
+        if fields is None:
+            self._release(vnic, host, reads, 'agent at STOP (copy log: %s)'
+                          % view.get('cut_error'))
+            return
+        if self.awaiting_reads.pop(vnic, None) is None:
+            return                          # released already (timeout)
+        self.agent_reads.pop(vnic, None)
+        hf = self.holding.pop(vnic, None)
+        if hf is not None:
+            self.rings.release(vnic, host, hf, None, 'copy log (count: %s)'
+                               % view.get('reads_from'), cut=(fields, view))
+
     def _release(self, vnic, host, reads, why):
+        self.logs.forget(vnic)
         if self.awaiting_reads.pop(vnic, None) is None:
             return                          # released already
         hf = self.holding.pop(vnic, None)
@@ -359,11 +342,7 @@ class Holding:
                 # few frames it read go again).
                 reads, why = hf.last_reads, 'last-poll (%s)' % why
             r = hf.release(reads)
-        if hf.read_after_ring or hf.late_skip:
-            self.filters[vnic] = hf
-        self.releases.setdefault(host, []).extend(
-            (port, f) for f in r.frames)
-        self.released[vnic] = (host, port)
+        self.delivery.queue(vnic, host, port, hf, r.frames)
         self.stats['held_delivered'] += len(r.frames)
         self.stats['held_evicted'] += r.evicted
         view = dict(r.view(), source_reads=why, source_behind_ms=round(
@@ -412,5 +391,4 @@ class Holding:
 
     def packet_outs_for(self, host) -> list:
         """The held frames to send `host` before its next bundle."""
-        return [openflow.packet_out(port, f)
-                for port, f in self.releases.pop(host, [])]
+        return self.delivery.packet_outs_for(host)

@@ -72,15 +72,19 @@ class HostRings:
         return host_hold.held_on_host(self.tables.hosts, Location(host, port),
                                       self.tables.hold_on_hosts)
 
-    def release(self, vnic, host, hf: HeldFrames, reads, why) -> bool:
+    def release(self, vnic, host, hf: HeldFrames, reads, why,
+                cut=None) -> bool:
         """Tell `host`'s ring where the vNIC's guest stopped reading; False
-        if it keeps no ring for it (the controller's own holds then)."""
+        if it keeps no ring for it (the controller's own holds then).
+        `cut`: (fields, view) the source's copy log made instead
+        (control.source_logs)."""
         ring = self.ring_of(vnic, host)
         s = self.session_of(host)
         if ring is None or s is None:
             return False
         port, slot = ring
-        fields, view = release_doc(hf, reads, self.ring_frames)
+        fields, view = cut if cut is not None else \
+            release_doc(hf, reads, self.ring_frames)
         # The guest's port there: the ring writes to it directly.
         vp = self.tables.hosts[host].vnic_map().get(vnic)
         if vp is not None and vp.port_name:
@@ -88,8 +92,8 @@ class HostRings:
         ident, self.next_id = self.next_id, self.next_id + 1
         s.dp.send_msg(openflow.packet_out(port, message_frame(dict(
             fields, op='release', slot=slot, id=ident))))
-        view = dict(view, held_on='host', source_reads=why,
-                    absent=fields['absent'], copies=hf.n_copies)
+        view = {'copies': hf.n_copies, **view, 'held_on': 'host',
+                'source_reads': why, 'absent': fields.get('absent')}
         self.awaited[(host, slot)] = (vnic, ident, self.clock(), view)
         self.open[vnic] = (host, slot)
         return True

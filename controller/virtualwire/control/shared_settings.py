@@ -28,6 +28,8 @@ def apply(controller, values):
             controller.holding.hold_bytes = v
         elif name == 'hold-rate':
             controller.holding.rate.rate = v
+        elif name == 'copy-log':
+            controller.tables.copies_on_hosts = v == 'on'
         elif name == 'activate-at-stop':
             controller.moves.activate_at_stop = v == 'on'
         elif name == 'activation-settle-ms':

@@ -95,6 +95,11 @@ SETTINGS = {s.name: s for s in (
     Setting('hold-rate',
             lambda t: _number(t, 'hold-rate', 0, 1000000, int),
             'frames a second above which a move stops holding (0: none)'),
+    Setting('copy-log', lambda t: _on_off(t, 'copy-log'),
+            "where both hosts of a move keep frames, keep the copies of "
+            "what its source tap is handed on that host (vw-frame-hold's "
+            'copy log), not in the controller; off: copies to the '
+            'controller'),
     Setting('activate-at-stop', lambda t: _on_off(t, 'activate-at-stop'),
             "switch a moving vNIC's delivery to its destination when its "
             "source's agent says QEMU stopped the guest there; off: at the "

@@ -12,6 +12,7 @@ release names (a guest's frames reach it only tagged, so never as a
 message).
 """
 import argparse
+import json
 import logging
 import select
 import socket
@@ -20,10 +21,12 @@ import time
 from typing import Optional, Tuple
 
 from virtualwire import version
+from virtualwire.host.copy_log import CopyLogs, is_log_message
 from virtualwire.host.hold_ring import (ANSWER_SLOT, DEFAULT_BYTES,
                                         DEFAULT_FRAMES, ETHERTYPE, MAX_SLOTS,
                                         ORPHAN_AFTER, HoldRings)
-from virtualwire.pipeline.host_hold import RUNS_PCP, message_frame
+from virtualwire.pipeline.host_hold import (COPY_PCP, RUNS_PCP,
+                                            message_frame)
 
 LOG = logging.getLogger('vw-frame-hold')
 PORT = 'vw-hold'
@@ -31,6 +34,7 @@ ETH_P_ALL = 0x0003
 ETH_P_8021AD = 0x88A8
 SOL_PACKET = 263
 PACKET_AUXDATA = 8
+PACKET_STATISTICS = 6
 TP_STATUS_VLAN_VALID = 0x10
 TP_STATUS_VLAN_TPID_VALID = 0x40
 RCVBUF = 4 << 20    # a pause's frames at line rate wait here for the ring
@@ -41,7 +45,8 @@ def classify(data: bytes, status: int = 0, tci: int = 0, tpid: int = 0
              ) -> Optional[Tuple[str, Optional[int], bytes]]:
     """What a frame read from `vw-hold` is: ('frame', slot, the frame
     as the guest will get it), ('runs', slot, b''): the slot's guest sent
-    a frame here, ('message', None, payload), or None (not ours: the
+    a frame here, ('copy', slot, frame): a frame the slot's source tap was
+    handed, ('message', None, payload), or None (not ours: the
     port's own traffic). The kernel takes the outer tag off
     into the packet's metadata (status, tci, tpid: PACKET_AUXDATA); one
     left in the bytes is read there."""
@@ -64,6 +69,8 @@ def _tagged(tci: int, frame: bytes):
     # Priority RUNS_PCP: a copy of the guest's own frame (it runs here).
     if tci >> 13 == RUNS_PCP:
         return 'runs', tci & 0xFFF, b''
+    if tci >> 13 == COPY_PCP:
+        return 'copy', tci & 0xFFF, frame
     return 'frame', tci & 0xFFF, frame
 
 
@@ -106,6 +113,27 @@ class HoldPort:
                     _AUX.unpack(raw[:_AUX.size])
         return classify(data, status, tci, tpid)
 
+    def dropped(self) -> int:
+        """Frames the socket dropped since last asked (its queue full)."""
+        raw = self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
+        return struct.unpack('II', raw)[1]
+
+    def pending(self) -> bool:
+        return bool(select.select([self.sock], [], [], 0)[0])
+
+    @staticmethod
+    def tap_counts(tap, sysfs='/sys/class/net'):
+        """(reads, dropped) of a tap: its kernel transmit counts (frames
+        its QEMU took; frames dropped with its queue full), None if gone."""
+        try:
+            out = []
+            for name in ('tx_packets', 'tx_dropped'):
+                with open('%s/%s/statistics/%s' % (sysfs, tap, name)) as f:
+                    out.append(int(f.read()))
+            return out[0], out[1]
+        except (OSError, ValueError):
+            return None
+
     def send(self, target, data):
         if isinstance(target, str):
             try:
@@ -117,26 +145,32 @@ class HoldPort:
                        else tagged(ANSWER_SLOT, message_frame(data)))
 
 
-def serve(port, rings, clock=time.monotonic, tick=1.0, stop=None):
-    """Until stop() says so: each frame and message through the rings,
-    what they return sent, rings expired every `tick` seconds."""
+def serve(port, rings, clock=time.monotonic, tick=1.0, stop=None,
+          logs=None):
+    """Until stop() says so: each frame and message through the rings
+    (copies through the copy logs), what they return sent, rings expired
+    every `tick` seconds."""
+    logs = logs if logs is not None else CopyLogs()
     last = clock()
     while stop is None or not stop():
         due = rings.next_deadline()
-        wait = tick if due is None else max(0.0, min(tick, due - clock()))
+        soon = [t for t in (due, logs.settle_due()) if t is not None]
+        wait = tick if not soon else max(0.0, min(tick, min(soon) - clock()))
         ready, _, _ = select.select([port.sock], [], [], wait)
         now = clock()
         out = []
         if ready:
             got = port.recv()
             if got is not None:
-                kind, slot, data = got
-                if kind == 'frame':
-                    out = rings.frame(slot, data, now)
-                elif kind == 'runs':
-                    rings.runs(slot, now)
-                else:
-                    out = rings.message(data, now)
+                out = _handle(port, rings, logs, got, now)
+        settle = logs.settle_due()
+        if settle is not None and now >= settle and not port.pending():
+            lost = port.dropped()
+            if lost:
+                LOG.warning('vw-hold: %d frames dropped by the socket '
+                            '(copy logs open: %d)', lost, len(logs.logs))
+                logs.socket_dropped(lost)
+            logs.settle(now)
         if due is not None and now >= due:
             out += rings.tick(now)
         for s, d in out:
@@ -152,6 +186,34 @@ def serve(port, rings, clock=time.monotonic, tick=1.0, stop=None):
             last = now
             for slot in rings.expire(now):
                 LOG.info('slot %d dropped (never released, or idle)', slot)
+            for slot in logs.expire(now):
+                LOG.info('copy log %d dropped (never closed)', slot)
+
+
+def _handle(port, rings, logs, got, now):
+    """What to send for one frame read from the port."""
+    kind, slot, data = got
+    if kind == 'frame':
+        return rings.frame(slot, data, now)
+    if kind == 'runs':
+        rings.runs(slot, now)
+        return []
+    if kind == 'copy':
+        logs.copy(slot, data, now)
+        tap = logs.wants_sample(slot, now)
+        counts = port.tap_counts(tap) if tap else None
+        if counts is not None:
+            logs.sample(slot, counts[0], counts[1], now)
+        return []
+    try:
+        doc = json.loads(data.rstrip(b'\0').decode())
+    except (UnicodeDecodeError, ValueError):
+        doc = None
+    if is_log_message(doc):
+        if not port.pending():
+            logs.settle(now)
+        return [(None, logs.message(doc, now, port.tap_counts))]
+    return rings.message(data, now)
 
 
 def main(argv=None):

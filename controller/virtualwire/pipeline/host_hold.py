@@ -30,6 +30,10 @@ ANSWER_SLOT = 4094
 # The tag's priority on a copy of the guest's own frame (runs_signal):
 # the guest runs on this host. The frames towards it carry priority 0.
 RUNS_PCP = 7
+# The tag's priority on a copy of a frame the switch hands a moving
+# guest's *source* tap (`to_log`): the source host's own vw-frame-hold
+# keeps its digest (host.copy_log), so no copy crosses to the controller.
+COPY_PCP = 6
 ANSWER_ACTIONS = [('pop_vlan',), ('output', 0xfffffffd)]
 # The messages' addresses: locally administered, never a guest's (the
 # switch tells them apart by their tag alone, ANSWER_SLOT or none).
@@ -58,6 +62,25 @@ def held_on_host(hosts, loc: Location, enabled=True
     if h is None or h.hold_port is None or slot is None:
         return None
     return h.hold_port, slot
+
+
+def copies_on_host(hosts, source: Location, dest: Location, enabled=True
+                   ) -> Optional[Tuple[int, int]]:
+    """(hold port, slot) on the source's host if the copies of what a
+    moving vNIC's source tap is handed stay there: both its hosts keep
+    frames themselves (a ring on the destination is what uses them)."""
+    if held_on_host(hosts, dest, enabled) is None:
+        return None
+    return held_on_host(hosts, source, enabled)
+
+
+def to_log(hold_port: int, slot: int):
+    """The actions that copy a frame into the slot's copy log, leaving
+    the frame as it was for the actions after them."""
+    return [('push_vlan', ETH_TYPE_8021AD),
+            ('set_field', 'vlan_vid', OFPVID_PRESENT | slot),
+            ('set_field', 'vlan_pcp', COPY_PCP),
+            ('output', hold_port), ('pop_vlan',)]
 
 
 def to_ring(hold_port: int, slot: int):

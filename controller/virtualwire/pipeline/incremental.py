@@ -52,6 +52,9 @@ class IncrementalTables:
         self.learn_held = False
         # Hosts with vw-hold keep held frames themselves (host.hold_ring).
         self.hold_on_hosts = True
+        # Where both hosts keep frames, the source's copies stay on it
+        # (the shared setting copy-log).
+        self.copies_on_hosts = False
         # Provider switches (core.switches) by name, and the (host, flows)
         # each one's own tables hold there now.
         self.switches: Dict[str, ProviderSwitch] = {}
@@ -284,7 +287,8 @@ class IncrementalTables:
                                       self.switches)
         out = wire_flows(wire, self.hosts, loc, shadows,
                          any(self.holds(v) for v in shadows),
-                         self.learn_held, self.hold_on_hosts)
+                         self.learn_held, self.hold_on_hosts,
+                         self.copies_on_hosts)
         ends = {x.host for x in loc.values()} | \
             {x.host for x in shadows.values()}
         self._place(cid, ends | set(out))

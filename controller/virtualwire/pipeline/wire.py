@@ -73,9 +73,10 @@ class _Builder:
     merged, each once, so two targets behind the same hop (a migration's
     source and destination in another site) cost that hop one send."""
 
-    def __init__(self, wire, hosts, on_hosts=True):
+    def __init__(self, wire, hosts, on_hosts=True, copies_on_hosts=False):
         self.cid = wire.connector_id
         self.on_hosts = on_hosts     # hosts with vw-hold keep held frames
+        self.copies_on_hosts = copies_on_hosts   # and the source's copies
         self.cookie = ids.wire_cookie(wire.connector_id)
         self.hosts = hosts
         # (host, table id, role, match) -> action units, role bits
@@ -149,24 +150,25 @@ class _Builder:
         # The copy before the delivery: its packet-in is queued before
         # the guest's QEMU can read the frame, so a port-stats reply
         # (sent after the queued packet-ins) never counts a read whose
-        # copy is still to come (core.held_frames' base).
-        sends = [(self.copy(t, copied) if t.host == sender.host else []) +
-                 self.send(sender.host, t)
+        # copy is still to come (core.held_frames' base). Kept apart from
+        # the delivery below: a copy log's tag is its own, popped already.
+        units = [(self.copy(t, copied, gated) if t.host == sender.host
+                  else [], self.send(sender.host, t))
                  for t in targets
                  if not (t.host == sender.host and t == gated)]
         if hold and gated is not None and gated.host == sender.host:
-            sends.append(to_held)
+            units.append(([], to_held))
         # Back out of the port it came in on (two VLANs of one trunk).
         if kind.is_port:
-            sends = [[('output', OFPP_IN_PORT)
-                      if a == ('output', sender.ofport) else a for a in u]
-                     for u in sends]
+            units = [(c, [('output', OFPP_IN_PORT)
+                          if a == ('output', sender.ofport) else a
+                          for a in u]) for c, u in units]
         else:
             # Out of a switch port, perhaps one of a flood: a tag pushed
             # for this port's VLAN end must not reach the next port.
-            sends = [u + [('pop_vlan',)] if any(a[0] == 'push_vlan'
-                                                 for a in u) else u
-                     for u in sends]
+            units = [(c, u + [('pop_vlan',)] if any(
+                a[0] == 'push_vlan' for a in u) else u) for c, u in units]
+        sends = [c + u for c, u in units]
         self.add(sender.host, 'wire', kind.ingress_match(sender),
                  ([kind.strip(sender)] if kind.strip(sender) else []) + sends,
                  enters | (delivers if any(t.host == sender.host and
@@ -187,7 +189,8 @@ class _Builder:
                          [to_held] if hold else [], held)
             else:
                 self.add(t.host, 'wire', self.hop_ingress(t.host, p[-2]),
-                         [self.copy(t, copied) + ends.kind_of(t).deliver(t)],
+                         [self.copy(t, copied, gated) +
+                          ends.kind_of(t).deliver(t)],
                          delivers)
 
     def from_ring(self, t):
@@ -199,16 +202,22 @@ class _Builder:
             self.add(t.host, 'wire', host_hold.from_ring(*ring),
                      [[('pop_vlan',)] + ends.kind_of(t).deliver(t)])
 
-    @staticmethod
-    def copy(target, copied):
-        """The short copy of a frame handed to a moving vNIC's source."""
-        return [('output', OFPP_CONTROLLER, COPY_LEN)] \
-            if target in copied else []
+    def copy(self, target, copied, gated):
+        """The copy of a frame handed to a moving vNIC's source: into its
+        host's copy log where both hosts keep frames, else a short one to
+        the controller."""
+        if target not in copied:
+            return []
+        log = host_hold.copies_on_host(self.hosts, target, gated,
+                                       self.on_hosts) \
+            if gated is not None and self.copies_on_hosts else None
+        return host_hold.to_log(*log) if log else \
+            [('output', OFPP_CONTROLLER, COPY_LEN)]
 
 
 def wire_flows(wire, hosts, locations, shadows=None,
-               hold=False, learn_held=False, hold_on_hosts=True
-               ) -> Dict[str, Set[Flow]]:
+               hold=False, learn_held=False, hold_on_hosts=True,
+               copies_on_hosts=False) -> Dict[str, Set[Flow]]:
     """Flows one wire needs, per host name. Empty while pending.
 
     `shadows` (vNIC -> Location) holds not yet activated destinations of
@@ -240,7 +249,7 @@ def wire_flows(wire, hosts, locations, shadows=None,
     state = wire_state(wire, hosts, locations)
     if state not in (COLLAPSED, TUNNELLED, EXTENDED):
         return {}
-    b = _Builder(wire, hosts, hold_on_hosts)
+    b = _Builder(wire, hosts, hold_on_hosts, copies_on_hosts)
     moving = [v for v in wire.ends() if shadows and v in shadows]
     if len(moving) == 1 and shadows is not None:
         v = moving[0]

@@ -1,0 +1,256 @@
+"""Copies of what a moving guest's *source* tap is handed, kept on the
+source host itself (pure: `vw-frame-hold` feeds it copies, its tap's
+counters and messages, and sends what it returns).
+
+Why here: the destination's ring (host.hold_ring) is released with the
+digests of the last frames the guest read on its source. Those came from
+copies the source switch sent the controller, one packet-in per frame;
+behind that backlog a release came up to 391 ms after RESUME, and the
+controller let moves go when it fell 1.5-1.8 s behind (bench
+migration-hostheld runs 7-9). Kept here, a copy crosses no connection:
+the switch tags it with the source port's slot and priority COPY_PCP and
+outputs it to `vw-hold`, and this log keeps its digest
+(`core.held_frames.HeldFrames`, the same alignment the controller uses).
+
+The alignment needs the tap's reads (its kernel transmit count: frames
+QEMU took) against the copies seen: every few ms while copies come the
+daemon reads the tap's counters from sysfs (`sample`), and applies them
+once SETTLE has passed and its socket is drained (`settle`), so that a
+frame QEMU read before the reading has its copy counted: the switch
+writes the frame and its copy in one flush, in no fixed order. The bound
+on the reads before the first copy (the base) is exact whenever the
+guest had read all it was handed at a sample.
+
+At STOP the controller asks (`cut`, with the count the source's agent
+read) and gets back the release's fields for the destination's ring
+(`core.host_release.release_doc`), which it forwards there.
+
+What it protects against: the late releases and shed moves of a
+controller behind its packet-ins. What it does not: a copy the socket
+dropped (its queue full: counted, and the cut then names no run: every
+frame held goes, duplicates possible, said in the answer), or one the
+switch wrote more than SETTLE after a frame QEMU read (a switch thread
+descheduled between its two writes): the base is then one too high, a
+frame delivered twice.
+"""
+import collections
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from virtualwire.core.held_frames import HeldFrames
+from virtualwire.core.host_release import release_doc
+from virtualwire.pipeline.host_hold import ANSWER_SLOT
+
+MAX_LOGS = 64           # moving vNICs copied at once on one host
+SAMPLE_EVERY = 0.005    # s between readings of a tap while copies come
+SETTLE = 0.002          # s before a reading is set against the copies
+# Readings that must agree on a bound of the base before it counts: one
+# reading can overshoot (its copies later than SETTLE: a switch thread
+# descheduled between the two writes, under TCG guests: 7 frames once,
+# test_host_held_switchover), the true base recurs whenever the guest has
+# read all it was handed.
+CONFIRM = 3
+MAX_AGE = 60.0          # s a log lasts unclosed (its move lost)
+MAX_RING = 1 << 20      # the largest destination ring a cut is made for
+_IFNAME = re.compile(r'^[A-Za-z0-9_.:-]{1,15}$')    # a Linux interface name
+OPS = ('log', 'cut', 'unlog')
+
+
+class BadLogMessage(ValueError):
+    """A message this log cannot act on: the answer says why."""
+
+
+@dataclass
+class LogMessage:
+    op: str                         # log | cut | unlog
+    slot: int
+    ident: int = 0
+    port: Optional[str] = None      # log: the source tap
+    reads: Optional[int] = None     # cut: the tap's count at STOP
+    ring_frames: int = 2048         # cut: the destination ring's bound
+
+
+def parse_log_message(doc: dict) -> LogMessage:
+    op, slot, ident = doc.get('op'), doc.get('slot'), doc.get('id', 0)
+    if op not in OPS:
+        raise BadLogMessage('op must be one of %s, not %r' % (OPS, op))
+    if not isinstance(slot, int) or isinstance(slot, bool) or \
+            not 1 <= slot < ANSWER_SLOT:
+        raise BadLogMessage('slot must be a VLAN id 1-%d, not %r'
+                            % (ANSWER_SLOT - 1, slot))
+    if not isinstance(ident, int) or isinstance(ident, bool):
+        raise BadLogMessage('id must be an integer, not %r' % (ident,))
+    port = doc.get('port')
+    if port is not None and (not isinstance(port, str) or
+                             not _IFNAME.match(port)):
+        raise BadLogMessage('port must be an interface name, not %r'
+                            % (port,))
+    if op == 'log' and port is None:
+        raise BadLogMessage('log needs the source tap (port)')
+    reads = doc.get('reads')
+    if reads is not None and (not isinstance(reads, int) or
+                              isinstance(reads, bool) or reads < 0):
+        raise BadLogMessage('reads must be a count, not %r' % (reads,))
+    ring = doc.get('ring_frames', 2048)
+    if not isinstance(ring, int) or isinstance(ring, bool) or \
+            not 1 <= ring <= MAX_RING:
+        raise BadLogMessage('ring_frames must be 1-%d, not %r'
+                            % (MAX_RING, ring))
+    return LogMessage(op, slot, ident, port, reads, ring)
+
+
+@dataclass
+class SlotLog:
+    opened: float
+    copies: HeldFrames
+    port: Optional[str] = None
+    last_sample: float = float('-inf')
+    # (reads, dropped, when) read from the tap, not set against the
+    # copies yet
+    pending: Optional[Tuple[int, Optional[int], float]] = None
+    samples: int = 0
+    lost: int = 0                   # copies the socket dropped (maybe)
+    # bound of the base -> readings that gave it (those below the base
+    # taken are let go)
+    bounds: collections.Counter = field(default_factory=collections.Counter)
+
+
+class CopyLogs:
+    """Every source slot's copy log on this host. `copy()` and
+    `message()` return what to send; the daemon reads a tap when
+    `wants_sample()` says so, and calls `settle()` when its socket is
+    empty."""
+
+    def __init__(self, max_logs=MAX_LOGS, max_age=MAX_AGE):
+        self.logs: Dict[int, SlotLog] = {}
+        self.max_logs, self.max_age = max_logs, max_age
+        self.refused = 0
+
+    def _open(self, slot: int, now: float) -> Optional[SlotLog]:
+        g = self.logs.get(slot)
+        if g is None and len(self.logs) < self.max_logs:
+            g = self.logs[slot] = SlotLog(now, HeldFrames(max_frames=1))
+        return g
+
+    def copy(self, slot: int, frame: bytes, now: float) -> None:
+        if not 1 <= slot < ANSWER_SLOT:
+            return
+        g = self._open(slot, now)
+        if g is None:
+            self.refused += 1
+            return
+        g.copies.copied(frame)
+
+    def wants_sample(self, slot: int, now: float) -> Optional[str]:
+        """The tap to read now for `slot`, if any."""
+        g = self.logs.get(slot)
+        if g is None or g.port is None or g.pending is not None or \
+                now - g.last_sample < SAMPLE_EVERY:
+            return None
+        return g.port
+
+    def sample(self, slot: int, reads: int, dropped: Optional[int],
+               now: float) -> None:
+        g = self.logs.get(slot)
+        if g is not None:
+            g.pending, g.last_sample = (reads, dropped, now), now
+
+    def settle_due(self) -> Optional[float]:
+        times = [g.pending[2] + SETTLE for g in self.logs.values()
+                 if g.pending is not None]
+        return min(times) if times else None
+
+    def settle(self, now: float) -> None:
+        """The daemon's socket is empty: readings SETTLE old are set
+        against every copy come so far."""
+        for g in self.logs.values():
+            if g.pending is not None and now >= g.pending[2] + SETTLE:
+                reads, dropped, _ = g.pending
+                g.pending = None
+                _reading(g, reads, dropped)
+
+    def socket_dropped(self, n: int) -> None:
+        """The socket dropped `n` frames: any open log may miss copies."""
+        for g in self.logs.values():
+            g.lost += n
+
+    def message(self, doc: dict, now: float, tap_counts=None) -> bytes:
+        """The answer to one message. `tap_counts(port)` reads a tap now:
+        (reads, dropped), None if it is gone."""
+        try:
+            m = parse_log_message(doc)
+        except BadLogMessage as e:
+            return answer({'op': 'error', 'error': str(e)})
+        base = {'op': {'log': 'logging', 'cut': 'cut',
+                       'unlog': 'unlogged'}[m.op],
+                'slot': m.slot, 'id': m.ident}
+        if m.op == 'unlog':
+            gone = self.logs.pop(m.slot, None)
+            return answer(dict(base, copies=gone.copies.n_copies
+                               if gone else 0))
+        g = self._open(m.slot, now)
+        if g is None:
+            return answer(dict(base, error='%d logs open already'
+                               % self.max_logs))
+        if m.op == 'log':
+            g.port = m.port
+            return answer(dict(base, copies=g.copies.n_copies))
+        # The guest stopped (its copies all came before this message):
+        # a reading now is set against every copy, which bounds the base
+        # as the controller's poll after STOP did.
+        hf = g.copies
+        self.settle(now + SETTLE)
+        counts = tap_counts(g.port) if g.port and tap_counts else None
+        if counts is not None:
+            _reading(g, counts[0], counts[1], confirmed=True)
+        reads, said = m.reads, 'agent'
+        if reads is None and counts is not None:
+            reads, said = counts[0], 'tap'
+        if g.lost:
+            # Copies missing: no count places the cut among them.
+            fields, view = {'after': [], 'absent': 'all'}, {
+                'aligned': False}
+        else:
+            fields, view = release_doc(hf, reads, m.ring_frames)
+        above = sum(k for b, k in g.bounds.items()
+                    if hf.base is not None and b > hf.base)
+        return answer(dict(base, fields=fields, view=dict(
+            view, copies=hf.n_copies, samples=g.samples, base=hf.base,
+            readings_above=above, readings_at_base=g.bounds.get(hf.base, 0),
+            bound_max=max(g.bounds, default=None),
+            lost=g.lost, reads=reads, reads_from=said if reads is not None
+            else None)))
+
+    def expire(self, now: float) -> List[int]:
+        gone = [s for s, g in self.logs.items()
+                if now - g.opened > self.max_age]
+        for s in gone:
+            del self.logs[s]
+        return gone
+
+
+def _reading(g: SlotLog, reads: int, dropped: Optional[int],
+             confirmed=False) -> None:
+    """A reading of the tap set against every copy come: the base is the
+    highest bound CONFIRM readings gave (`confirmed`: one taken with the
+    guest stopped and every copy in, a bound as it stands)."""
+    hf = g.copies
+    hf.polled(reads, hf.n_copies, dropped)
+    g.samples += 1
+    g.bounds[reads - hf.n_copies + hf.drops_marked] += \
+        CONFIRM if confirmed else 1
+    agreed = [b for b, k in g.bounds.items() if k >= CONFIRM]
+    hf.base = max(agreed) if agreed else None
+    if hf.base is not None:
+        for b in [b for b in g.bounds if b < hf.base]:
+            del g.bounds[b]
+
+
+def answer(doc: dict) -> bytes:
+    return json.dumps(doc, sort_keys=True).encode()
+
+
+def is_log_message(doc) -> bool:
+    return isinstance(doc, dict) and doc.get('op') in OPS

@@ -1,0 +1,158 @@
+"""The source host's copy log (host.copy_log), pure: copies in, the tap's
+counters in, and the cut the destination's ring is to get out."""
+import json
+import struct
+
+from virtualwire.core.held_frames import digest
+from virtualwire.host.copy_log import CONFIRM, MAX_AGE, SETTLE, CopyLogs
+from virtualwire.host.hold_port import classify
+from virtualwire.pipeline.host_hold import COPY_PCP
+
+
+def frame(n):
+    return b'\x02' * 12 + b'\x08\x00' + n.to_bytes(4, 'big') * 12
+
+
+def said(logs, doc, now=1.0, tap_counts=None):
+    return json.loads(logs.message(doc, now, tap_counts))
+
+
+def opened(port='vnet7'):
+    logs = CopyLogs()
+    assert said(logs, {'op': 'log', 'slot': 7, 'id': 1, 'port': port}) == {
+        'op': 'logging', 'slot': 7, 'id': 1, 'copies': 0}
+    return logs
+
+
+def readings(logs, reads, n=CONFIRM, at=0.0):
+    for k in range(n):
+        logs.sample(7, reads, 0, at + k)
+        logs.settle(at + k + SETTLE)
+
+
+def test_the_cut_names_the_last_frames_the_guest_read():
+    logs = opened()
+    readings(logs, 100)                # base: 100 read before any copy
+    for n in range(20):
+        logs.copy(7, frame(n), 0.01)
+    got = said(logs, {'op': 'cut', 'slot': 7, 'id': 2, 'reads': 112,
+                      'ring_frames': 2048})
+    assert got['fields'] == {
+        'after': [digest(frame(n)).hex() for n in range(12 - 16, 12)
+                  if n >= 0],
+        'skip': 0, 'absent': 'wait'}
+    assert (got['view']['read_copies'], got['view']['unread_copies'],
+            got['view']['base'], got['view']['reads_from']) == (
+        12, 8, 100, 'agent')
+
+
+def test_a_reading_waits_for_the_copy_written_after_the_frame():
+    """The switch wrote frames 0-5 to the tap, QEMU read them, the
+    daemon read the count (106): frame 5's copy comes a moment later. Set against the
+    copies at once, the base would be 101 and the cut one frame early (a
+    frame the guest read, delivered twice); after SETTLE it is exact."""
+    logs = opened()
+    for n in range(5):
+        logs.copy(7, frame(n), 0.0)
+    logs.sample(7, 106, 0, 0.001)
+    logs.settle(0.001 + SETTLE / 2)
+    assert logs.logs[7].copies.base is None     # not yet
+    logs.copy(7, frame(5), 0.0015)
+    logs.settle(0.001 + SETTLE)
+    readings(logs, 106, CONFIRM - 1, at=1.0)
+    assert logs.logs[7].copies.base == 100
+    got = said(logs, {'op': 'cut', 'slot': 7, 'reads': 106})
+    assert got['fields']['after'][-1] == digest(frame(5)).hex()
+
+
+def test_without_a_count_from_the_agent_the_tap_is_read():
+    logs = opened()
+    readings(logs, 0)
+    for n in range(4):
+        logs.copy(7, frame(n), 1.0)
+    got = said(logs, {'op': 'cut', 'slot': 7},
+               tap_counts=lambda tap: {'vnet7': (3, 0)}[tap])
+    assert (got['view']['reads'], got['view']['reads_from']) == (3, 'tap')
+    assert got['fields']['after'][-1] == digest(frame(2)).hex()
+
+
+def test_copies_the_socket_dropped_name_no_run():
+    logs = opened()
+    logs.sample(7, 0, 0, 0.0)
+    logs.settle(1.0)
+    for n in range(4):
+        logs.copy(7, frame(n), 1.0)
+    logs.socket_dropped(2)
+    got = said(logs, {'op': 'cut', 'slot': 7, 'reads': 2})
+    assert got['fields'] == {'after': [], 'absent': 'all'}
+    assert (got['view']['aligned'], got['view']['lost']) == (False, 2)
+
+
+def test_bad_messages_say_why_and_change_nothing():
+    logs = opened()
+    for doc, why in (({'op': 'cut', 'slot': 0}, 'slot must be'),
+                     ({'op': 'log', 'slot': 3}, 'needs the source tap'),
+                     ({'op': 'log', 'slot': 3, 'port': 'a/b'},
+                      'interface name'),
+                     ({'op': 'cut', 'slot': 7, 'reads': -1},
+                      'reads must be a count'),
+                     ({'op': 'cut', 'slot': 7, 'ring_frames': 0},
+                      'ring_frames must be'),
+                     ({'op': 'cut', 'slot': 7, 'id': 'x'},
+                      'id must be an integer')):
+        got = said(logs, doc)
+        assert got['op'] == 'error' and why in got['error'], (doc, got)
+    assert list(logs.logs) == [7]
+
+
+def test_unlog_closes_and_an_unclosed_log_expires():
+    logs = opened()
+    logs.copy(7, frame(0), 0.0)
+    logs.copy(9, frame(0), 0.0)
+    assert said(logs, {'op': 'unlog', 'slot': 7, 'id': 4}) == {
+        'op': 'unlogged', 'slot': 7, 'id': 4, 'copies': 1}
+    assert list(logs.logs) == [9]
+    assert logs.expire(MAX_AGE + 1) == [9] and logs.logs == {}
+
+
+def test_the_port_tells_a_copy_by_its_priority():
+    f = frame(1)
+    tci = COPY_PCP << 13 | 12
+    assert classify(f, 0x10 | 0x40, tci, 0x88A8) == ('copy', 12, f)
+    tagged = f[:12] + struct.pack('!HH', 0x88A8, tci) + f[12:]
+    assert classify(tagged) == ('copy', 12, f)
+    assert classify(f, 0x10 | 0x40, 12, 0x88A8) == ('frame', 12, f)
+
+
+def test_a_move_too_short_for_a_sample_is_bounded_at_the_cut():
+    """No reading while copies came (the move began just before STOP):
+    the tap's count at the cut bounds the base (QEMU stopped, every copy
+    is here): exact when the guest had read all it was handed."""
+    logs = opened()
+    for n in range(6):
+        logs.copy(7, frame(n), 0.0)
+    got = said(logs, {'op': 'cut', 'slot': 7, 'reads': 506},
+               tap_counts=lambda tap: (506, 0))
+    assert got['view']['base'] == 500 and got['view']['samples'] == 1
+    assert got['fields']['after'][-1] == digest(frame(5)).hex()
+    assert (got['fields']['absent'], got['view']['unread_copies']) == (
+        'wait', 0)
+
+
+def test_one_reading_that_overshoots_is_outvoted():
+    """A reading whose copies came later than SETTLE (the switch thread
+    descheduled between its two writes) bounds the base 7 too high: a cut
+    from it would deliver 7 frames the guest read. The readings that
+    agree keep the base."""
+    logs = opened()
+    readings(logs, 100)
+    for n in range(10):
+        logs.copy(7, frame(n), 5.0)
+    readings(logs, 110, at=6.0)        # caught up: base 100 again
+    logs.sample(7, 117, 0, 7.0)        # 7 more read, their copies late
+    logs.settle(7.0 + SETTLE)
+    for n in range(10, 17):
+        logs.copy(7, frame(n), 7.1)
+    got = said(logs, {'op': 'cut', 'slot': 7, 'reads': 117})
+    assert (got['view']['base'], got['view']['readings_above']) == (100, 1)
+    assert got['fields']['after'][-1] == digest(frame(16)).hex()
