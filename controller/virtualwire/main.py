@@ -322,6 +322,7 @@ def main(argv=None):
                             require_identity=tls_files is not None,
                             active=False, collector=remote_collector)
     host_dbs.on_hosts = controller.on_hosts
+    controller.tables.copies_on_hosts = args.copy_log == 'on'
     # What every instance must share comes from the intent database.
     controller.settings = SettingsWatch(intent.settings, controller,
                                         shared_settings.from_flags(args))
