@@ -9,6 +9,7 @@ import time
 import uuid
 
 from vwtest import seq, wait_until
+from vwtest.api import set_shared
 from vwlab import guest_crash
 from vwtest.migration import stop_probe, vwctl, wire_hosts
 
@@ -16,11 +17,7 @@ STRICT = 'strict'
 
 
 def _set_placement(api, value):
-    r = api.req('PUT', '/v1/settings/placement', json={'value': value})
-    assert r.status_code == 200, r.text
-    wait_until(lambda: {s['name']: s['value'] for s in api.ok(
-        'GET', '/v1/settings')['settings']}['placement'] == value, 10,
-        what='placement %s applied' % value)
+    set_shared(api, 'placement', value)
 
 
 def _refused(api):

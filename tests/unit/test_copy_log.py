@@ -76,6 +76,19 @@ def test_without_a_count_from_the_agent_the_tap_is_read():
     assert got['fields']['after'][-1] == digest(frame(2)).hex()
 
 
+def test_with_no_count_and_the_tap_gone_the_last_reading_places_the_cut():
+    logs = opened()
+    readings(logs, 0)
+    for n in range(10):
+        logs.copy(7, frame(n), 5.0)
+    readings(logs, 6, n=1, at=6.0)     # read six, then the tap went
+    got = said(logs, {'op': 'cut', 'slot': 7}, tap_counts=lambda tap: None)
+    assert (got['view']['reads'], got['view']['reads_from']) == (
+        6, 'last reading')
+    assert got['fields']['after'][-1] == digest(frame(5)).hex()
+    assert got['view']['unread_copies'] == 4
+
+
 def test_copies_the_socket_dropped_name_no_run():
     logs = opened()
     logs.sample(7, 0, 0, 0.0)

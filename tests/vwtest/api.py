@@ -64,3 +64,13 @@ class Api:
             return False
         return len(hosts) == len(self.lab.hosts) and \
             all(h['connected'] and h['synced'] for h in hosts)
+
+
+def set_shared(api, name, value):
+    """A shared setting set through the API, and awaited until the
+    controller applies it."""
+    r = api.req('PUT', '/v1/settings/%s' % name, json={'value': value})
+    assert r.status_code == 200, r.text
+    wait_until(lambda: {s['name']: s['value'] for s in api.ok(
+        'GET', '/v1/settings')['settings']}[name] == value, 10,
+        what='%s %s applied' % (name, value))

@@ -208,6 +208,13 @@ class CopyLogs:
         reads, said = m.reads, 'agent'
         if reads is None and counts is not None:
             reads, said = counts[0], 'tap'
+        elif reads is None and hf.last_reads is not None:
+            # No count at STOP and the tap gone (its QEMU quit: a late
+            # activation): the last reading, at most SAMPLE_EVERY before
+            # the copies stopped. Without it every frame the tap was
+            # handed counts as read (a bench move lost 284 so); with it
+            # the few the guest read after it go again.
+            reads, said = hf.last_reads, 'last reading'
         if g.lost:
             # Copies missing: no count places the cut among them.
             fields, view = {'after': [], 'absent': 'all'}, {
