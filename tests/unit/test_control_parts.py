@@ -15,7 +15,9 @@ PARTS = {'programming', 'safe_start', 'migrating', 'cloud_word', 'holding',
 # What a part may import from control/: the shared reads, the refusal
 # log, and pure helpers; never another part.
 SHARED = {'shared', 'refusals', 'migrations', 'loop', 'takeover', 'lag_guard',
-          'host_rings'}
+          'host_rings',
+          # holding's own pieces, each owning one kind of its state
+          'source_logs', 'held_delivery', 'source_reads'}
 
 
 def tree(name):
