@@ -47,6 +47,28 @@ def parse_answer(frame: bytes) -> Optional[dict]:
     return doc if isinstance(doc, dict) else None
 
 
+def answer_from(tables, host, msg) -> Optional[dict]:
+    """The JSON answer a packet-in carries from `host`'s `vw-hold` (its
+    ring or copy log), or None: another port, or not an answer."""
+    h = tables.hosts.get(host)
+    if h is None or h.hold_port is None or \
+            msg.match.get('in_port') != h.hold_port:
+        return None
+    return parse_answer(bytes(msg.data or b''))
+
+
+def take_awaited(awaited: dict, host, doc: dict, what: str):
+    """The entry {(host, slot): (vNIC, message id, ...)} this answer is
+    to, removed; None (logged) if it answers nothing awaited."""
+    key = (host, doc.get('slot'))
+    got = awaited.get(key)
+    if got is None or doc.get('id') != got[1]:
+        LOG.warning('host %s: %s to nothing awaited: %s', host, what, doc)
+        return None
+    del awaited[key]
+    return got
+
+
 class HostRings:
     """Owns the releases sent to hosts' rings and not answered yet, and
     the slots still open on them."""
@@ -102,22 +124,14 @@ class HostRings:
         """Is this packet-in an answer from `host`'s ring? One to a release
         awaited there goes to the migration's record; any other (to a
         close; to nothing awaited: logged) changes nothing."""
-        h = self.tables.hosts.get(host)
-        if h is None or h.hold_port is None or \
-                msg.match.get('in_port') != h.hold_port:
-            return False
-        doc = parse_answer(bytes(msg.data or b''))
+        doc = answer_from(self.tables, host, msg)
         if doc is None:
             return False
-        key = (host, doc.get('slot'))
-        got = self.awaited.get(key)    # type: ignore[arg-type]
         if doc.get('op') == 'closed':
             return True
-        if got is None or doc.get('id') != got[1]:
-            LOG.warning('host %s: an answer from its ring to no release '
-                        'awaited: %s', host, doc)
+        got = take_awaited(self.awaited, host, doc, 'an answer from its ring')
+        if got is None:
             return True
-        del self.awaited[key]          # type: ignore[arg-type]
         vnic, _, sent, view = got
         self._said(vnic, dict(
             view, ring_ms=round((self.clock() - sent) * 1e3, 1),

@@ -12,15 +12,14 @@ Messages and answers cross the source switch's authenticated OpenFlow
 session, as the rings' do; an answer is believed only from that host's
 session, for a cut still awaited there.
 """
-import logging
 from typing import Callable, Dict, Optional, Tuple
 
-from virtualwire.control.host_rings import message_frame, parse_answer
+from virtualwire.control.host_rings import (answer_from, message_frame,
+                                            take_awaited)
 from virtualwire.core.model import Location
 from virtualwire.pipeline import host_hold
 from virtualwire.southbound import openflow
 
-LOG = logging.getLogger(__name__)
 
 Then = Callable[[Optional[dict], dict], None]
 
@@ -90,23 +89,15 @@ class SourceLogs:
 
     def answered(self, host, msg) -> bool:
         """Is this packet-in an answer from `host`'s copy log?"""
-        h = self.tables.hosts.get(host)
-        if h is None or h.hold_port is None or \
-                msg.match.get('in_port') != h.hold_port:
-            return False
-        doc = parse_answer(bytes(msg.data or b''))
+        doc = answer_from(self.tables, host, msg)
         if doc is None or doc.get('op') not in ('logging', 'cut',
                                                 'unlogged'):
             return False
         if doc['op'] != 'cut':
             return True
-        key = (host, doc.get('slot'))
-        got = self.awaited.get(key)    # type: ignore[arg-type]
-        if got is None or doc.get('id') != got[1]:
-            LOG.warning('host %s: a cut from its copy log to no question '
-                        'awaited: %s', host, doc)
+        got = take_awaited(self.awaited, host, doc, 'a cut from its copy log')
+        if got is None:
             return True
-        del self.awaited[key]          # type: ignore[arg-type]
         vnic, _, asked, then = got
         view = dict(doc.get('view') or {}, copies_on='host',
                     cut_ms=round((self.shared.clock() - asked) * 1e3, 1))

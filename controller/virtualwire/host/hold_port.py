@@ -210,8 +210,6 @@ def _handle(port, rings, logs, got, now):
     except (UnicodeDecodeError, ValueError):
         doc = None
     if is_log_message(doc):
-        if not port.pending():
-            logs.settle(now)
         return [(None, logs.message(doc, now, port.tap_counts))]
     return rings.message(data, now)
 
