@@ -4,9 +4,10 @@ import json
 import struct
 
 from virtualwire.core.held_frames import digest
-from virtualwire.host.copy_log import CONFIRM, MAX_AGE, SETTLE, CopyLogs
+from virtualwire.host.copy_log import (CONFIRM, MARK_WAIT, MAX_AGE, SETTLE,
+                                       CopyLogs, mark_frame)
 from virtualwire.host.hold_port import classify
-from virtualwire.pipeline.host_hold import COPY_PCP
+from virtualwire.pipeline.host_hold import COPY_PCP, MARK_SLOT
 
 
 def frame(n):
@@ -169,3 +170,44 @@ def test_one_reading_that_overshoots_is_outvoted():
     got = said(logs, {'op': 'cut', 'slot': 7, 'reads': 117})
     assert (got['view']['base'], got['view']['readings_above']) == (100, 1)
     assert got['fields']['after'][-1] == digest(frame(16)).hex()
+
+
+def test_a_reading_counts_once_its_marker_is_back_behind_the_late_copy():
+    """The switch wrote frames 0-5 to the tap, QEMU read them, the daemon
+    read the count (106) and sent its marker through the switch. Frame
+    5's copy was written later than SETTLE (a switch thread descheduled),
+    but ahead of the marker, which the same thread hands back: the
+    reading waits for its marker, and then counts alone."""
+    logs = opened()
+    for n in range(5):
+        logs.copy(7, frame(n), 0.0)
+    mark = logs.sample(7, 106, 0, 0.001)
+    assert logs.settle_due() == 0.001 + MARK_WAIT    # not SETTLE
+    logs.copy(7, frame(5), 0.001 + 2 * SETTLE)
+    logs.marked(mark)
+    assert logs.logs[7].copies.base == 100
+    got = said(logs, {'op': 'cut', 'slot': 7, 'reads': 106})
+    assert got['fields']['after'][-1] == digest(frame(5)).hex()
+    assert got['view']['readings_marked'] == 1
+
+
+def test_a_marker_settles_only_the_readings_sent_before_it():
+    logs = opened()
+    logs.copy(7, frame(0), 0.0)
+    first = logs.sample(7, 101, 0, 0.0)
+    logs.marked(first - 1)                  # an older marker: not yet
+    assert logs.logs[7].pending is not None
+    logs.marked(first)
+    assert logs.logs[7].pending is None and logs.logs[7].copies.base == 100
+
+
+def test_a_marker_back_through_the_switch_is_told_from_frames():
+    back = mark_frame(41)                   # its tag taken off
+    tci = MARK_SLOT
+    assert classify(back, status=0x10 | 0x40, tci=tci,
+                    tpid=0x88a8) == ('mark', None, 41)
+    tagged_in_bytes = back[:12] + struct.pack('!HH', 0x88a8, tci) + back[12:]
+    assert classify(tagged_in_bytes) == ('mark', None, 41)
+    # Something else on the marker's tag is not ours.
+    assert classify(frame(3), status=0x10 | 0x40, tci=tci,
+                    tpid=0x88a8) is None

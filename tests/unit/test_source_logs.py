@@ -10,7 +10,8 @@ import uuid
 from virtualwire.control.holding import READ_WAIT
 from virtualwire.core.held_frames import digest
 from virtualwire.host.copy_log import CONFIRM, CopyLogs
-from virtualwire.pipeline.host_hold import ANSWER_SLOT, COPY_PCP, ETHERTYPE
+from virtualwire.pipeline.host_hold import (ANSWER_SLOT, COPY_PCP, ETHERTYPE,
+                                            MARK_SLOT)
 from virtualwire.testing.harness import Harness
 
 HOLD = 65003
@@ -173,3 +174,15 @@ def test_with_the_copy_log_off_copies_go_to_the_controller():
     h.fabric.packet_outs.clear()
     h.call(h.ctl.poll_held)
     assert _messages(h, 'h1') == []
+
+
+def test_a_copy_logs_marker_goes_straight_back_to_vw_hold_and_nowhere_else():
+    """The marker a reading sends itself (host.copy_log) returns through
+    the switch to the port it came from, untouched; no guest and no
+    controller sees it."""
+    h, _vm = _moving()
+    h.fabric.packet_in_log.clear()
+    got = h.send('h1', HOLD, vlan_vid=MARK_SLOT, eth_type=ETHERTYPE,
+                 payload=b'mark 9')
+    assert sorted(got) == [('h1', HOLD)]
+    assert not h.fabric.packet_in_log

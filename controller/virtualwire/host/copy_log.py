@@ -14,12 +14,19 @@ outputs it to `vw-hold`, and this log keeps its digest
 
 The alignment needs the tap's reads (its kernel transmit count: frames
 QEMU took) against the copies seen: every few ms while copies come the
-daemon reads the tap's counters from sysfs (`sample`), and applies them
-once SETTLE has passed and its socket is drained (`settle`), so that a
-frame QEMU read before the reading has its copy counted: the switch
-writes the frame and its copy in one flush, in no fixed order. The bound
-on the reads before the first copy (the base) is exact whenever the
-guest had read all it was handed at a sample.
+daemon reads the tap's counters from sysfs (`sample`) and sends itself a
+marker through the switch (MARK_SLOT: the switch hands it straight back).
+The switch writes a frame and its copy in one flush, in no fixed order,
+so a frame QEMU read before the reading may have its copy still on the
+way; but OVS's userspace datapath handles every non-PMD port's receive
+batch and its flush on one thread, one after another, so when the marker
+comes back every copy written before it is in the socket ahead of it
+(`marked`). A reading so settled bounds the base exactly from below; the
+bound is the base whenever the guest had read all it was handed then.
+Where no marker comes back within MARK_WAIT (a switch without the bounce
+flow, or one that flushes on several threads: DPDK's PMDs), a reading is
+set against the copies SETTLE after it once the socket is drained, and a
+bound counts only once CONFIRM such readings agree.
 
 At STOP the controller asks (`cut`, with the count the source's agent
 read) and gets back the release's fields for the destination's ring
@@ -28,10 +35,10 @@ read) and gets back the release's fields for the destination's ring
 What it protects against: the late releases and shed moves of a
 controller behind its packet-ins. What it does not: a copy the socket
 dropped (its queue full: counted, and the cut then names no run: every
-frame held goes, duplicates possible, said in the answer), or one the
-switch wrote more than SETTLE after a frame QEMU read (a switch thread
-descheduled between its two writes): the base is then one too high, a
-frame delivered twice.
+frame held goes, duplicates possible, said in the answer), or, without the
+marker, one the switch wrote more than SETTLE after a frame QEMU read (a
+switch thread descheduled between its two writes) in CONFIRM readings:
+the base is then one too high, a frame delivered twice.
 """
 import collections
 import json
@@ -41,16 +48,20 @@ from typing import Dict, List, Optional, Tuple
 
 from virtualwire.core.held_frames import HeldFrames
 from virtualwire.core.host_release import release_doc
-from virtualwire.pipeline.host_hold import ANSWER_SLOT
+from virtualwire.pipeline.host_hold import MARK_SLOT, message_frame
 
 MAX_LOGS = 64           # moving vNICs copied at once on one host
 SAMPLE_EVERY = 0.005    # s between readings of a tap while copies come
-SETTLE = 0.002          # s before a reading is set against the copies
-# Readings that must agree on a bound of the base before it counts: one
-# reading can overshoot (its copies later than SETTLE: a switch thread
-# descheduled between the two writes, under TCG guests: 7 frames once,
-# test_host_held_switchover), the true base recurs whenever the guest has
-# read all it was handed.
+# s a reading waits for its marker before it is set against the copies
+# without one (its marker back: at once). Its round trip through the lab's
+# userspace switch: well under 1 ms unless a thread is descheduled.
+MARK_WAIT = 0.05
+SETTLE = 0.002          # s before an unmarked reading is set against them
+# Unmarked readings that must agree on a bound of the base before it
+# counts: one can overshoot (its copies later than SETTLE: a switch
+# thread descheduled between the two writes, under TCG guests: 7 frames
+# once, test_host_held_switchover), the true base recurs whenever the
+# guest has read all it was handed.
 CONFIRM = 3
 MAX_AGE = 60.0          # s a log lasts unclosed (its move lost)
 MAX_RING = 1 << 20      # the largest destination ring a cut is made for
@@ -77,9 +88,9 @@ def parse_log_message(doc: dict) -> LogMessage:
     if op not in OPS:
         raise BadLogMessage('op must be one of %s, not %r' % (OPS, op))
     if not isinstance(slot, int) or isinstance(slot, bool) or \
-            not 1 <= slot < ANSWER_SLOT:
+            not 1 <= slot < MARK_SLOT:
         raise BadLogMessage('slot must be a VLAN id 1-%d, not %r'
-                            % (ANSWER_SLOT - 1, slot))
+                            % (MARK_SLOT - 1, slot))
     if not isinstance(ident, int) or isinstance(ident, bool):
         raise BadLogMessage('id must be an integer, not %r' % (ident,))
     port = doc.get('port')
@@ -107,10 +118,11 @@ class SlotLog:
     copies: HeldFrames
     port: Optional[str] = None
     last_sample: float = float('-inf')
-    # (reads, dropped, when) read from the tap, not set against the
-    # copies yet
-    pending: Optional[Tuple[int, Optional[int], float]] = None
+    # (reads, dropped, when, its marker) read from the tap, not set
+    # against the copies yet
+    pending: Optional[Tuple[int, Optional[int], float, int]] = None
     samples: int = 0
+    marked: int = 0                 # of them settled by their marker
     lost: int = 0                   # copies the socket dropped (maybe)
     # bound of the base -> readings that gave it (those below the base
     # taken are let go)
@@ -127,6 +139,7 @@ class CopyLogs:
         self.logs: Dict[int, SlotLog] = {}
         self.max_logs, self.max_age = max_logs, max_age
         self.refused = 0
+        self.marks = 0                  # the last marker's number
 
     def _open(self, slot: int, now: float) -> Optional[SlotLog]:
         g = self.logs.get(slot)
@@ -135,7 +148,7 @@ class CopyLogs:
         return g
 
     def copy(self, slot: int, frame: bytes, now: float) -> None:
-        if not 1 <= slot < ANSWER_SLOT:
+        if not 1 <= slot < MARK_SLOT:
             return
         g = self._open(slot, now)
         if g is None:
@@ -152,22 +165,38 @@ class CopyLogs:
         return g.port
 
     def sample(self, slot: int, reads: int, dropped: Optional[int],
-               now: float) -> None:
+               now: float) -> int:
+        """A reading of `slot`'s tap, taken now: the number of the marker
+        to send through the switch for it (`mark_frame`)."""
+        self.marks += 1
         g = self.logs.get(slot)
         if g is not None:
-            g.pending, g.last_sample = (reads, dropped, now), now
+            g.pending, g.last_sample = (reads, dropped, now, self.marks), now
+        return self.marks
 
     def settle_due(self) -> Optional[float]:
-        times = [g.pending[2] + SETTLE for g in self.logs.values()
+        times = [g.pending[2] + MARK_WAIT for g in self.logs.values()
                  if g.pending is not None]
         return min(times) if times else None
 
+    def marked(self, mark: int) -> None:
+        """Marker `mark` came back through the switch: every copy written
+        before it was sent has come, so readings taken before it bound
+        the base exactly (from below)."""
+        for g in self.logs.values():
+            if g.pending is not None and g.pending[3] <= mark:
+                reads, dropped, _, _ = g.pending
+                g.pending = None
+                g.marked += 1
+                _reading(g, reads, dropped, confirmed=True)
+
     def settle(self, now: float) -> None:
-        """The daemon's socket is empty: readings SETTLE old are set
-        against every copy come so far."""
+        """The daemon's socket is empty and a reading's marker has not
+        come back in MARK_WAIT: readings SETTLE old are set against every
+        copy come so far, one vote each."""
         for g in self.logs.values():
             if g.pending is not None and now >= g.pending[2] + SETTLE:
-                reads, dropped, _ = g.pending
+                reads, dropped, _, _ = g.pending
                 g.pending = None
                 _reading(g, reads, dropped)
 
@@ -226,8 +255,10 @@ class CopyLogs:
         return answer(dict(base, fields=fields, view=dict(
             view, copies=hf.n_copies, samples=g.samples, base=hf.base,
             readings_above=above, readings_at_base=g.bounds.get(hf.base, 0),
+            readings_marked=g.marked,
             bound_max=max(g.bounds, default=None),
-            lost=g.lost, reads=reads, reads_from=said if reads is not None
+            lost=g.lost, reads=reads, tap_reads=counts[0] if counts else None,
+            reads_from=said if reads is not None
             else None)))
 
     def expire(self, now: float) -> List[int]:
@@ -241,8 +272,9 @@ class CopyLogs:
 def _reading(g: SlotLog, reads: int, dropped: Optional[int],
              confirmed=False) -> None:
     """A reading of the tap set against every copy come: the base is the
-    highest bound CONFIRM readings gave (`confirmed`: one taken with the
-    guest stopped and every copy in, a bound as it stands)."""
+    highest bound CONFIRM readings gave (`confirmed`: one whose copies
+    are known to be in, by its marker or the guest stopped: a bound as
+    it stands)."""
     hf = g.copies
     hf.polled(reads, hf.n_copies, dropped)
     g.samples += 1
@@ -261,3 +293,19 @@ def answer(doc: dict) -> bytes:
 
 def is_log_message(doc) -> bool:
     return isinstance(doc, dict) and doc.get('op') in OPS
+
+
+def mark_frame(mark: int) -> bytes:
+    """The marker a reading sends itself through the switch."""
+    return message_frame(b'mark %d' % mark)
+
+
+def mark_of(frame: bytes) -> Optional[int]:
+    """The number of a marker come back (its tag off), None if not one."""
+    body = frame[14:].rstrip(b'\0')
+    if not body.startswith(b'mark '):
+        return None
+    try:
+        return int(body[5:])
+    except ValueError:
+        return None

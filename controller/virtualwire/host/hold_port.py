@@ -21,11 +21,12 @@ import time
 from typing import Optional, Tuple
 
 from virtualwire import version
-from virtualwire.host.copy_log import CopyLogs, is_log_message
+from virtualwire.host.copy_log import (CopyLogs, is_log_message,
+                                       mark_frame, mark_of)
 from virtualwire.host.hold_ring import (ANSWER_SLOT, DEFAULT_BYTES,
                                         DEFAULT_FRAMES, ETHERTYPE, MAX_SLOTS,
                                         ORPHAN_AFTER, HoldRings)
-from virtualwire.pipeline.host_hold import (COPY_PCP, RUNS_PCP,
+from virtualwire.pipeline.host_hold import (COPY_PCP, MARK_SLOT, RUNS_PCP,
                                             message_frame)
 
 LOG = logging.getLogger('vw-frame-hold')
@@ -46,7 +47,8 @@ def classify(data: bytes, status: int = 0, tci: int = 0, tpid: int = 0
     """What a frame read from `vw-hold` is: ('frame', slot, the frame
     as the guest will get it), ('runs', slot, b''): the slot's guest sent
     a frame here, ('copy', slot, frame): a frame the slot's source tap was
-    handed, ('message', None, payload), or None (not ours: the
+    handed, ('mark', None, number): a copy log's marker back,
+    ('message', None, payload), or None (not ours: the
     port's own traffic). The kernel takes the outer tag off
     into the packet's metadata (status, tci, tpid: PACKET_AUXDATA); one
     left in the bytes is read there."""
@@ -66,6 +68,9 @@ def classify(data: bytes, status: int = 0, tci: int = 0, tpid: int = 0
 
 
 def _tagged(tci: int, frame: bytes):
+    if tci & 0xFFF == MARK_SLOT:
+        mark = mark_of(frame)
+        return ('mark', None, mark) if mark is not None else None
     # Priority RUNS_PCP: a copy of the guest's own frame (it runs here).
     if tci >> 13 == RUNS_PCP:
         return 'runs', tci & 0xFFF, b''
@@ -134,6 +139,10 @@ class HoldPort:
         except (OSError, ValueError):
             return None
 
+    def send_mark(self, frame: bytes) -> None:
+        """A copy log's marker, to the switch (which hands it back)."""
+        self.sock.send(tagged(MARK_SLOT, frame))
+
     def send(self, target, data):
         if isinstance(target, str):
             try:
@@ -161,15 +170,14 @@ def serve(port, rings, clock=time.monotonic, tick=1.0, stop=None,
         out = []
         if ready:
             got = port.recv()
-            if got is not None:
+            if got is not None and got[0] == 'mark':
+                _count_drops(port, logs)
+                logs.marked(got[2])
+            elif got is not None:
                 out = _handle(port, rings, logs, got, now)
         settle = logs.settle_due()
         if settle is not None and now >= settle and not port.pending():
-            lost = port.dropped()
-            if lost:
-                LOG.warning('vw-hold: %d frames dropped by the socket '
-                            '(copy logs open: %d)', lost, len(logs.logs))
-                logs.socket_dropped(lost)
+            _count_drops(port, logs)
             logs.settle(now)
         if due is not None and now >= due:
             out += rings.tick(now)
@@ -190,6 +198,16 @@ def serve(port, rings, clock=time.monotonic, tick=1.0, stop=None,
                 LOG.info('copy log %d dropped (never closed)', slot)
 
 
+def _count_drops(port, logs):
+    """Before a reading is set against the copies: any the socket dropped
+    (its queue full) are counted against every open log."""
+    lost = port.dropped()
+    if lost:
+        LOG.warning('vw-hold: %d frames dropped by the socket '
+                    '(copy logs open: %d)', lost, len(logs.logs))
+        logs.socket_dropped(lost)
+
+
 def _handle(port, rings, logs, got, now):
     """What to send for one frame read from the port."""
     kind, slot, data = got
@@ -203,7 +221,8 @@ def _handle(port, rings, logs, got, now):
         tap = logs.wants_sample(slot, now)
         counts = port.tap_counts(tap) if tap else None
         if counts is not None:
-            logs.sample(slot, counts[0], counts[1], now)
+            mark = logs.sample(slot, counts[0], counts[1], now)
+            port.send_mark(mark_frame(mark))
         return []
     try:
         doc = json.loads(data.rstrip(b'\0').decode())

@@ -93,8 +93,8 @@ def default_flows(carrier_ports=()):
 
 def host_default_flows(host):
     """default_flows for a `core.model.Host`, from its usable encaps; and
-    where it keeps held frames itself, its ring's answers to us
-    (`pipeline.host_hold`)."""
+    where it keeps held frames itself, its ring's answers to us and its
+    copy log's markers back to it (`pipeline.host_hold`)."""
     if host is None:
         return default_flows()
     out = default_flows(e.ofport for e in host.encaps if e.usable)
@@ -103,6 +103,9 @@ def host_default_flows(host):
                           host_hold.answers(host.hold_port),
                           host_hold.ANSWER_ACTIONS,
                           ids.wire_cookie(0)))
+        out.add(make_flow(tables.WIRE, 'wire',
+                          host_hold.markers(host.hold_port),
+                          host_hold.MARK_ACTIONS, ids.wire_cookie(0)))
     return out
 
 

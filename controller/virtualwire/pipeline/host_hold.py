@@ -27,6 +27,12 @@ ETHERTYPE = 0x88B5          # IEEE 802 local experimental: the ring's messages
 # The answers' tag (a VLAN id no slot takes), and what the switch does
 # with them: tag off, to the controller.
 ANSWER_SLOT = 4094
+# A copy log's markers (host.copy_log), which the switch hands straight
+# back to vw-hold: when one returns, every copy the switch wrote before it
+# was sent is ahead of it.
+MARK_SLOT = 4093
+OFPP_IN_PORT = 0xfffffff8
+MARK_ACTIONS = [('output', OFPP_IN_PORT)]
 # The tag's priority on a copy of the guest's own frame (runs_signal):
 # the guest runs on this host. The frames towards it carry priority 0.
 RUNS_PCP = 7
@@ -49,7 +55,7 @@ def message_frame(payload: bytes) -> bytes:
 
 def slot_of(loc: Location) -> Optional[int]:
     """The slot of a vNIC's port, if it can have one (a VLAN id)."""
-    if loc.kind != 'vnic' or not 1 <= loc.ofport < ANSWER_SLOT:
+    if loc.kind != 'vnic' or not 1 <= loc.ofport < MARK_SLOT:
         return None
     return loc.ofport
 
@@ -109,3 +115,8 @@ def from_ring(hold_port: int, slot: int) -> dict:
 def answers(hold_port: int) -> dict:
     """The match of the ring's answers (to the controller)."""
     return from_ring(hold_port, ANSWER_SLOT)
+
+
+def markers(hold_port: int) -> dict:
+    """The match of a copy log's markers (back to it)."""
+    return from_ring(hold_port, MARK_SLOT)
