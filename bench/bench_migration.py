@@ -43,14 +43,15 @@ probe (SCHED_FIFO, paced by its clock), and the same analysis
             (--hold hosts) both our guests' moves are then held, released
             from the destination's ring (control.host_rings); without it
             the first guest's are not (no host keeps a ring)
-  --copy-log on  with --hold-on-hosts, the source's copies stay on its
-            host (vw-frame-hold's copy log, host.copy_log): no copy
-            crosses the controller's connection
+  --copy-log on|off  with --hold-on-hosts, whether the source's copies
+            stay on its host (vw-frame-hold's copy log, host.copy_log: no
+            copy crosses the controller's connection; the controller's
+            default) or go to the controller
 
     python bench/bench_migration.py [--migrations 20] [--downtime-ms 50]
                                     [--no-held] [--placement strict]
                                     [--activate-at-stop on]
-                                    [--hold-on-hosts] [--copy-log on]
+                                    [--hold-on-hosts] [--copy-log on|off]
 """
 import argparse
 import json
@@ -294,7 +295,7 @@ def main():
                     default='on',
                     help="the controller's --activate-at-stop (default: "
                          '%(default)s, its own default)')
-    ap.add_argument('--copy-log', choices=('on', 'off'), default='off',
+    ap.add_argument('--copy-log', choices=('on', 'off'), default='on',
                     help="the controller's --copy-log: with --hold-on-hosts, "
                          "the source's copies stay on its host")
     ap.add_argument('--hold-on-hosts', action='store_true',

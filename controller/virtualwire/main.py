@@ -134,10 +134,11 @@ def build_parser():
                         '(its destination drops them, as with --hold off; '
                         'the record says so); 0: no limit (default: '
                         '%(default)s)')
-    p.add_argument('--copy-log', choices=('on', 'off'), default='off',
+    p.add_argument('--copy-log', choices=('on', 'off'), default='on',
                    help="keep a moving guest's source copies on its host "
-                        '(host.copy_log) where both hosts keep frames '
-                        '(default: off; docs/live-migration.rst)')
+                        '(host.copy_log) where both hosts keep frames; '
+                        'off: copies to the controller (default: '
+                        '%(default)s; docs/live-migration.rst)')
     p.add_argument('--activate-at-stop', choices=('on', 'off'), default='on',
                    help="switch a moving vNIC's delivery to its destination "
                         "as soon as its source host's vw-host-agent says "

@@ -51,10 +51,16 @@ def _hold_port(api, host):
     return api.ok('GET', '/v1/hosts/%s' % host.name)['hold_port']
 
 
-def test_frames_held_on_the_destination_host_reach_the_guest_once_in_order(
+def test_with_copies_to_the_controller_held_frames_reach_the_guest_once_in_order(
         lab, api, rings, wired_guest, guest_retry):
-    guest_retry.run(lambda _d: _there_and_back(
-        lab, api, wired_guest, next(seq) % 250))
+    """copy-log off (the behaviour before it was the default): the
+    source's copies go to the controller, which names the cut."""
+    set_shared(api, 'copy-log', 'off')
+    try:
+        guest_retry.run(lambda _d: _there_and_back(
+            lab, api, wired_guest, next(seq) % 250))
+    finally:
+        set_shared(api, 'copy-log', 'on')
 
 
 def _moves(lab, api, wired_guest, net, label):
@@ -77,9 +83,11 @@ def _moves(lab, api, wired_guest, net, label):
 def _there_and_back(lab, api, wired_guest, k):
     for r, m, held, why, stop, resume in _moves(
             lab, api, wired_guest, '10.89.%d' % k, 'held on hosts'):
-        # Held by default, by the ring on the destination, which said so.
+        # Held by default, by the ring on the destination, which said so;
+        # the cut placed by us, from copies that came to us.
         assert m['hold'] is None, str(why)
         assert held['held_on'] == 'host' and 'error' not in held, str(why)
+        assert held.get('copies_on') != 'host', str(why)
         # (The ring's bound evicts frames from early in the move, which
         # the guest read: the run it was told of is found after them.)
         assert held['found'] is True, str(why)
@@ -108,17 +116,13 @@ def _there_and_back(lab, api, wired_guest, k):
 
 def test_with_the_copy_log_the_source_host_places_the_cut_itself(
         lab, api, rings, wired_guest, guest_retry):
-    """copy-log on: the source switch copies into its own vw-frame-hold,
-    which placed the cut from the agent's count at STOP within ms, its
-    tap readings settled by markers sent back through the switch (so no
-    reading counts a frame whose copy is still to come), and the held
-    frames reach the guest once, in order."""
-    set_shared(api, 'copy-log', 'on')
-    try:
-        guest_retry.run(lambda _d: _with_copy_log(
-            lab, api, wired_guest, next(seq) % 250))
-    finally:
-        set_shared(api, 'copy-log', 'off')
+    """At the default (copy-log on): the source switch copies into its
+    own vw-frame-hold, which placed the cut from the agent's count at
+    STOP within ms, its tap readings settled by markers sent back through
+    the switch (so no reading counts a frame whose copy is still to
+    come), and the held frames reach the guest once, in order."""
+    guest_retry.run(lambda _d: _with_copy_log(
+        lab, api, wired_guest, next(seq) % 250))
 
 
 def _with_copy_log(lab, api, wired_guest, k):

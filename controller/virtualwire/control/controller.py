@@ -397,8 +397,7 @@ class Controller:
         a database write)."""
         self.loop.assert_owner()
         self._pass_on()
-        if self.tables.copies_on_hosts and self.tables.placement.moves:
-            # With copy logs nothing of a move reaches us before STOP.
+        if self.holding.logs.any_logged():
             self.holding.polls_wanted = True
         if not self.active or self.holding.awaiting_source() or \
                 self.moves.sync_held():

@@ -49,6 +49,13 @@ class SourceLogs:
             self.tables.hosts, Location(mv.source, src),
             Location(mv.destination, dst), self.tables.hold_on_hosts)
 
+    def any_logged(self) -> bool:
+        """Whether some move's copies stay on its source host: nothing
+        of it reaches us before STOP, so the poll names its tap."""
+        return self.tables.copies_on_hosts and any(
+            self.log_of(v, mv)
+            for v, mv in self.tables.placement.moves.items())
+
     def _say(self, host, hold_port, doc) -> Optional[int]:
         s = self.shared.session_of(host)
         if s is None:

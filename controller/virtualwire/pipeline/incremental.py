@@ -54,7 +54,7 @@ class IncrementalTables:
         self.hold_on_hosts = True
         # Where both hosts keep frames, the source's copies stay on it
         # (the shared setting copy-log).
-        self.copies_on_hosts = False
+        self.copies_on_hosts = True
         # Provider switches (core.switches) by name, and the (host, flows)
         # each one's own tables hold there now.
         self.switches: Dict[str, ProviderSwitch] = {}
