@@ -58,7 +58,7 @@ class DepartureHandlers:
             raise errors.Malformed('body must be {"host": host name, '
                                    '"reads": {vNIC: count}}')
         reads = parse_reads(doc.get('reads', {}))
-        view = self._call(self.ctl.moves.source_stopped, vm_uuid,
+        view = self._call(self.ctl.source_stopped, vm_uuid,
                           doc['host'], reads)
         return json_response(200, {'migration': {
             k: view[k] for k in tenancy.MIGRATION_VIEW if k in view}})

@@ -199,6 +199,15 @@ class Controller:
                 if self.active:
                     self.runtime.save_host(h)   # queued, off the loop
 
+    def source_stopped(self, vm_uuid, host, reads=None):
+        """A source's agent: its guest stopped for the last copy. What
+        the activation asks for its held frames goes out in this event:
+        left to the sync, it waited behind the REST reply and the burst's
+        other events (158 ms in 2 of 40 bench moves)."""
+        view = self.moves.source_stopped(vm_uuid, host, reads)
+        self._pass_on()
+        return view
+
     def placement_events(self, events):
         """What placement observed (moves seen, ended; claims refused)."""
         self.moves.placement_events(events)
