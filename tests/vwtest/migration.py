@@ -160,6 +160,9 @@ class Ensemble:
         streams = [vm.tool_bg('udp-echo', '--dst', ip, '--rate', rate,
                               '--seconds', 900, realtime=True)
                    for vm, ip in zip(self.fars, self.ips)]
+        # The guests' own drop counters around the move (switchover.check:
+        # what a starved guest's kernel dropped is not the network's).
+        before = [_guest_stats(vm, ip) for vm, ip in zip(self.fars, self.ips)]
         time.sleep(1)
         t0 = time.time()
         p = vwctl(lab, 'migrate', '--topology', self.tag, '--to', to,
@@ -174,6 +177,9 @@ class Ensemble:
         for s in streams:
             s.send_signal(2)
         reports = [probe_report(s) for s in streams]
+        self.guest_dropped = {
+            g.name: _dropped(b, _guest_stats(vm, ip)) for g, b, vm, ip in
+            zip(self.guests, before, self.fars, self.ips)}
         caps.stop()
         watch.__exit__(None, None, None)
         for h in lab.hosts:
@@ -200,6 +206,8 @@ class Ensemble:
                 [w] = windows[g.name]
                 out[g.name] = switchover.judge(r, grams, ip, src_taps,
                                                dst_taps, w, races, rate)
+                out[g.name]['guest_dropped'] = getattr(
+                    self, 'guest_dropped', {}).get(g.name)
         return out
 
     def broken(self):
@@ -213,3 +221,32 @@ class Ensemble:
             self.lab.destroy_guest(g)
         for vm in self.fars:
             self.far_host.remove_vm(vm)
+
+
+# The guest kernel's UDP counter of datagrams it received and dropped
+# (it includes RcvbufErrors: its buffer full).
+GUEST_DROPS = ('InErrors',)
+
+
+def _guest_stats(vm, ip):
+    """The guest's UDP and NIC counters, asked over its wire (the lab
+    guest answers VWSTATS?); None without an answer."""
+    from vwlab.shell import LabError
+    try:
+        return vm.tool('guest-stats', '--dst', ip, timeout=15)
+    except LabError:
+        return None
+
+
+def _dropped(before, after):
+    """Datagrams the guest's own kernel dropped between two readings
+    (its UDP buffer full, its NIC's rx_dropped); None if either is
+    missing."""
+    if not before or not after:
+        return None
+    n = sum(after['udp'].get(k, 0) - before['udp'].get(k, 0)
+            for k in GUEST_DROPS)
+    for nic, c in after.get('dev', {}).items():
+        n += c.get('rx_dropped', 0) - \
+            before.get('dev', {}).get(nic, {}).get('rx_dropped', 0)
+    return n
