@@ -75,7 +75,7 @@ from vwlab import Lab, outage                                  # noqa: E402
 from forensics import hole_context, loss_audit                # noqa: E402
 from vwlab.shell import OVS_NICE                               # noqa: E402
 from vwlab.switch_counters import SwitchCounters              # noqa: E402
-from forensics.guest_drops import (guest_counters, guest_drops,  # noqa: E402
+from vwlab.guest_drops import (guest_counters, guest_drops,  # noqa: E402
                                tap_counters)
 from vwlab.capture import HostCaptures, guest_taps, ifindexes_of  # noqa: E402
 from vwlab.ovn import Ovn                                      # noqa: E402

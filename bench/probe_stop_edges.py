@@ -36,7 +36,7 @@ sys.path[:0] = [HERE, os.path.join(HERE, '..', 'lab'),
                 os.path.join(HERE, '..', 'tests')]
 
 from common import write_result                                # noqa: E402
-from forensics.guest_drops import guest_counters              # noqa: E402
+from vwlab.guest_drops import guest_counters              # noqa: E402
 from forensics.tap_reads import TapReads                       # noqa: E402
 from vwlab import Lab                                          # noqa: E402
 from vwlab.capture import HostCaptures, guest_taps             # noqa: E402

@@ -2,7 +2,7 @@
 counters (the lab guest's responder answers /proc/net/snmp and
 /proc/net/dev)."""
 from vwlab.echo_probe import parse_guest_stats
-from forensics.guest_drops import guest_drops
+from vwlab.guest_drops import guest_drops
 
 SNMP = ('Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors '
         'SndbufErrors InCsumErrors IgnoredMulti MemErrors\n'

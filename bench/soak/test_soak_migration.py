@@ -9,7 +9,7 @@ import time
 import uuid
 
 from forensic_judge import audit, check_duplicates, duplicate_heads, heads
-from forensics.guest_drops import tap_counters
+from vwlab.guest_drops import tap_counters
 from vwlab import guest_crash
 from vwlab.capture import HostCaptures, guest_taps
 from vwlab.qemu_events import EventWatch, stop_resume_windows

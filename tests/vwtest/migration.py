@@ -145,6 +145,7 @@ class Ensemble:
         import time
         from vwtest import wait_until
         from vwlab.capture import HostCaptures, guest_taps
+        from vwlab.guest_drops import guest_counters, guest_drops
         from vwlab.qemu_events import EventWatch, stop_resume_windows
         lab, hosts = self.lab, [self.src, dst, self.far_host]
         for vm, ip in zip(self.fars, self.ips):
@@ -162,7 +163,8 @@ class Ensemble:
                    for vm, ip in zip(self.fars, self.ips)]
         # The guests' own drop counters around the move (switchover.check:
         # what a starved guest's kernel dropped is not the network's).
-        before = [_guest_stats(vm, ip) for vm, ip in zip(self.fars, self.ips)]
+        before = [guest_counters(vm, ip)
+                  for vm, ip in zip(self.fars, self.ips)]
         time.sleep(1)
         t0 = time.time()
         p = vwctl(lab, 'migrate', '--topology', self.tag, '--to', to,
@@ -178,7 +180,8 @@ class Ensemble:
             s.send_signal(2)
         reports = [probe_report(s) for s in streams]
         self.guest_dropped = {
-            g.name: _dropped(b, _guest_stats(vm, ip)) for g, b, vm, ip in
+            g.name: _received_and_dropped(guest_drops(
+                b, guest_counters(vm, ip))) for g, b, vm, ip in
             zip(self.guests, before, self.fars, self.ips)}
         caps.stop()
         watch.__exit__(None, None, None)
@@ -223,30 +226,11 @@ class Ensemble:
             self.far_host.remove_vm(vm)
 
 
-# The guest kernel's UDP counter of datagrams it received and dropped
-# (it includes RcvbufErrors: its buffer full).
-GUEST_DROPS = ('InErrors',)
-
-
-def _guest_stats(vm, ip):
-    """The guest's UDP and NIC counters, asked over its wire (the lab
-    guest answers VWSTATS?); None without an answer."""
-    from vwlab.shell import LabError
-    try:
-        return vm.tool('guest-stats', '--dst', ip, timeout=15)
-    except LabError:
+def _received_and_dropped(drops):
+    """Of `vwlab.guest_drops.guest_drops`: datagrams the guest's kernel
+    received and dropped (UDP InErrors, which includes its buffer-full
+    RcvbufErrors; its NICs' rx_dropped); None if unknown."""
+    if drops is None:
         return None
-
-
-def _dropped(before, after):
-    """Datagrams the guest's own kernel dropped between two readings
-    (its UDP buffer full, its NIC's rx_dropped); None if either is
-    missing."""
-    if not before or not after:
-        return None
-    n = sum(after['udp'].get(k, 0) - before['udp'].get(k, 0)
-            for k in GUEST_DROPS)
-    for nic, c in after.get('dev', {}).items():
-        n += c.get('rx_dropped', 0) - \
-            before.get('dev', {}).get(nic, {}).get('rx_dropped', 0)
-    return n
+    return drops.get('InErrors', 0) + sum(
+        n for k, n in drops.items() if k.endswith(' rx_dropped'))
