@@ -12,6 +12,7 @@ release names (a guest's frames reach it only tagged, so never as a
 message).
 """
 import argparse
+import errno
 import json
 import logging
 import select
@@ -38,6 +39,9 @@ PACKET_AUXDATA = 8
 PACKET_STATISTICS = 6
 TP_STATUS_VLAN_VALID = 0x10
 TP_STATUS_VLAN_TPID_VALID = 0x40
+# What a socket bound to a port that went says (ENETDOWN once, then ENXIO
+# or ENODEV on a write).
+PORT_GONE = (errno.ENETDOWN, errno.ENXIO, errno.ENODEV)
 RCVBUF = 4 << 20    # a pause's frames at line rate wait here for the ring
 _AUX = struct.Struct('IIIHHHH')
 
@@ -89,22 +93,47 @@ class HoldPort:
     def __init__(self, ifname=PORT):
         self.ifname = ifname
         try:
-            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
-                              socket.htons(ETH_P_ALL))
-            s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
-            s.bind((ifname, 0))
+            self.sock = self._bound()
         except OSError as e:
             raise SystemExit('vw-frame-hold: cannot open port %s (%s): '
                              'does the bridge have it?'
                              % (ifname, e.strerror or e)) from None
-        self.sock = s
         # Frames for a guest's port go straight to it, saving them a trip
         # back through the switch. (Written first against a reordering at
         # the switch-over; its cause was the switch's learn, now off where
         # a ring holds: pipeline.wire.)
         self.out = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
         self.out.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, RCVBUF)
+
+    def _bound(self):
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
+                          socket.htons(ETH_P_ALL))
+        try:
+            s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
+            s.bind((self.ifname, 0))
+        except OSError:
+            s.close()
+            raise
+        return s
+
+    def reopen(self, every=0.2, sleep=time.sleep):
+        """The port went and a socket bound to it is dead for good: on
+        the userspace datapath an internal port is ovs-vswitchd's own
+        device, made again (a new ifindex) when it restarts. Bound again
+        once the port is back; what the rings held is gone with the
+        switch's state anyway."""
+        self.sock.close()
+        LOG.warning('port %s went (ovs-vswitchd restarted?): waiting for '
+                    'it to come back', self.ifname)
+        while True:
+            try:
+                self.sock = self._bound()
+            except OSError:
+                sleep(every)
+                continue
+            LOG.info('port %s back: holding frames on it again', self.ifname)
+            return
 
     def recv(self):
         data, anc, _flags, addr = self.sock.recvmsg(65535, 64)
@@ -165,26 +194,13 @@ def serve(port, rings, clock=time.monotonic, tick=1.0, stop=None,
         due = rings.next_deadline()
         soon = [t for t in (due, logs.settle_due()) if t is not None]
         wait = tick if not soon else max(0.0, min(tick, min(soon) - clock()))
-        ready, _, _ = select.select([port.sock], [], [], wait)
+        try:
+            _once(port, rings, logs, due, wait, clock)
+        except OSError as e:
+            if e.errno not in PORT_GONE:
+                raise
+            port.reopen()
         now = clock()
-        out = []
-        if ready:
-            got = port.recv()
-            if got is not None and got[0] == 'mark':
-                _count_drops(port, logs)
-                logs.marked(got[2])
-            elif got is not None:
-                out = _handle(port, rings, logs, got, now)
-        settle = logs.settle_due()
-        if settle is not None and now >= settle and not port.pending():
-            _count_drops(port, logs)
-            logs.settle(now)
-        if due is not None and now >= due:
-            out += rings.tick(now)
-        for s, d in out:
-            port.send(s, d)
-            if s is None:
-                LOG.info('answer: %s', d.decode())
         for slot in rings.orphaned_now:
             LOG.warning('slot %d: its guest runs here and no release came '
                         'in %.1f s (the controller away?): passing frames '
@@ -196,6 +212,31 @@ def serve(port, rings, clock=time.monotonic, tick=1.0, stop=None,
                 LOG.info('slot %d dropped (never released, or idle)', slot)
             for slot in logs.expire(now):
                 LOG.info('copy log %d dropped (never closed)', slot)
+
+
+def _once(port, rings, logs, due, wait, clock):
+    """One turn: at most one frame or message read and acted on, what
+    is due settled or ticked, what that returns sent."""
+    ready, _, _ = select.select([port.sock], [], [], wait)
+    now = clock()
+    out = []
+    if ready:
+        got = port.recv()
+        if got is not None and got[0] == 'mark':
+            _count_drops(port, logs)
+            logs.marked(got[2])
+        elif got is not None:
+            out = _handle(port, rings, logs, got, now)
+    settle = logs.settle_due()
+    if settle is not None and now >= settle and not port.pending():
+        _count_drops(port, logs)
+        logs.settle(now)
+    if due is not None and now >= due:
+        out += rings.tick(now)
+    for s, d in out:
+        port.send(s, d)
+        if s is None:
+            LOG.info('answer: %s', d.decode())
 
 
 def _count_drops(port, logs):
