@@ -121,9 +121,9 @@ def main():
     ap.add_argument('--rounds', type=int, default=10)
     ap.add_argument('--out', default='frame-hold')
     args = ap.parse_args()
-    with Lab(1, tls=False, collector=False) as lab:
+    with Lab(1, tls=False, collector=False, hold_frames=False) as lab:
         h = lab.hosts[0]
-        h.add_hold_port()
+        h.keep_frames(ring=False)      # the bench runs its own
         vms = [h.add_paused_vm(name, [(name + '-nic', mac)]) for name, mac in
                (('bs', '52:54:00:78:00:01'), ('bd', '52:54:00:78:00:02'),
                 ('bc', '52:54:00:78:00:03'))]

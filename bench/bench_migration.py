@@ -1,7 +1,7 @@
 """Network-added outage of live migration, VirtualWire (at its defaults:
-activation at the source's STOP, held frames where the destination keeps
-them itself, so none without --hold-on-hosts; and with held frames asked
-for) and OVN side by side.
+activation at the source's STOP, held frames kept on the destination
+host, as vw-host-setup sets hosts up by default; and with held frames
+asked for) and OVN side by side.
 
 One lab, the same three hosts, the same libvirtd, the same guest image:
 VirtualWire's guest is plugged into br-int (wired by our controller), OVN's
@@ -38,12 +38,14 @@ probe (SCHED_FIFO, paced by its clock), and the same analysis
             controller's default bound), what its record says was held,
             delivered, late, evicted
 
-  --hold-on-hosts  h1 and h2 keep held frames themselves (vw-host-setup
-            --hold-frames, vw-frame-hold): at the controller's default
-            (--hold hosts) both our guests' moves are then held, released
-            from the destination's ring (control.host_rings); without it
-            the first guest's are not (no host keeps a ring)
-  --copy-log on|off  with --hold-on-hosts, whether the source's copies
+  --no-hold-on-hosts  hosts set up with vw-host-setup --no-hold-frames
+            (no vw-hold, no vw-frame-hold): at the controller's default
+            (--hold hosts) the first guest's moves are then not held, the
+            held guest's are held by the controller. By default
+            (--hold-on-hosts) every hypervisor keeps them, so both our
+            guests' moves are held, released from the destination's ring
+            (control.host_rings)
+  --copy-log on|off  with hosts keeping frames, whether the source's copies
             stay on its host (vw-frame-hold's copy log, host.copy_log: no
             copy crosses the controller's connection; the controller's
             default) or go to the controller
@@ -51,7 +53,7 @@ probe (SCHED_FIFO, paced by its clock), and the same analysis
     python bench/bench_migration.py [--migrations 20] [--downtime-ms 50]
                                     [--no-held] [--placement strict]
                                     [--activate-at-stop on]
-                                    [--hold-on-hosts] [--copy-log on|off]
+                                    [--no-hold-on-hosts] [--copy-log on|off]
 """
 import argparse
 import json
@@ -296,11 +298,14 @@ def main():
                     help="the controller's --activate-at-stop (default: "
                          '%(default)s, its own default)')
     ap.add_argument('--copy-log', choices=('on', 'off'), default='on',
-                    help="the controller's --copy-log: with --hold-on-hosts, "
+                    help="the controller's --copy-log: where hosts keep frames, "
                          "the source's copies stay on its host")
-    ap.add_argument('--hold-on-hosts', action='store_true',
-                    help='h1 and h2 keep held frames themselves '
-                         '(vw-host-setup --hold-frames and vw-frame-hold)')
+    ap.add_argument('--hold-on-hosts', action=argparse.BooleanOptionalAction,
+                    default=True,
+                    help='hypervisors keep held frames themselves, as '
+                         'vw-host-setup sets them up by default (vw-hold '
+                         'and vw-frame-hold); --no-hold-on-hosts: the '
+                         'controller holds them')
     ap.add_argument('--placement', default='strict',
                     choices=('strict', 'insecure-trust-hosts'),
                     help="the controller's placement (default: %(default)s, "
@@ -309,17 +314,13 @@ def main():
                          'the source\'s vw-host-agent agree)')
     args = ap.parse_args()
     with Lab(3, libvirt=True, ovs_nice=args.ovs_nice,
-             placement=args.placement) as lab:
+             placement=args.placement,
+             hold_frames=args.hold_on_hosts) as lab:
         lab.start_controller(extra=['--activate-at-stop',
                                     args.activate_at_stop,
                                     '--copy-log', args.copy_log])
         api = Api(lab)
         api.wait_hosts(3)
-        rings = []
-        if args.hold_on_hosts:
-            for h in lab.hosts[:2]:
-                h.add_hold_port()
-                rings.append(h.start_frame_hold())
         # Every datapath flow change logged: second holes are matched to
         # tunnel-race windows (hole_cause).
         for h in lab.hosts:
@@ -365,8 +366,6 @@ def main():
                     'controller_settings': defaults,
                     'captures': capdir if args.keep_captures else None})
         write_result(args.result, doc)
-        for p in rings:
-            p.terminate()
 
 
 if __name__ == '__main__':

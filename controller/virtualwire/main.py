@@ -117,8 +117,9 @@ def build_parser():
                         "keep what a moving vNIC's destination gets while its "
                         'guest is paused; deliver what it never read on its '
                         'source, in order, once it runs there. hosts: where '
-                        'the destination keeps them (vw-host-setup '
-                        '--hold-frames); off: dropped (default: %(default)s)')
+                        "the destination keeps them (vw-host-setup's "
+                        'default, vw-hold); off: dropped (default: '
+                        '%(default)s)')
     p.add_argument('--hold-frames', type=_hold_frames, default=512,
                    metavar='N',
                    help='held frames kept per moving vNIC, the newest '

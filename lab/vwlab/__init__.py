@@ -41,13 +41,16 @@ class Lab(ControllerMixin):
     only through the extenders' public legs; extenders are hosts too
     (lab.extenders), after the hypervisors in lab.hosts. `gateways`
     ('gw1:SITE,...') adds gateway hosts after them, each with a trunk port
-    and a whole port onto a physical network (vwlab.gateways)."""
+    and a whole port onto a physical network (vwlab.gateways). Every
+    hypervisor keeps frames towards guests migrating in, as the product
+    does by default (vwlab.frame_hold); `hold_frames=False` leaves that to
+    the controller."""
 
     def __init__(self, n_hosts=3, prefix=None, sites=None, of_port=6653,
                  libvirt=False, extenders=None, gateways=None,
                  ovs_nice=OVS_NICE, tls=True, controllers=1, collector=True,
                  carrier='gre', packet_socket_buffer=None,
-                 placement='strict'):
+                 placement='strict', hold_frames=True, system_routes=True):
         # Niceness of each host's ovsdb-server and ovs-vswitchd: -10 as
         # ovs-ctl (Debian's services) starts them; 0 reproduces a switch
         # that competes with QEMU as an equal (bench_migration --ovs-nice).
@@ -63,6 +66,14 @@ class Lab(ControllerMixin):
         # needs every vNIC placed by the cloud: lab hosts place what they
         # plug (vwlab.placements); 'insecure-trust-hosts' for baselines.
         self.placement = placement
+        # Hypervisors keep frames towards guests migrating in (vw-hold and
+        # vw-frame-hold, the product's default); False: the controller
+        # holds them (vw-host-setup --no-hold-frames).
+        self.hold_frames = hold_frames
+        # False: ovs-vswitchd --disable-system-route, the tunnels routed by
+        # a user route (LabHost.route_tunnels), single-site labs only.
+        self.system_routes = system_routes
+        self.routed: set = set()
         self.placements = LabPlacements(self)
         self.libvirt = libvirt
         self.n_hosts = n_hosts
@@ -174,6 +185,10 @@ class Lab(ControllerMixin):
             gateways.attach(g)
             self.hosts.append(g)
         self.warm_tunnel_neighbours()
+        if self.hold_frames:
+            from vwlab.frame_hold import FrameHold
+            for h in self.hosts[:self.n_hosts]:
+                h.ring = FrameHold(h).start()
         if self.libvirt:
             from vwlab.libvirt_host import LibvirtHost
             for h in self.hosts[:self.n_hosts]:     # hypervisors run VMs
@@ -183,7 +198,8 @@ class Lab(ControllerMixin):
     def _make_host(self, i, name=None):
         name = name or 'h%d' % i
         h = LabHost(self, i, name, '%s-%s' % (self.prefix, name),
-                    os.path.join(self.dir, name))
+                    os.path.join(self.dir, name),
+                    keeps_frames=self.hold_frames)
         sh(['ip', 'netns', 'add', h.ns])
         sh(['ip', 'link', 'set', 'lo', 'up'], ns=h.ns)
         for dev, peer_ns, br in (('mgmt0', self.mgmt_ns, 'mgmt0'),
@@ -203,6 +219,8 @@ class Lab(ControllerMixin):
         sh(['ip', 'link', 'set', 'mgmt0', 'up'], ns=h.ns)
         h.start_ovs()
         h.bootstrap()
+        if not self.system_routes:
+            h.route_tunnels()
         return h
 
     def warm_tunnel_neighbours(self):

@@ -26,6 +26,8 @@ class LabHost:
     vms: Dict[str, Vm] = field(default_factory=dict)
     _nic_seq: int = 0
     libvirt: Optional[object] = None      # LibvirtHost when the lab has it
+    keeps_frames: bool = True            # vw-hold (vw-host-setup's default)
+    ring: Optional[object] = None         # its vw-frame-hold (FrameHold)
 
     @property
     def mgmt_ip(self):
@@ -136,8 +138,19 @@ class LabHost:
             'ovs-vswitchd', self.db, '--pidfile=%s/vswitchd.pid' % self.dir,
             '--unixctl=%s/vswitchd.ctl' % self.dir,
             '--log-file=%s/vswitchd.log' % self.dir,
-            '--detach', '--no-chdir', '--disable-system']),
+            '--detach', '--no-chdir', '--disable-system'] + (
+                [] if self.lab.system_routes else ['--disable-system-route'])),
            ns=self.ns, env=self.env())
+        if not self.lab.system_routes and self.index in self.lab.routed:
+            self.route_tunnels()
+
+    def route_tunnels(self):
+        """Without system routes: the tunnels' one route, OVS's own (a
+        user route, which a link event's flush keeps; lost with
+        ovs-vswitchd, so put back when it starts again)."""
+        self.appctl('ovs/route/add', '%s.0/24' % self.lab.ul_net_of(
+            self.index), 'br-phy')
+        self.lab.routed.add(self.index)
 
     def bootstrap(self, extra=()):
         sh([HOST_SETUP, '--db', self.db, '--name', self.name,
@@ -157,39 +170,31 @@ class LabHost:
            (['--role', 'extender', '--link-cidr', '%s/24' % self.link_ip]
             if self.spec else []) + (
                 self.lab.pki.host_setup_args(self.name) if self.lab.pki
-                else ['--insecure-plaintext-lab']) + list(extra),
+                else ['--insecure-plaintext-lab']) +
+           ([] if self.keeps_frames else ['--no-hold-frames']) + list(extra),
            ns=self.ns, env=self.env())
 
     def underlay_mac(self):
         return sh(['cat', '/sys/class/net/br-phy/address'], ns=self.ns).strip()
 
-    def add_hold_port(self):
-        """vw-frame-hold's port on br-int, as `vw-host-setup --hold-frames`
-        makes it (docs/live-migration.rst): internal, pinned, silent (no
-        IPv6), room for a slot's tag on a full tagged frame, and the
-        switch parsing two tags (a push onto a guest's own tagged frame is
-        dropped at OVS's default of one)."""
-        self.bootstrap(['--hold-frames'])
-
-    def start_frame_hold(self):
-        """vw-frame-hold on this host's `vw-hold` as its service runs it
-        (SCHED_FIFO 1), logging to frame-hold.log here; returns the
-        process."""
-        import subprocess
-        import sys
-        log = open(os.path.join(self.dir, 'frame-hold.log'), 'ab')
-        return subprocess.Popen(['chrt', '-f', '1'] + niced(
-            self.lab.ovs_nice, [
-                'ip', 'netns', 'exec', self.ns, sys.executable, '-m',
-                'virtualwire.host.hold_port']), stdout=log, stderr=log)
-
-    def remove_hold_port(self):
-        """vw-host-setup as the lab runs it (no vw-hold), and OVS's own
-        vlan-limit back (vw-host-setup leaves it as --hold-frames set it):
-        the tests after see the lab as it was."""
+    def keep_frames(self, on=True, ring=True):
+        """Frames towards guests migrating in kept on this hypervisor (the
+        product's default): vw-host-setup's port `vw-hold` (internal,
+        pinned, silent, room for a slot's tag on a full tagged frame,
+        OVS's vlan-limit at 2) and, with `ring`, vw-frame-hold on it.
+        on=False: `vw-host-setup --no-hold-frames`, OVS's own vlan-limit
+        back, the controller holds them itself."""
+        self.keeps_frames = on
+        if self.ring is not None and (not on or not ring):
+            self.ring.stop()
+            self.ring = None
         self.bootstrap()
-        self.vsctl('remove', 'open_vswitch', '.', 'other_config',
-                   'vlan-limit')
+        if not on:
+            self.vsctl('remove', 'open_vswitch', '.', 'other_config',
+                       'vlan-limit')
+        elif ring and self.ring is None:
+            from vwlab.frame_hold import FrameHold
+            self.ring = FrameHold(self).start()
 
     # ---- stand-in VMs --------------------------------------------------
     def place(self, vnic_id, bridge='br-int'):

@@ -5,6 +5,7 @@ from scapy.all import Dot1Q, Ether, Raw
 
 from virtualwire.core import ids
 from vwtest import seq, flows_of, wait_until
+from vwtest.flows import held_deliveries
 from vwtest.wire_traffic import sniff_while, special_frames, tcp_transfer, udp_stream
 
 
@@ -33,8 +34,10 @@ def test_cross_host_wire_carries_ping_udp_tcp(pair, lab):
 def test_collapsed_wire_carries_traffic_without_tunnel(pair, lab):
     va, vb, w = pair('h3', 'h3')
     _wire_traffic(va, vb)
-    flows = flows_of(lab.host('h3'), cookie_hex(w['id']))
+    held, flows = held_deliveries(flows_of(lab.host('h3'),
+                                           cookie_hex(w['id'])))
     assert len(flows) == 2
+    assert len(held) == 2           # each end's, from the host's vw-hold
     assert not any('tun' in l for l in flows)
     assert all('actions=output:' in l for l in flows)
 

@@ -1,10 +1,13 @@
 """Faults lose no wire: controller restart (zero packets lost, right flows
 untouched) and OVS restart (flows restored from intent)."""
+import os
 import re
 import threading
 import time
 
 from vwtest import flows_of, wait_until
+from vwtest.flows import held_deliveries
+from vwlab.shell import sh
 from test_dataplane import cookie_hex, udp_stream
 
 
@@ -109,5 +112,33 @@ def test_ovs_restart_restores_wires(pair, lab, api):
                what='traffic after ovs-vswitchd restart')
     recovery = time.time() - t0
     assert api.wire(w['id'])['state'] == 'tunnelled'
-    assert len(flows_of(h2, cookie_hex(w['id']))) == 2
+    held, flows = held_deliveries(flows_of(h2, cookie_hex(w['id'])))
+    assert len(flows) == 2 and len(held) == 1, (flows, held)
+    # vw-frame-hold still on its port (ovs-vswitchd keeps the device).
+    assert h2.ring.running
+    assert h2.ring.bound_ifindex() == _ifindex(h2, 'vw-hold')
     print('wire back %.2fs after ovs-vswitchd restart' % recovery)
+
+
+def test_vw_frame_hold_follows_its_port_made_again(lab):
+    """The port deleted and made again (vw-host-setup --no-hold-frames,
+    then without): a new device, and a packet socket bound to the old one
+    is dead for good. vw-frame-hold, still running, binds the new one."""
+    h2 = lab.host('h2')
+    old = _ifindex(h2, 'vw-hold')
+    assert h2.ring.bound_ifindex() == old
+    h2.vsctl('del-port', 'br-int', 'vw-hold')
+    wait_until(lambda: h2.ring.bound_ifindex() is None, 10,
+               what='the socket loses the port')
+    h2.bootstrap()
+    new = _ifindex(h2, 'vw-hold')
+    assert new != old
+    wait_until(lambda: h2.ring.bound_ifindex() == new, 10,
+               what="vw-frame-hold on h2's new vw-hold")
+    assert h2.ring.running
+    assert 'back: holding frames on it again' in open(
+        os.path.join(h2.dir, 'frame-hold.log')).read()
+
+
+def _ifindex(host, dev):
+    return int(sh(['cat', '/sys/class/net/%s/ifindex' % dev], ns=host.ns))

@@ -1,4 +1,5 @@
-"""Held frames on real OVS, libvirt and QEMU: with the controller's
+"""Held frames on real OVS, libvirt and QEMU, kept by the controller
+(hosts set up with vw-host-setup --no-hold-frames): with its
 --hold on (released at the guest's first frame), what a moving guest's
 destination receives while the guest is paused is kept (control.holding)
 and, once the guest runs there, delivered once and in order, ahead of
@@ -17,6 +18,7 @@ log, not explained yet). Each is printed.
 import pytest
 
 from vwtest import seq, wait_until
+from vwtest.fixtures import frames_held_by_the_controller
 from vwtest.held_move import brief, move, raced
 from vwtest.migration import GUEST_BEFORE_STOP
 from vwtest.switchover import SWITCHOVER_MS
@@ -33,8 +35,14 @@ READ_LAG_S = 0.1   # how far a TCG guest's reads may lag its tap at STOP
 
 @pytest.fixture(scope='module')
 def holding(lab, api):
-    """The session's controller, restarted to hold frames (and back); the
+    """The session's controller, restarted to hold frames itself (no host
+    keeps them: the path before that was the default), and back; the
     moving guest's hosts log datapath flow changes (OVS's tunnel race)."""
+    with frames_held_by_the_controller(lab, api):
+        yield from _holding(lab, api)
+
+
+def _holding(lab, api):
     lab.stop_controller()
     lab.start_controller(extra=['--hold', 'on', '--hold-frames', '4096',
                                 '--hold-bytes', str(HOLD_BYTES),

@@ -145,6 +145,11 @@ def test_it_adds_itself_beside_another_system_and_takes_nothing(ovs, pki):
                      'external_ids:vw-host-name').strip('"') == 'ovn-h7'
     assert ovs.flows('br-int') == before[3]
     assert ovs.vsctl('get-controller', 'br-ex') == before[4]
+    # Frames towards guests migrating in are kept on our bridge's vw-hold
+    # by default; the one switch-wide change that needs is said.
+    assert ovs.vsctl('port-to-br', 'vw-hold') == 'br-vw'
+    assert "Open vSwitch's vlan-limit set to 2 (was 1, its default)" \
+        in p.stderr
 
     # Moved to another manager address: ours replaced, OVN's kept and
     # still listening; re-runs add nothing.
@@ -154,6 +159,7 @@ def test_it_adds_itself_beside_another_system_and_takes_nothing(ovs, pki):
                       ovn_ssl[0], '--ssl-cert', ovn_ssl[1], '--ssl-ca',
                       ovn_ssl[2], '--name', 'ovn-h7')
         assert p.returncode == 0, p.stderr
+        assert 'vlan-limit' not in p.stderr       # already as it needs
         assert ovs.managers() == ['pssl:6642:127.0.0.1',
                                   'ptcp:6641:127.0.0.1']
     assert len(ovs.vsctl('--bare', '--columns=_uuid', 'list',
@@ -180,3 +186,13 @@ def test_replaced_on_request_its_own_identity_renews_freely(ovs, pki):
                   '--ssl-cert', cert2, '--ssl-ca', pki.controller_ca)
     assert p.returncode == 0, p.stderr
     assert cert2 in ovs.ssl() and cert not in ovs.ssl()
+    # Opted out of keeping frames on the host: its port goes (the
+    # controller holds them instead), and back on the next default run.
+    assert 'vw-hold' in ovs.vsctl('list-ports', 'br-vw').split()
+    renewed = ['--controller', 'ssl:127.0.0.1:6653', '--ssl-key', key2,
+               '--ssl-cert', cert2, '--ssl-ca', pki.controller_ca]
+    p = ovs.setup(*renewed, '--no-hold-frames')
+    assert p.returncode == 0, p.stderr
+    assert 'vw-hold' not in ovs.vsctl('list-ports', 'br-vw').split()
+    assert ovs.setup(*renewed).returncode == 0
+    assert 'vw-hold' in ovs.vsctl('list-ports', 'br-vw').split()

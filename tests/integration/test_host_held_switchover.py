@@ -1,6 +1,7 @@
 """Held frames kept on the destination host itself, on real OVS, libvirt
-and QEMU: with `vw-hold` and vw-frame-hold on both hypervisors and the
-controller at its default (--hold hosts), a guest moving under a 1 kHz echo stream gets,
+and QEMU, at the product's defaults: with `vw-hold` and vw-frame-hold on
+both hypervisors (vw-host-setup's default) and the controller at its
+own (--hold hosts), a guest moving under a 1 kHz echo stream gets,
 once it runs on its destination, every datagram sent during its pause,
 once each and in order; the destination's switch put them in its ring,
 and the controller's one release (at the source's STOP) named where the
@@ -27,24 +28,15 @@ PROBE_SIZE = 64
 
 @pytest.fixture(scope='module')
 def rings(lab, api):
-    """h1 and h2 keep held frames themselves (vw-host-setup --hold-frames,
-    vw-frame-hold); the controller, at its default (--hold hosts), holds
-    every move to them. Undone afterwards."""
+    """h1 and h2 keep held frames themselves, as the lab's hypervisors do
+    by default (vw-host-setup's `vw-hold`, vw-frame-hold running on it);
+    the controller, at its default (--hold hosts), holds every move to
+    them."""
     hosts = lab.hosts[:2]
-    procs = []
-    for h in hosts:
-        h.add_hold_port()
-        procs.append(h.start_frame_hold())
+    assert all(h.ring is not None and h.ring.running for h in hosts)
     wait_until(lambda: all(_hold_port(api, h) for h in hosts), 30,
                what='the controller sees both rings')
-    yield hosts
-    for p in procs:
-        p.terminate()
-        p.wait(timeout=10)
-    for h in hosts:
-        h.remove_hold_port()
-    wait_until(lambda: not any(_hold_port(api, h) for h in hosts), 30,
-               what='the controller sees the rings gone')
+    return hosts
 
 
 def _hold_port(api, host):

@@ -164,3 +164,27 @@ def first_frame_activation(lab, api):
     with shared_settings(lab, api, {'hold': 'off',
                                     'activate-at-stop': 'off'}):
         yield
+
+
+@contextlib.contextmanager
+def frames_held_by_the_controller(lab, api):
+    """The lab's hypervisors set up without keeping frames (vw-host-setup
+    --no-hold-frames: no vw-hold, no vw-frame-hold), the path before that
+    was the default: where a move holds, the controller does, a packet-in
+    per frame. Back to the default after."""
+    hosts = lab.hosts[:lab.n_hosts]
+
+    def seen(on):
+        return all(bool(api.ok('GET', '/v1/hosts/%s' % h.name)
+                        ['hold_port']) is on for h in hosts)
+    for h in hosts:
+        h.keep_frames(False)
+    wait_until(lambda: seen(False), 30,
+               what='the controller sees no host keeping frames')
+    try:
+        yield
+    finally:
+        for h in hosts:
+            h.keep_frames(True)
+        wait_until(lambda: seen(True), 30,
+                   what='the controller sees every host keep frames again')

@@ -15,3 +15,11 @@ def flows_of(host, cookie_hex=None):
             r'cookie=(0x[0-9a-f]+|0)', l).group(1), 16) &
             ids.COOKIE_WIRE_MASK == want]
     return lines
+
+
+def held_deliveries(lines):
+    """Of a wire's flow lines, those that hand a vNIC what vw-frame-hold
+    sends it (in_port=vw-hold, one per end on a host that keeps frames:
+    pipeline.host_hold), and the rest: ([held], [others])."""
+    held = [l for l in lines if 'in_port=65003,' in l]
+    return held, [l for l in lines if l not in held]

@@ -85,7 +85,7 @@ SETTINGS = {s.name: s for s in (
     Setting('hold', _hold,
             "hold a moving vNIC's frames for migrations that do not say: "
             'on, off, or %s (where its destination keeps them itself: '
-            'vw-host-setup --hold-frames)' % HOLD_HOSTS),
+            "vw-host-setup's default, vw-hold)" % HOLD_HOSTS),
     Setting('hold-frames',
             lambda t: _number(t, 'hold-frames', 1, 65536, int),
             'held frames kept per moving vNIC'),
