@@ -12,6 +12,11 @@ cannot be taken back without deleting the kernel's route with it):
   static route    `ovs-appctl ovs/route/add <underlay cidr> br-phy` on every
                   host first (a user route survives OVS's route-table flush
                   on link events; system routes do not)
+  no system routes  in a second lab, each round: every ovs-vswitchd started
+                  with --disable-system-route, the tunnels routed by that
+                  user route alone (a flush then has no route through
+                  br-phy to delete, so it never drops the tunnel ports'
+                  addresses with it); taps plugged as in baseline
 
 Per variant: datagrams lost and in how many holes, and how many taps there
 were (the sender's report proves it sent throughout: no send gap over 2 ms).
@@ -50,19 +55,21 @@ def cycle_taps(host, n, tag, plug_first):
         time.sleep(0.25)
 
 
-def one_round(taps):
+VARIANTS = (('baseline', False, False), ('add-port first', True, False),
+            ('static route', False, True))
+NO_SYSTEM_ROUTES = (('no system routes', False, False),)
+
+
+def one_round(taps, variants=VARIANTS, system_routes=True):
     out = {}
-    with Lab(3) as lab:
+    with Lab(3, system_routes=system_routes) as lab:
         h1 = lab.hosts[0]
         lab.start_controller()
         api = Api(lab)
         api.wait_hosts(3)
         _a, b, srv = echo_wire(lab, api, 'r', '10.77.0')
         try:
-            for name, plug_first, route in (
-                    ('baseline', False, False),
-                    ('add-port first', True, False),
-                    ('static route', False, True)):
+            for name, plug_first, route in variants:
                 if route:
                     for h in lab.hosts:
                         h.appctl('ovs/route/add', UNDERLAY, 'br-phy')
@@ -75,14 +82,23 @@ def one_round(taps):
                 r = json.loads(st.communicate(timeout=60)[0].splitlines()[-1])
                 out[name] = {'taps': taps, 'lost': r['lost'],
                              'holes': len(r['lost_runs']),
+                             # Each hole: its size, and when in the
+                             # variant it began (s from the stream's start:
+                             # taps begin at 0.5 s, one every 0.5 s).
+                             'hole_sizes': [x['packets']
+                                            for x in r['lost_runs']],
+                             'hole_at_s': [round(x['from'] -
+                                                 r['sent_times'][0], 3)
+                                           for x in r['lost_runs']],
                              'sent': r['sent'],
                              'max_send_gap_ms': round(max(
                                  [g for _a, g in r['send_gaps']] or [0]) *
                                  1000, 1)}
-                print('  %-15s %2d taps: lost %4d in %2d holes (sent %d, '
+                print('  %-15s %2d taps: lost %4d in %2d holes %s (sent %d, '
                       'max send gap %.1f ms)' % (
                           name, taps, r['lost'], len(r['lost_runs']),
-                          r['sent'], out[name]['max_send_gap_ms']),
+                          out[name]['hole_sizes'], r['sent'],
+                          out[name]['max_send_gap_ms']),
                       flush=True)
         finally:
             srv.kill()
@@ -97,7 +113,9 @@ def main():
     rounds = []
     for i in range(args.rounds):
         print('round %d' % (i + 1), flush=True)
-        rounds.append(one_round(args.taps))
+        r = one_round(args.taps)
+        r.update(one_round(args.taps, NO_SYSTEM_ROUTES, system_routes=False))
+        rounds.append(r)
     total = {k: {m: sum(r[k][m] for r in rounds)
                  for m in ('taps', 'lost', 'holes')} for k in rounds[0]}
     for k, v in total.items():

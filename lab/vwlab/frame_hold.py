@@ -15,6 +15,27 @@ if TYPE_CHECKING:
     from vwlab.host import LabHost
 
 
+def keep_frames(host: 'LabHost', on=True, ring=True):
+    """Frames towards guests migrating in kept on this hypervisor (the
+    product's default): vw-host-setup's port `vw-hold` (internal, pinned,
+    silent, room for a slot's tag on a full tagged frame, OVS's
+    vlan-limit at 2) and, with `ring`, vw-frame-hold on it. on=False:
+    `vw-host-setup --no-hold-frames`, OVS's own vlan-limit back, the
+    controller holds them itself."""
+    host.keeps_frames = on
+    if host.ring is not None and (not on or not ring):
+        host.ring.stop()
+        host.ring = None
+    host.bootstrap()
+    if not host.lab.system_routes:
+        host.route_tunnels()
+    if not on:
+        host.vsctl('remove', 'open_vswitch', '.', 'other_config',
+                   'vlan-limit')
+    elif ring and host.ring is None:
+        host.ring = FrameHold(host).start()
+
+
 class FrameHold:
     """One host's vw-frame-hold process. Its pid is kept in the host's
     folder, so the lab's teardown stops it with the host's switch."""

@@ -147,9 +147,16 @@ class LabHost:
     def route_tunnels(self):
         """Without system routes: the tunnels' one route, OVS's own (a
         user route, which a link event's flush keeps; lost with
-        ovs-vswitchd, so put back when it starts again)."""
-        self.appctl('ovs/route/add', '%s.0/24' % self.lab.ul_net_of(
-            self.index), 'br-phy')
+        ovs-vswitchd, so put back when it starts again), and the tunnel
+        ports without local_ip (OVS 3.1 then wants a *local* route for
+        it, which only the system's table gives)."""
+        net = '%s.0/24' % self.lab.ul_net_of(self.index)
+        if net not in self.appctl('ovs/route/show'):
+            self.appctl('ovs/route/add', net, 'br-phy')
+        for port in self.vsctl('list-ports', 'br-int').split():
+            if port in ('vw-gre', 'vw-geneve'):
+                self.vsctl('remove', 'interface', port, 'options',
+                           'local_ip')
         self.lab.routed.add(self.index)
 
     def bootstrap(self, extra=()):
@@ -178,23 +185,10 @@ class LabHost:
         return sh(['cat', '/sys/class/net/br-phy/address'], ns=self.ns).strip()
 
     def keep_frames(self, on=True, ring=True):
-        """Frames towards guests migrating in kept on this hypervisor (the
-        product's default): vw-host-setup's port `vw-hold` (internal,
-        pinned, silent, room for a slot's tag on a full tagged frame,
-        OVS's vlan-limit at 2) and, with `ring`, vw-frame-hold on it.
-        on=False: `vw-host-setup --no-hold-frames`, OVS's own vlan-limit
-        back, the controller holds them itself."""
-        self.keeps_frames = on
-        if self.ring is not None and (not on or not ring):
-            self.ring.stop()
-            self.ring = None
-        self.bootstrap()
-        if not on:
-            self.vsctl('remove', 'open_vswitch', '.', 'other_config',
-                       'vlan-limit')
-        elif ring and self.ring is None:
-            from vwlab.frame_hold import FrameHold
-            self.ring = FrameHold(self).start()
+        """vw-hold and vw-frame-hold on this hypervisor, or not
+        (vwlab.frame_hold.keep_frames)."""
+        from vwlab.frame_hold import keep_frames
+        keep_frames(self, on, ring)
 
     # ---- stand-in VMs --------------------------------------------------
     def place(self, vnic_id, bridge='br-int'):
