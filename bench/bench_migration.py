@@ -45,6 +45,10 @@ probe (SCHED_FIFO, paced by its clock), and the same analysis
             (--hold-on-hosts) every hypervisor keeps them, so both our
             guests' moves are held, released from the destination's ring
             (control.host_rings)
+  --no-system-routes  every ovs-vswitchd run without system routes (the
+            tunnels routed by one user route; bench_tunnel_race): OVS
+            3.1's userspace tunnel race on a tap's link event does not
+            fire, for OVN's Geneve tunnels as for ours
   --copy-log on|off  with hosts keeping frames, whether the source's copies
             stay on its host (vw-frame-hold's copy log, host.copy_log: no
             copy crosses the controller's connection; the controller's
@@ -54,6 +58,7 @@ probe (SCHED_FIFO, paced by its clock), and the same analysis
                                     [--no-held] [--placement strict]
                                     [--activate-at-stop on]
                                     [--no-hold-on-hosts] [--copy-log on|off]
+                                    [--no-system-routes]
 """
 import argparse
 import json
@@ -306,6 +311,13 @@ def main():
                          'vw-host-setup sets them up by default (vw-hold '
                          'and vw-frame-hold); --no-hold-on-hosts: the '
                          'controller holds them')
+    ap.add_argument('--system-routes', action=argparse.BooleanOptionalAction,
+                    default=True,
+                    help='--no-system-routes: every ovs-vswitchd without '
+                         'system routes (--disable-system-route, one user '
+                         'route for the underlay, no local_ip on tunnel '
+                         "ports: OVS's tunnel race on a tap's link event "
+                         'gone, bench_tunnel_race), for both systems')
     ap.add_argument('--placement', default='strict',
                     choices=('strict', 'insecure-trust-hosts'),
                     help="the controller's placement (default: %(default)s, "
@@ -315,7 +327,8 @@ def main():
     args = ap.parse_args()
     with Lab(3, libvirt=True, ovs_nice=args.ovs_nice,
              placement=args.placement,
-             hold_frames=args.hold_on_hosts) as lab:
+             hold_frames=args.hold_on_hosts,
+             system_routes=args.system_routes) as lab:
         lab.start_controller(extra=['--activate-at-stop',
                                     args.activate_at_stop,
                                     '--copy-log', args.copy_log])
@@ -363,6 +376,7 @@ def main():
                     'ovs_nice': args.ovs_nice, 'realtime': args.realtime,
                     'placement': args.placement,
                     'hold_on_hosts': args.hold_on_hosts,
+                    'system_routes': args.system_routes,
                     'controller_settings': defaults,
                     'captures': capdir if args.keep_captures else None})
         write_result(args.result, doc)
