@@ -21,6 +21,7 @@ from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, LAB_ROOT, MGMT_NET,
                          kill_pidfiles, sh)
 from vwlab.guests import Guest, LibvirtGuest, Vm
 from vwlab.controllers import ControllerMixin
+from vwlab.frame_hold import FrameHold
 from vwlab.host import LabHost
 from vwlab import antispoof, gateways
 from vwlab.pki import LabPki
@@ -73,7 +74,6 @@ class Lab(ControllerMixin):
         # False: ovs-vswitchd --disable-system-route, the tunnels routed by
         # a user route (LabHost.route_tunnels), single-site labs only.
         self.system_routes = system_routes
-        self.routed: set = set()
         self.placements = LabPlacements(self)
         self.libvirt = libvirt
         self.n_hosts = n_hosts
@@ -186,7 +186,6 @@ class Lab(ControllerMixin):
             self.hosts.append(g)
         self.warm_tunnel_neighbours()
         if self.hold_frames:
-            from vwlab.frame_hold import FrameHold
             for h in self.hosts[:self.n_hosts]:
                 h.ring = FrameHold(h).start()
         if self.libvirt:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING, Optional
 
-from vwlab.shell import kill_pidfile, niced
+from vwlab.shell import kill_pidfile, niced, sh
 
 if TYPE_CHECKING:
     from vwlab.host import LabHost
@@ -82,7 +82,6 @@ class FrameHold:
         """The device its packet socket listens on (/proc/net/packet, in
         the host's namespace, matched to the process's own sockets), None
         if none is bound (the device it had went)."""
-        from vwlab.shell import sh
         mine = set()
         fds = '/proc/%d/fd' % self.proc.pid if self.proc else None
         for fd in os.listdir(fds) if fds else ():

@@ -11,6 +11,7 @@ from vwlab.shell import (CONTROLLER_IP, HOST_SETUP, MGMT_NET,
 from vwlab.pki import OVSDB_SERVER_SSL
 from vwlab.sites import LINK_NET
 from vwlab.guests import Guest, LibvirtGuest, Vm, wait_booted
+from vwlab.frame_hold import keep_frames
 
 if TYPE_CHECKING:
     from vwlab import Lab
@@ -28,6 +29,7 @@ class LabHost:
     libvirt: Optional[object] = None      # LibvirtHost when the lab has it
     keeps_frames: bool = True            # vw-hold (vw-host-setup's default)
     ring: Optional[object] = None         # its vw-frame-hold (FrameHold)
+    routed: bool = False                  # route_tunnels done (no system routes)
 
     @property
     def mgmt_ip(self):
@@ -141,7 +143,7 @@ class LabHost:
             '--detach', '--no-chdir', '--disable-system'] + (
                 [] if self.lab.system_routes else ['--disable-system-route'])),
            ns=self.ns, env=self.env())
-        if not self.lab.system_routes and self.index in self.lab.routed:
+        if self.routed:
             self.route_tunnels()
 
     def route_tunnels(self):
@@ -157,7 +159,7 @@ class LabHost:
             if port in ('vw-gre', 'vw-geneve'):
                 self.vsctl('remove', 'interface', port, 'options',
                            'local_ip')
-        self.lab.routed.add(self.index)
+        self.routed = True
 
     def bootstrap(self, extra=()):
         sh([HOST_SETUP, '--db', self.db, '--name', self.name,
@@ -187,7 +189,6 @@ class LabHost:
     def keep_frames(self, on=True, ring=True):
         """vw-hold and vw-frame-hold on this hypervisor, or not
         (vwlab.frame_hold.keep_frames)."""
-        from vwlab.frame_hold import keep_frames
         keep_frames(self, on, ring)
 
     # ---- stand-in VMs --------------------------------------------------

@@ -19,6 +19,7 @@ from virtualwire.host.hold_ring import ORPHAN_AFTER
 from vwtest import seq, wait_until
 from vwtest.held_move import brief, move
 from vwtest.api import set_shared
+from vwtest.fixtures import hold_port_seen
 from vwtest.paused_move import (PORT, arrive, completed, controller_stopped,
                                 in_order, paused_move)
 
@@ -34,13 +35,9 @@ def rings(lab, api):
     them."""
     hosts = lab.hosts[:2]
     assert all(h.ring is not None and h.ring.running for h in hosts)
-    wait_until(lambda: all(_hold_port(api, h) for h in hosts), 30,
+    wait_until(lambda: all(hold_port_seen(api, h) for h in hosts), 30,
                what='the controller sees both rings')
     return hosts
-
-
-def _hold_port(api, host):
-    return api.ok('GET', '/v1/hosts/%s' % host.name)['hold_port']
 
 
 def test_with_copies_to_the_controller_held_frames_reach_the_guest_once_in_order(

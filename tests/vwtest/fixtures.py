@@ -175,8 +175,7 @@ def frames_held_by_the_controller(lab, api):
     hosts = lab.hosts[:lab.n_hosts]
 
     def seen(on):
-        return all(bool(api.ok('GET', '/v1/hosts/%s' % h.name)
-                        ['hold_port']) is on for h in hosts)
+        return all(hold_port_seen(api, h) is on for h in hosts)
     for h in hosts:
         h.keep_frames(False)
     wait_until(lambda: seen(False), 30,
@@ -188,3 +187,8 @@ def frames_held_by_the_controller(lab, api):
             h.keep_frames(True)
         wait_until(lambda: seen(True), 30,
                    what='the controller sees every host keep frames again')
+
+
+def hold_port_seen(api, host) -> bool:
+    """Does the controller see the host's vw-hold (GET /v1/hosts/NAME)?"""
+    return bool(api.ok('GET', '/v1/hosts/%s' % host.name)['hold_port'])

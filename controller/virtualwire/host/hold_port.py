@@ -118,14 +118,15 @@ class HoldPort:
         return s
 
     def reopen(self, every=0.2, sleep=time.sleep):
-        """The port went and a socket bound to it is dead for good: on
-        the userspace datapath an internal port is ovs-vswitchd's own
-        device, made again (a new ifindex) when it restarts. Bound again
-        once the port is back; what the rings held is gone with the
-        switch's state anyway."""
+        """The port was deleted (a del-port, vw-host-setup
+        --no-hold-frames) and a socket bound to it is dead for good: the
+        port made again is a new device (a new ifindex). Bound again once
+        it is back; what the rings held went with the old one.
+        ovs-vswitchd's own restart keeps the device (measured), so that
+        does not come here."""
         self.sock.close()
-        LOG.warning('port %s went (ovs-vswitchd restarted?): waiting for '
-                    'it to come back', self.ifname)
+        LOG.warning('port %s went: waiting for it to come back',
+                    self.ifname)
         while True:
             try:
                 self.sock = self._bound()
