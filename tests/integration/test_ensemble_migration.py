@@ -36,7 +36,7 @@ def _move_three(lab, api, tmp_path):
             'f2:eth0|g2:eth0': ('tunnelled', ['h2', 'h3']),
             'f3:eth0|g3:eth0': ('tunnelled', ['h2', 'h3']),
             'g1:eth1|g2:eth1': ('collapsed', ['h2'])}
-        rows = ens.judged(reports, windows, caps, taps, h2)
+        rows = ens.judged(reports, windows, caps, taps, h2, api=api)
         for g, r in zip(ens.guests, reports):
             w = windows[g.name]
             assert [(x[1], x[3]) for x in w] == [('h1', 'h2')], w

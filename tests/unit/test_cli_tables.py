@@ -49,6 +49,20 @@ def test_steps_are_drawn_in_the_order_they_happened_with_their_durations():
                      'sisters moved', 'source left']
     assert '+200 ms' in lines[3] and '+3.0 s' in lines[4]
     assert '+11 ms' in lines[5] and lines[5].endswith('h1, h3')
+    # A move with held frames: where its first held frame waited.
+    held = _mig(vnics=['a'], activated={'a': 1003.25},
+                activated_by={'a': 'source-stopped'},
+                steps={'a': {'tap_appeared': 1000.2, 'source_stopped': 1003.2,
+                             'held_released': 1003.26,
+                             'held_delivered': 1003.27,
+                             'sisters_moved': 1003.3, 'source_left': 1003.6}},
+                started_at=1000.0, ended_at=1003.6)
+    lines = timeline.render(held).splitlines()
+    assert [line.strip().split('  ')[0] for line in lines[2:]] == [
+        'announced', 'tap appeared', 'source stopped',
+        'activated (source-stopped)', 'held frames released',
+        'held frames delivered', 'sisters moved', 'source left']
+    assert '+10.0 ms' in lines[7]
     # In progress: what is still to come is drawn as waiting.
     going = _mig(vnics=['a'], state='prepared', ended_at=None, activated={},
                  steps={'a': {'tap_appeared': 1000.2}})

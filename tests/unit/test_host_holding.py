@@ -122,6 +122,9 @@ def test_activation_names_the_last_frames_read_and_waits_for_the_answer():
         'held_on': 'host', 'delivered': 4, 'held': 11, 'found': True,
         'read_copies': 6, 'unread_copies': 4, 'source_reads': 'answered'}
     assert h.ctl.shared.stats['held_delivered'] == 4
+    # The timeline says when the release went and when the ring answered.
+    steps = m['steps']['g']
+    assert steps['held_released'] <= steps['held_delivered'], steps
 
 
 def test_a_ring_that_never_answers_holds_the_switch_over_no_longer_than_its_bound():
@@ -140,6 +143,9 @@ def test_a_ring_that_never_answers_holds_the_switch_over_no_longer_than_its_boun
     assert _bundles(h, 'h2') > bundles
     [m] = h.call(h.ctl.views.migration_views)
     assert m['held']['g']['error'] == 'no answer from the ring'
+    # Released, never said delivered.
+    assert 'held_released' in m['steps']['g']
+    assert 'held_delivered' not in m['steps']['g']
 
 
 def test_an_answer_to_no_release_awaited_changes_nothing():

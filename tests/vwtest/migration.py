@@ -191,9 +191,12 @@ class Ensemble:
                    for g in self.guests}
         return p, reports, windows, caps, taps
 
-    def judged(self, reports, windows, caps, taps, dst, rate=1000):
+    def judged(self, reports, windows, caps, taps, dst, rate=1000,
+               api=None):
         """{guest name: vwtest.switchover row} of each guest QEMU's TCG
-        fault did not break; GuestCrashed if it broke them all."""
+        fault did not break; GuestCrashed if it broke them all. With
+        `api`, each row also says when the controller's steps came
+        (switchover.controller_steps)."""
         from vwtest import switchover
         broken = self.broken()
         if len(broken) == len(self.guests):
@@ -201,6 +204,10 @@ class Ensemble:
         grams = caps.datagrams(switchover.heads_near(
             reports, [w for ws in windows.values() for w in ws]))
         races = switchover.races(self.lab.hosts)
+        # Each guest's latest migration (the list is newest first).
+        records = {} if api is None else {
+            m['vm']: m for m in reversed(
+                api.ok('GET', '/v1/migrations')['migrations'])}
         src_taps = {t for t in taps if t[0] == self.src.name}
         dst_taps = {t for t in taps if t[0] == dst.name}
         out = {}
@@ -211,6 +218,9 @@ class Ensemble:
                                                dst_taps, w, races, rate)
                 out[g.name]['guest_dropped'] = getattr(
                     self, 'guest_dropped', {}).get(g.name)
+                rec = records.get(g.name)
+                if rec is not None:
+                    out[g.name].update(switchover.controller_steps(rec, w))
         return out
 
     def broken(self):

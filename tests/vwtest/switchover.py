@@ -137,3 +137,22 @@ def check(row, goal_ms=SWITCHOVER_MS):
         lost = [x for x in lost if x not in unhanded]
     assert not lost, ('the network lost datagrams around the move', row)
     assert row['duplicates'] == 0, ('datagrams echoed twice', row)
+
+
+def controller_steps(record, window):
+    """{step: ms after RESUME, the latest over the guest's vNICs} of a
+    `GET /v1/migrations` record: when its source said QEMU stopped, when
+    the held frames were released and delivered (a first delivery late
+    after RESUME then says where it waited), and what activated it."""
+    _stop, _s, resume, _d = window
+    out = {}
+    for vnic in record.get('vnics', ()):
+        steps = (record.get('steps') or {}).get(vnic, {})
+        for k in ('source_stopped', 'held_released', 'held_delivered'):
+            if k in steps:
+                ms = round((steps[k] - resume) * 1e3, 1)
+                out[k + '_ms'] = max(ms, out.get(k + '_ms', ms))
+    out['activated_by'] = sorted(set(
+        (record.get('activated_by') or {}).values()))
+    return out
+

@@ -277,7 +277,11 @@ def _document():
                     'steps': {'type': 'object', 'description':
                               'vNIC -> {step: when (Unix time)}: '
                               'tap_appeared (its tap on the destination, '
-                              'in OVSDB), sisters_moved (every other '
+                              'in OVSDB), source_stopped (its source '
+                              "said QEMU stopped), held_released (the "
+                              "destination told where the guest stopped "
+                              "reading), held_delivered (its ring "
+                              'answered), sisters_moved (every other '
                               'switch confirmed its flows after '
                               'activation), and how the move ended: '
                               'source_left, destination_left (aborted) '

@@ -8,6 +8,10 @@ ENDS = {'source_left': 'source left',
         'destination_left': 'destination left (aborted)',
         'timed_out': 'timed out (back to source)'}
 
+OPTIONAL = (('source_stopped', 'source stopped'),
+            ('held_released', 'held frames released'),
+            ('held_delivered', 'held frames delivered'))
+
 
 def vnic_steps(m, vnic):
     """[(step, when or None, note)] in the order they happened; the steps
@@ -22,6 +26,8 @@ def vnic_steps(m, vnic):
             (m.get('activated') or {}).get(vnic), ''),
            ('sisters moved', steps.get('sisters_moved'),
             ', '.join(sisters or ()))]
+    # Only moves that have them (an agent's word at STOP; held frames).
+    out += [(name, steps[k], '') for k, name in OPTIONAL if k in steps]
     end = next((k for k in ENDS if k in steps), None)
     out.append((ENDS[end], steps[end], '') if end else
                ('source left', None, ''))

@@ -30,6 +30,7 @@ from typing import Dict, Optional, Tuple
 
 from virtualwire.control.held_delivery import HeldDelivery
 from virtualwire.control.host_rings import HostRings
+from virtualwire.control.migrations import RELEASED
 from virtualwire.control.lag_guard import (RING_BEHIND, LagGuard, RateGuard,
                                             to_shed)
 from virtualwire.control import source_reads
@@ -356,8 +357,9 @@ class Holding:
         LOG.info('vNIC %s: delivering %d held frames on %s (%s)', vnic,
                  len(r.frames), host, ', '.join(
                      '%s %s' % (k, v) for k, v in sorted(view.items())))
-        m = self.shared.migrations.held_released(vnic, view)
-        self._record(m)
+        self._record(self.shared.migrations.held_released(vnic, view))
+        # Sent with the next sync, just before its bundle.
+        self._record(self.shared.migrations.step(vnic, RELEASED))
 
     def _trigger(self, vnic):
         m = next((m for m in self.shared.migrations.active.values()

@@ -20,6 +20,7 @@ from typing import Dict, Optional, Tuple
 
 from virtualwire.core.held_frames import DEFAULT_FRAMES, HeldFrames
 from virtualwire.core.host_release import release_doc
+from virtualwire.control.migrations import DELIVERED, RELEASED
 from virtualwire.core.model import Location
 from virtualwire.pipeline import host_hold
 from virtualwire.southbound import openflow
@@ -118,6 +119,7 @@ class HostRings:
                 'source_reads': why, 'absent': fields.get('absent')}
         self.awaited[(host, slot)] = (vnic, ident, self.clock(), view)
         self.open[vnic] = (host, slot)
+        self.shared.record(self.shared.migrations.step(vnic, RELEASED))
         return True
 
     def answered(self, host, msg) -> bool:
@@ -133,6 +135,7 @@ class HostRings:
         if got is None:
             return True
         vnic, _, sent, view = got
+        self.shared.record(self.shared.migrations.step(vnic, DELIVERED))
         self._said(vnic, dict(
             view, ring_ms=round((self.clock() - sent) * 1e3, 1),
             **{k: doc[k] for k in ('delivered', 'held', 'evicted', 'found',

@@ -30,6 +30,10 @@ TAP, SISTERS = 'tap_appeared', 'sisters_moved'
 # The source's agent said libvirt paused the guest there for the last copy
 # (QEMU's STOP): the moment the guest stopped reading its source tap.
 STOPPED = 'source_stopped'
+# Held frames: the controller told the destination's ring (or its switch,
+# frames held here) where the guest stopped reading, and the ring said it
+# delivered them: between them, what a late first held frame waited for.
+RELEASED, DELIVERED = 'held_released', 'held_delivered'
 ENDED = {COMPLETED: 'source_left', ABORTED: 'destination_left',
          TIMED_OUT: 'timed_out'}
 
@@ -40,7 +44,7 @@ ENDED = {COMPLETED: 'source_left', ABORTED: 'destination_left',
 # followed from OVSDB when the source port goes, as if never announced).
 PREPARED = 'prepared'
 __all__ = ['PREPARED', 'COMPLETED', 'ABORTED', 'TIMED_OUT', 'TAP', 'SISTERS',
-           'STOPPED',
+           'STOPPED', 'RELEASED', 'DELIVERED',
            'Migration', 'MigrationBook', 'parse_announce', 'parse_vm_uuid']
 
 

@@ -7,6 +7,9 @@ import {svg, html, clear, duration, clock} from './draw.js';
 const SHOWN = 8, SPACING = 150, LEFT = 20;
 const ENDS = {source_left: 'source left', destination_left: 'destination left (aborted)',
               timed_out: 'timed out (back to source)'};
+const OPTIONAL = [['source_stopped', 'source stopped'],
+                  ['held_released', 'held frames released'],
+                  ['held_delivered', 'held frames delivered']];
 
 export function vnicSteps(m, v) {
   const s = (m.steps || {})[v] || {};
@@ -20,6 +23,10 @@ export function vnicSteps(m, v) {
     {key: 'sisters_moved', what: 'sisters moved', at: s.sisters_moved,
      note: sisters && sisters.length ? sisters.join(', ') : undefined},
   ];
+  // Only moves that have them (an agent's word at STOP; held frames).
+  for (const [key, what] of OPTIONAL) {
+    if (s[key] !== undefined) all.push({key, what, at: s[key]});
+  }
   const end = Object.keys(ENDS).find((k) => s[k] !== undefined);
   all.push(end ? {key: end, what: ENDS[end], at: s[end], failed: end !== 'source_left'}
                : {key: 'source_left', what: 'source left'});
