@@ -72,7 +72,7 @@ class Lab(ControllerMixin):
         # holds them (vw-host-setup --no-hold-frames).
         self.hold_frames = hold_frames
         # False: ovs-vswitchd --disable-system-route, the tunnels routed by
-        # a user route (LabHost.route_tunnels), single-site labs only.
+        # vw-host-setup (OVS's own routes), single-site labs only.
         self.system_routes = system_routes
         self.placements = LabPlacements(self)
         self.libvirt = libvirt
@@ -218,8 +218,6 @@ class Lab(ControllerMixin):
         sh(['ip', 'link', 'set', 'mgmt0', 'up'], ns=h.ns)
         h.start_ovs()
         h.bootstrap()
-        if not self.system_routes:
-            h.route_tunnels()
         return h
 
     def warm_tunnel_neighbours(self):

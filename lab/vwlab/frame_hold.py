@@ -27,8 +27,6 @@ def keep_frames(host: 'LabHost', on=True, ring=True):
         host.ring.stop()
         host.ring = None
     host.bootstrap()
-    if not host.lab.system_routes:
-        host.route_tunnels()
     if not on:
         host.vsctl('remove', 'open_vswitch', '.', 'other_config',
                    'vlan-limit')

@@ -29,7 +29,6 @@ class LabHost:
     libvirt: Optional[object] = None      # LibvirtHost when the lab has it
     keeps_frames: bool = True            # vw-hold (vw-host-setup's default)
     ring: Optional[object] = None         # its vw-frame-hold (FrameHold)
-    routed: bool = False                  # route_tunnels done (no system routes)
 
     @property
     def mgmt_ip(self):
@@ -143,26 +142,20 @@ class LabHost:
             '--detach', '--no-chdir', '--disable-system'] + (
                 [] if self.lab.system_routes else ['--disable-system-route'])),
            ns=self.ns, env=self.env())
-        if self.routed:
-            self.route_tunnels()
+        if not self.lab.system_routes:
+            # What the package's drop-in for ovs-vswitchd.service does
+            # after every start: its own routes went with the process.
+            sh([HOST_SETUP, 'routes', '--db', self.db, '--bridge', 'br-int',
+                '--vswitchd-ctl', self.vswitchd_ctl], ns=self.ns,
+               env=self.env())
 
-    def route_tunnels(self):
-        """Without system routes: the tunnels' one route, OVS's own (a
-        user route, which a link event's flush keeps; lost with
-        ovs-vswitchd, so put back when it starts again), and the tunnel
-        ports without local_ip (OVS 3.1 then wants a *local* route for
-        it, which only the system's table gives)."""
-        net = '%s.0/24' % self.lab.ul_net_of(self.index)
-        if net not in self.appctl('ovs/route/show'):
-            self.appctl('ovs/route/add', net, 'br-phy')
-        for port in self.vsctl('list-ports', 'br-int').split():
-            if port in ('vw-gre', 'vw-geneve'):
-                self.vsctl('remove', 'interface', port, 'options',
-                           'local_ip')
-        self.routed = True
+    @property
+    def vswitchd_ctl(self):
+        return '%s/vswitchd.ctl' % self.dir
 
     def bootstrap(self, extra=()):
-        sh([HOST_SETUP, '--db', self.db, '--name', self.name,
+        """vw-host-setup as the lab runs it (`extra` added); its output."""
+        return sh([HOST_SETUP, '--db', self.db, '--name', self.name,
             '--tunnel-ip', self.tunnel_ip,
             '--controller', self.lab.of_targets(self.scheme),
             '--manager', 'p%s:6640:%s' % (self.scheme, self.mgmt_ip),
@@ -175,7 +168,8 @@ class LabHost:
             '--datapath-type', 'netdev', '--bridge', 'br-int',
             '--underlay-bridge', 'br-phy', '--underlay-iface', 'ul0',
             '--underlay-cidr', '%s/24' % self.tunnel_ip,
-            '--underlay-mtu', str(UNDERLAY_MTU)] +
+            '--underlay-mtu', str(UNDERLAY_MTU),
+            '--vswitchd-ctl', self.vswitchd_ctl] +
            (['--role', 'extender', '--link-cidr', '%s/24' % self.link_ip]
             if self.spec else []) + (
                 self.lab.pki.host_setup_args(self.name) if self.lab.pki

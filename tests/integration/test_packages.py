@@ -166,6 +166,17 @@ def test_every_unit_verifies_and_every_command_says_its_version(installed):
                 m.root, 'usr/share/virtualwire', dst,
                 os.path.basename(src))) as b:
             assert a.read() == b.read()
+    # The host's drop-in puts the tunnels' routes back after every start
+    # of ovs-vswitchd (docs/install.rst), with the command it names.
+    drop = 'lib/systemd/system/ovs-vswitchd.service.d/' \
+        'virtualwire-tunnel-routes.conf'
+    with open(os.path.join(os.path.dirname(INSTALL_DOC), '..', 'packaging',
+                           'systemd', os.path.basename(drop))) as a, \
+            open(os.path.join(m.root, drop)) as b:
+        text = a.read()
+        assert text == b.read()
+    assert 'ExecStartPost=-/usr/sbin/vw-host-setup routes' in text
+    assert m.run(['test', '-x', '/usr/sbin/vw-host-setup']).returncode == 0
 
 
 def test_services_run_as_their_user_in_the_foreground(installed):
