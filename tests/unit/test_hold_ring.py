@@ -10,7 +10,7 @@ from virtualwire.host.hold_port import (ETH_P_8021AD, TP_STATUS_VLAN_TPID_VALID,
                                         TP_STATUS_VLAN_VALID, classify,
                                         message_frame, tagged)
 from virtualwire.host.hold_ring import (ETHERTYPE, MAX_MESSAGE,
-                                        ORPHAN_AFTER, HoldRings,
+                                        BEAT_LOST, ORPHAN_AFTER, HoldRings,
                                         parse_message, BadMessage)
 import pytest
 
@@ -305,3 +305,49 @@ def test_a_release_in_time_leaves_nothing_for_the_bound_to_do():
     rings.runs(8, 2.0)
     assert rings.tick(2.0 + ORPHAN_AFTER) == [] and rings.orphaned_now == [8]
     assert rings.frame(8, frame(0), 4.5) == [(8, frame(0))]
+
+
+def test_a_controller_that_stops_beating_is_taken_for_gone_sooner():
+    """Beats (unanswered) while the controller holds the move; once the
+    guest runs here, beats missing for BEAT_LOST pass the slot: the
+    later of its last beat and the guest's first frame, plus BEAT_LOST."""
+    rings = HoldRings()
+    assert rings.message(msg(op='beat', slot=5), 0.5) == []    # opens it
+    rings.frame(5, frame(0), 1.0)
+    assert rings.message(msg(op='beat', slot=5), 9.9) == []
+    rings.runs(5, 10.0)
+    # The guest ran after the last beat: BEAT_LOST from the guest.
+    assert rings.next_deadline() == 10.0 + BEAT_LOST
+    rings.message(msg(op='beat', slot=5), 10.2)
+    assert rings.next_deadline() == 10.2 + BEAT_LOST
+    assert rings.tick(10.2 + BEAT_LOST - 0.01) == [] and rings.orphaned == 0
+    assert rings.tick(10.2 + BEAT_LOST) == [] and rings.orphaned_now == [5]
+    assert rings.frame(5, frame(1), 10.8) == [(5, frame(1))]
+
+
+def test_beats_that_go_on_never_hold_a_slot_past_orphan_after():
+    """A controller that beats and never releases (stuck): ORPHAN_AFTER
+    still bounds how long a running guest waits."""
+    rings = HoldRings()
+    rings.frame(3, frame(0), 0.0)
+    rings.runs(3, 1.0)
+    t = 1.0
+    while t < 1.0 + ORPHAN_AFTER - 0.1:
+        rings.message(msg(op='beat', slot=3), t)
+        assert rings.tick(t) == [] and rings.orphaned == 0
+        t += 0.1
+    assert rings.next_deadline() == 1.0 + ORPHAN_AFTER
+    rings.tick(1.0 + ORPHAN_AFTER)
+    assert rings.orphaned_now == [3]
+
+
+def test_a_released_slot_ignores_beats_and_a_beat_needs_a_slot():
+    rings = HoldRings()
+    rings.frame(4, frame(0), 0.0)
+    rings.runs(4, 1.0)
+    assert release(rings, 4, [], now=1.1)[0] == [frame(0)]
+    assert rings.message(msg(op='beat', slot=4), 1.2) == []
+    assert rings.next_deadline() is None
+    out = rings.message(msg(op='beat'), 1.3)
+    assert 'slot must be a VLAN id' in json.loads(out[0][1])['error']
+

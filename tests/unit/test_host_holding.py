@@ -7,7 +7,8 @@ for the ring's answer."""
 import json
 import uuid
 
-from virtualwire.control.host_rings import ANSWER_WAIT, message_frame
+from virtualwire.control.host_rings import (ANSWER_WAIT, BEAT_EVERY,
+                                            message_frame)
 from virtualwire.core.held_frames import digest
 from virtualwire.pipeline.host_hold import ANSWER_SLOT, ETHERTYPE
 from virtualwire.testing.harness import Harness
@@ -55,11 +56,20 @@ def _frame(n):
         _datagram(n)
 
 
+def _messages(h):
+    """[(host, port, message)] of the packet-outs to rings."""
+    out = []
+    for host, port, frame in h.fabric.packet_outs:
+        assert int.from_bytes(frame[12:14], 'big') == ETHERTYPE
+        out.append((host, port, json.loads(frame[14:])))
+    return out
+
+
 def _release_sent(h):
-    [(host, port, frame)] = h.fabric.packet_outs
+    """The one message sent that is not a beat."""
+    [(host, port, doc)] = [m for m in _messages(h) if m[2]['op'] != 'beat']
     assert (host, port) == ('h2', HOLD)
-    assert int.from_bytes(frame[12:14], 'big') == ETHERTYPE
-    return json.loads(frame[14:])
+    return doc
 
 
 def _answer(h, doc):
@@ -300,3 +310,40 @@ def test_a_count_at_stop_past_the_copies_is_released_at_once():
     held = m['held']['g']
     assert held['source_reads'] == 'agent at STOP (ahead of its copies)'
     assert held['extrapolated'] == 2 and held['delivered'] == 2
+
+
+def test_while_it_holds_a_move_the_controller_beats_its_ring_and_stops_after():
+    """Every BEAT_EVERY (not every poll) a beat to the destination's ring
+    names the slot; none once the release went; none to a host whose
+    vw-frame-hold takes no beats (older: it answers with an error)."""
+    h, w = _moving()
+    h.fabric.packet_outs.clear()
+    for _ in range(4):                      # polls 0.05 s apart
+        h.call(h.ctl.poll_held)
+        h.now += BEAT_EVERY / 2
+    beats = [m for m in _messages(h) if m[2]['op'] == 'beat']
+    assert [(host, port) for host, port, _ in beats] == [('h2', HOLD)] * 2
+    assert {d['slot'] for _, _, d in beats} == {2}
+    h.send('h2', 2, payload=b'\0' * 28, eth_type=RARP)
+    h.settle()
+    doc = _release_sent(h)
+    _answer(h, {'op': 'released', 'slot': doc['slot'], 'id': doc['id'],
+                'found': True, 'delivered': 0, 'held': 0, 'evicted': 0})
+    h.settle()
+    h.fabric.packet_outs.clear()
+    h.now += BEAT_EVERY
+    h.call(h.ctl.poll_held)
+    assert not [m for m in _messages(h) if m[2]['op'] == 'beat']
+
+
+def test_a_ring_that_takes_no_beats_gets_none_after_it_says_so():
+    h, w = _moving()
+    h.call(h.ctl.poll_held)
+    _answer(h, {'op': 'error', 'error': "op must be release, drop or "
+                                        "close, not 'beat'"})
+    h.settle()
+    h.fabric.packet_outs.clear()
+    h.now += BEAT_EVERY
+    h.call(h.ctl.poll_held)
+    assert not [m for m in _messages(h) if m[2]['op'] == 'beat']
+

@@ -181,6 +181,10 @@ class Holding:
                 # order, is the freshest count a late release can use
                 # (one at a time left it 610 copies stale: CI of 6e6d2df).
                 self._read_source(v, mv.source, None)
+        # Beats to the rings of the moves still held (none once released:
+        # the ring passes then).
+        self.rings.beat({v: moves[v].destination for v in self.holding
+                         if v in moves and self.tables.holds(v)})
         self.rings.close_done(moves, self._in_place)
         self.logs.close_done(moves)
         self.polls_wanted = bool(moves or self.holding or

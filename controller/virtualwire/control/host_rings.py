@@ -30,6 +30,10 @@ LOG = logging.getLogger(__name__)
 # Longer than the ring waits for a run still on its way (host.hold_ring
 # WAIT_FOR), so its answer, found or not, comes within it.
 ANSWER_WAIT = 0.35
+# Seconds between beats to a ring whose move we hold (a packet-out each):
+# a fifth of host.hold_ring.BEAT_LOST, after which a ring whose guest runs
+# takes us for gone and passes frames.
+BEAT_EVERY = 0.1
 
 
 def message_frame(doc: dict) -> bytes:
@@ -82,6 +86,8 @@ class HostRings:
         self.awaited: Dict[Tuple[str, int], Tuple[str, int, float, dict]] = {}
         self.open: Dict[str, Tuple[str, int]] = {}   # vNIC -> (host, slot)
         self.next_id = 1
+        self.beaten: Dict[Tuple[str, int], float] = {}  # (host, slot) -> when
+        self.no_beats: set = set()      # hosts whose rings predate beats
 
     @property
     def tables(self):
@@ -122,6 +128,26 @@ class HostRings:
         self.shared.record(self.shared.migrations.step(vnic, RELEASED))
         return True
 
+    def beat(self, held) -> None:
+        """Timer: tell each ring a vNIC of `held` ({vNIC: destination})
+        waits in that we hold its move still, every BEAT_EVERY: it then
+        passes frames soon after we are gone, not ORPHAN_AFTER after its
+        guest ran (host.hold_ring.BEAT_LOST)."""
+        now, keep = self.clock(), set()
+        for vnic, host in held.items():
+            ring = self.ring_of(vnic, host)
+            s = self.session_of(host)
+            if ring is None or s is None or host in self.no_beats:
+                continue
+            key = (host, ring[1])
+            keep.add(key)
+            if now - self.beaten.get(key, -BEAT_EVERY) >= BEAT_EVERY:
+                self.beaten[key] = now
+                s.dp.send_msg(openflow.packet_out(ring[0], message_frame(
+                    {'op': 'beat', 'slot': ring[1]})))
+        for key in set(self.beaten) - keep:
+            del self.beaten[key]
+
     def answered(self, host, msg) -> bool:
         """Is this packet-in an answer from `host`'s ring? One to a release
         awaited there goes to the migration's record; any other (to a
@@ -130,6 +156,14 @@ class HostRings:
         if doc is None:
             return False
         if doc.get('op') == 'closed':
+            return True
+        if doc.get('op') == 'error' and "'beat'" in str(doc.get('error')):
+            # A vw-frame-hold older than beats (an upgrade in progress):
+            # its rings keep ORPHAN_AFTER alone.
+            if host not in self.no_beats:
+                LOG.info('host %s: its vw-frame-hold takes no beats (%s)',
+                         host, doc['error'])
+            self.no_beats.add(host)
             return True
         got = take_awaited(self.awaited, host, doc, 'an answer from its ring')
         if got is None:

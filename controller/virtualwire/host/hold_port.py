@@ -25,8 +25,8 @@ from virtualwire import version
 from virtualwire.host.copy_log import (CopyLogs, is_log_message,
                                        mark_frame, mark_of)
 from virtualwire.host.hold_ring import (ANSWER_SLOT, DEFAULT_BYTES,
-                                        DEFAULT_FRAMES, ETHERTYPE, MAX_SLOTS,
-                                        ORPHAN_AFTER, HoldRings)
+                                        BEAT_LOST, DEFAULT_FRAMES, ETHERTYPE,
+                                        MAX_SLOTS, ORPHAN_AFTER, HoldRings)
 from virtualwire.pipeline.host_hold import (COPY_PCP, MARK_SLOT, RUNS_PCP,
                                             message_frame)
 
@@ -204,8 +204,9 @@ def serve(port, rings, clock=time.monotonic, tick=1.0, stop=None,
         now = clock()
         for slot in rings.orphaned_now:
             LOG.warning('slot %d: its guest runs here and no release came '
-                        'in %.1f s (the controller away?): passing frames '
-                        'on, the held ones dropped', slot, ORPHAN_AFTER)
+                        '(its controller silent for %.1f s, or %.1f s since '
+                        'the guest ran: away?): passing frames on, the held '
+                        'ones dropped', slot, BEAT_LOST, ORPHAN_AFTER)
         rings.orphaned_now.clear()
         if now - last >= tick:
             last = now

@@ -24,8 +24,9 @@ as it comes, until told to close. The answer goes back the same way.
 The switch also copies the guest's own frames here while the move is
 pending, tagged with the slot and priority 7: the guest runs here. If no
 release follows within ORPHAN_AFTER (the controller stopped or cut off),
-the ring drops what it held and passes later frames on, so a guest is
-not cut off for as long as its controller is away.
+or the controller's beats (`beat` messages: it still holds the move)
+stop for BEAT_LOST, the ring drops what it held and passes later frames
+on, so a guest is not cut off for as long as its controller is away.
 
 What it protects against: a frame sent during the pause lost, or one
 the guest read on its source delivered again (as far as the controller's
@@ -71,6 +72,13 @@ WAIT_FOR = 0.25
 # a controller that is only behind sheds the move (control.lag_guard
 # RING_BEHIND) plus its wait for our answer.
 ORPHAN_AFTER = 2.0
+# A controller that means to release a slot says so (a "beat") every
+# control.host_rings.BEAT_EVERY while it holds the move. Once the guest
+# runs here, beats missing for BEAT_LOST mean the controller is gone
+# (killed, or cut off): the slot passes then, not ORPHAN_AFTER after the
+# guest ran. A controller only behind its packet-ins still beats (its
+# timer runs between them). Rings never beaten keep ORPHAN_AFTER alone.
+BEAT_LOST = 0.5
 
 
 class BadMessage(ValueError):
@@ -79,7 +87,7 @@ class BadMessage(ValueError):
 
 @dataclass
 class Message:
-    op: str                         # release | drop | close
+    op: str                         # release | drop | close | beat
     slot: int
     ident: int = 0                  # echoed in the answer
     after: List[bytes] = field(default_factory=list)
@@ -114,8 +122,9 @@ def parse_message(payload: bytes) -> Message:
     if not isinstance(doc, dict):
         raise BadMessage('not a JSON object')
     op, slot, ident = doc.get('op'), doc.get('slot'), doc.get('id', 0)
-    if op not in ('release', 'drop', 'close'):
-        raise BadMessage('op must be release, drop or close, not %r' % (op,))
+    if op not in ('release', 'drop', 'close', 'beat'):
+        raise BadMessage('op must be release, drop, close or beat, not %r'
+                         % (op,))
     if not isinstance(slot, int) or isinstance(slot, bool) or \
             not 1 <= slot < ANSWER_SLOT:
         raise BadMessage('slot must be a VLAN id 1-%d, not %r'
@@ -172,6 +181,7 @@ class SlotRing:
     skip_left: int = 0              # frames still to come the guest read
     port: Optional[str] = None      # where they go (Message.port)
     runs_since: Optional[float] = None  # the guest's first frame here
+    beat_at: Optional[float] = None     # the controller's last beat
 
     def hold(self, frame: bytes) -> None:
         self.held += 1
@@ -284,6 +294,14 @@ class HoldRings:
             m = parse_message(payload)
         except BadMessage as e:
             return [(None, answer({'op': 'error', 'error': str(e)}))]
+        if m.op == 'beat':
+            # Unanswered: one every BEAT_EVERY per held slot. It opens the
+            # slot (as a release does) so that the first frame finds it
+            # beaten.
+            r = self._open(m.slot, now)
+            if r is not None:
+                r.beat_at = now
+            return []
         base = {'op': m.op + 'd' if m.op != 'drop' else 'dropped',
                 'slot': m.slot, 'id': m.ident}
         if m.op != 'release':
@@ -354,11 +372,17 @@ class HoldRings:
 
     @staticmethod
     def _orphan_due(r: SlotRing) -> Optional[float]:
-        """When an unreleased slot whose guest runs passes on its own."""
+        """When an unreleased slot whose guest runs passes on its own:
+        ORPHAN_AFTER after the guest ran, sooner if its controller beat
+        and stopped (BEAT_LOST after the later of its last beat and the
+        guest's first frame)."""
         if r.runs_since is None or r.released_at is not None or \
                 r.waiting is not None:
             return None
-        return r.runs_since + ORPHAN_AFTER
+        due = r.runs_since + ORPHAN_AFTER
+        if r.beat_at is not None:
+            due = min(due, max(r.runs_since, r.beat_at) + BEAT_LOST)
+        return due
 
     def expire(self, now: float) -> List[int]:
         """Slots dropped: a ring never released within max_age (its move
