@@ -181,10 +181,11 @@ def test_a_report_nobody_settles_is_given_up_after_the_window(monkeypatch):
 
 
 def test_a_pause_for_the_last_copy_is_said_on_the_departures_connection(
-        monkeypatch):
+        monkeypatch, caplog):
     """Libvirt's 'suspended, migrated' (QEMU's STOP) on the source is said
     at once, through the client its leaving was reported with (its
     connection open); any other pause, or resume, is not."""
+    caplog.set_level('INFO', logger='vw-host-agent')
     dom = Dom('4c7b9b5f-60c7-4301-a062-8fa189c74399')
     made = []
 
@@ -219,6 +220,10 @@ def test_a_pause_for_the_last_copy_is_said_on_the_departures_connection(
         ('POST', '/v1/migrations/%s/stopped' % dom.uuid, {'host': 'h1'})]
     # The same client as the departure's.
     assert any('departures' in p[1] for p in stops[0][0].posts)
+    # The log says when libvirt's event came and how long the answer took.
+    [said] = [r.getMessage() for r in caplog.records
+              if 'stopped to leave' in r.getMessage()]
+    assert "said (libvirt's event at " in said and 'ms later)' in said
 
 
 TAPPED = """<domain><name>g</name><devices>

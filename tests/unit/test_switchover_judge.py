@@ -1,6 +1,8 @@
 """The integration tests' judge of one move (vwtest.switchover): the
 network's losses around a migration from captures on the guest's taps,
 whatever the guest did with what it was handed."""
+import pytest
+
 from vwlab.capture import Datagram
 from vwlab.echo_probe import echo_report
 from vwtest import switchover
@@ -103,3 +105,44 @@ def test_a_loss_in_an_ovs_tunnel_race_the_log_shows_is_set_apart():
     assert row['network_lost'] == [] and row['ovs_race'] == [
         (1230, 230.0, 'never handed to the guest')]
     assert _judge(r, grams)['network_lost'] == row['ovs_race']
+
+
+def test_the_controllers_steps_are_given_in_ms_from_resume():
+    """What the ensemble's row adds: when the source's word, the release
+    and the ring's answer came, the latest over the guest's vNICs."""
+    rec = {'vnics': ['a', 'b'],
+           'steps': {'a': {'source_stopped': 100.05, 'held_released': 100.25,
+                           'held_delivered': 100.26},
+                     'b': {'source_stopped': 100.06}},
+           'activated': {'a': 100.22, 'b': 100.07},
+           'activated_by': {'a': 'rarp', 'b': 'source-stopped'},
+           'held': {'a': {'cut_ms': 12.5, 'source_reads': 'copy log',
+                          'delivered': 4}}}
+    row = switchover.controller_steps(rec, (STOP, 'h1', RESUME, 'h2'))
+    assert row == {'source_stopped_ms': -140.0, 'held_released_ms': 50.0,
+                   'held_delivered_ms': 60.0, 'activated_ms': 20.0,
+                   'held': {'cut_ms': 12.5, 'source_reads': 'copy log'},
+                   'activated_by': ['rarp', 'source-stopped'],
+                   'resume_at': RESUME}
+
+
+def test_a_held_move_activated_late_is_bounded_from_its_activation():
+    """Held on its destination and activated after RESUME (the source's
+    word late): the first delivery may come up to READ_WAIT after the
+    activation; past that it fails, saying the bound."""
+    sent, r = _stream(set(range(1000, 1280)))
+    row = _judge(r, _captures(sent, handed_dst=range(1280, 2000)))
+    first = row['first_into_dest_ms']
+    row.update(held_released_ms=first - 5, activated_ms=first - 150)
+    switchover.check(row)                    # within 150 + ... of it
+    row.update(activated_ms=first - 210)     # the bound: 10 ms short
+    with pytest.raises(AssertionError, match='nothing within 70 ms'):
+        switchover.check(row)
+    row.update(first_into_dest_ms=first + 300, activated_ms=first + 90)
+    with pytest.raises(AssertionError, match='nothing within 37[01] ms'):
+        switchover.check(row)
+    # Not held: the goal as before.
+    row.pop('held_released_ms')
+    with pytest.raises(AssertionError, match='nothing within 50 ms'):
+        switchover.check(row)
+

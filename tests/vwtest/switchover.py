@@ -27,6 +27,8 @@ window in.
 """
 from vwlab import outage, ovs_log
 
+from virtualwire.control.holding import READ_WAIT
+
 SWITCHOVER_MS = 50.0   # RESUME -> first delivery into the destination tap
 # The move's neighbourhood judged here; losses far from it (a saturated
 # link during the copy) are the benchmarks' to report.
@@ -118,12 +120,26 @@ def judge(report, grams, guest_ip, src_taps, dst_taps, window, races=(),
 
 
 def check(row, goal_ms=SWITCHOVER_MS):
-    """Fail with the row unless the network met the goal at this move."""
+    """Fail with the row unless the network met the goal at this move.
+    A move held on its destination (the row has controller_steps) waits
+    for its release: if the controller learned late that the guest had
+    stopped (libvirt's event reached the source's agent 3-475 ms after
+    QEMU's STOP, issue 42's note), its first delivery is bounded by the
+    product's own bound from that activation instead (READ_WAIT: the
+    most the release waits for the source's count), and said."""
     assert row['spanned'], ('the stream did not run across the move', row)
     first = row['first_into_dest_ms']
-    assert first is not None and first <= goal_ms, (
+    bound = goal_ms
+    if row.get('held_released_ms') is not None and \
+            row.get('activated_ms') is not None:
+        bound = max(goal_ms, row['activated_ms'] + READ_WAIT * 1e3)
+        if first is not None and goal_ms < first <= bound:
+            print('held move: first delivery %.1f ms after RESUME, over the '
+                  'goal; activated %.1f ms after RESUME, within its bound '
+                  '(%.0f ms)' % (first, row['activated_ms'], bound))
+    assert first is not None and first <= bound, (
         'the destination handed the guest nothing within %.0f ms of RESUME'
-        % goal_ms, row)
+        % bound, row)
     lost = row['network_lost']
     # A datagram the capture did not see handed to the guest, while the
     # guest's own kernel counted at least as many drops of what it
@@ -152,7 +168,16 @@ def controller_steps(record, window):
             if k in steps:
                 ms = round((steps[k] - resume) * 1e3, 1)
                 out[k + '_ms'] = max(ms, out.get(k + '_ms', ms))
+        held = (record.get('held') or {}).get(vnic) or {}
+        for k in ('cut_ms', 'ring_ms', 'waited_ms', 'source_reads'):
+            if k in held:
+                out.setdefault('held', {})[k] = held[k]
+        at = (record.get('activated') or {}).get(vnic)
+        if at is not None:
+            ms = round((at - resume) * 1e3, 1)
+            out['activated_ms'] = max(ms, out.get('activated_ms', ms))
     out['activated_by'] = sorted(set(
         (record.get('activated_by') or {}).values()))
+    out['resume_at'] = round(resume, 3)     # to read the hosts' logs by
     return out
 

@@ -216,16 +216,21 @@ class Agent:
         if event != libvirt.VIR_DOMAIN_EVENT_SUSPENDED or \
                 detail != libvirt.VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED:
             return
+        seen = time.time()
         uuid = dom.UUIDString()
         with self.lock:
             taps = self.taps.get(uuid)
         # The counts first, here: every ms after STOP, a frame QEMU reads
         # and keeps (it never reaches the guest) would count as read.
         reads = tap_reads(taps, self.sysfs) if taps else {}
-        threading.Thread(target=self.stopped, args=(uuid, dom.name(), reads),
+        threading.Thread(target=self.stopped, args=(uuid, dom.name(), reads,
+                                                    seen),
                          daemon=True).start()
 
-    def stopped(self, uuid, name, reads=None):
+    def stopped(self, uuid, name, reads=None, seen=None):
+        """Say it; the log says when libvirt's event came (`seen`, Unix
+        time) and how long the controller took to answer: with QEMU's
+        STOP, where a late activation's time went."""
         with self.lock:
             c = self.clients.get(uuid)
         doc = {'host': self.host}
@@ -238,7 +243,12 @@ class Agent:
             LOG.warning('saying guest %s stopped to leave failed: %s',
                         name, e)
             return
-        LOG.info('guest %s (%s) stopped to leave: said', name, uuid)
+        if seen is None:
+            LOG.info('guest %s (%s) stopped to leave: said', name, uuid)
+            return
+        LOG.info('guest %s (%s) stopped to leave: said (libvirt\'s event '
+                 'at %.3f, answered %.0f ms later)', name, uuid, seen,
+                 (time.time() - seen) * 1e3)
 
     def say_again(self, now=None):
         """Say each unsettled report again, every RETRY_EVERY seconds,
