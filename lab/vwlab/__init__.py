@@ -51,7 +51,7 @@ class Lab(ControllerMixin):
                  libvirt=False, extenders=None, gateways=None,
                  ovs_nice=OVS_NICE, tls=True, controllers=1, collector=True,
                  carrier='gre', packet_socket_buffer=None,
-                 placement='strict', hold_frames=True, system_routes=True):
+                 placement='strict', hold_frames=True, system_routes=None):
         # Niceness of each host's ovsdb-server and ovs-vswitchd: -10 as
         # ovs-ctl (Debian's services) starts them; 0 reproduces a switch
         # that competes with QEMU as an equal (bench_migration --ovs-nice).
@@ -72,7 +72,9 @@ class Lab(ControllerMixin):
         # holds them (vw-host-setup --no-hold-frames).
         self.hold_frames = hold_frames
         # False: ovs-vswitchd --disable-system-route, the tunnels routed by
-        # vw-host-setup (OVS's own routes), single-site labs only.
+        # vw-host-setup (OVS's own routes), as docs/install.rst recommends
+        # on the userspace datapath. None: so, but for a lab of clouds,
+        # whose hosts reach other sites through the namespaces' own routes.
         self.system_routes = system_routes
         self.placements = LabPlacements(self)
         self.libvirt = libvirt
@@ -97,6 +99,8 @@ class Lab(ControllerMixin):
         self.clouds = Sites(self, [self.site_of(i) for i in range(
             1, n_hosts + len(self.extender_specs) + 1)]) \
             if self.extender_specs else None
+        if self.system_routes is None:
+            self.system_routes = self.clouds is not None
 
     @property
     def extenders(self) -> List[LabHost]:

@@ -47,6 +47,11 @@ def _echo_wire(lab):
     srv = a.tool_bg('echo-server', '--port', 7000)
     wait_until(lambda: b.ping('10.78.0.1', count=1)[1] == 1, 30,
                what='the wire answering')
+    # The server listening (a stream started before it lost its head in
+    # CI, 94 datagrams, with the wire up).
+    wait_until(lambda: b.tool('udp-echo', '--dst', '10.78.0.1', '--rate',
+                              100, '--seconds', 0.3)['lost'] == 0, 30,
+               what='the echo server answering')
     return a, b, srv
 
 
