@@ -34,25 +34,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Api, echo_wire, write_result               # noqa: E402
 
 from vwlab import Lab                                          # noqa: E402
-from vwlab.shell import sh                                     # noqa: E402
+from vwlab.link_events import cycle_taps                       # noqa: E402
 
 UNDERLAY = '198.19.0.0/24'
-
-
-def cycle_taps(host, n, tag, plug_first):
-    for i in range(n):
-        t = 'rt%s%d' % (tag, i)
-        sh(['ip', 'tuntap', 'add', t, 'mode', 'tap'], ns=host.ns)
-        if plug_first:
-            host.vsctl('add-port', 'br-int', t)
-            sh(['ip', 'link', 'set', t, 'up'], ns=host.ns)
-        else:
-            sh(['ip', 'link', 'set', t, 'up'], ns=host.ns)
-            host.vsctl('add-port', 'br-int', t)
-        time.sleep(0.25)
-        host.vsctl('del-port', 'br-int', t)
-        sh(['ip', 'link', 'del', t], ns=host.ns)
-        time.sleep(0.25)
 
 
 VARIANTS = (('baseline', False, False), ('add-port first', True, False),
