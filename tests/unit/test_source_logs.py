@@ -7,7 +7,7 @@ its answer to the destination's ring."""
 import json
 import uuid
 
-from virtualwire.control.holding import READ_WAIT
+from virtualwire.control.holding import CUT_WAIT, READ_WAIT
 from virtualwire.core.held_frames import digest
 from virtualwire.host.copy_log import CONFIRM, CopyLogs
 from virtualwire.pipeline.host_hold import (ANSWER_SLOT, COPY_PCP, ETHERTYPE,
@@ -136,6 +136,10 @@ def _copies(h, numbers):
 
 
 def test_a_source_log_that_never_answers_holds_the_release_no_longer_than_its_bound():
+    """Only the source's log places the cut (its copies are there): past
+    READ_WAIT the release still waits for it; past CUT_WAIT the move goes
+    on unheld, a loss, never a duplicate (the agent's count alone, with
+    no copies here, once delivered 1,169 datagrams twice: CI run 54)."""
     h, vm = _moving()
     h.call(h.ctl.poll_held)
     _stream(h, CopyLogs(), 0, 3)
@@ -146,15 +150,13 @@ def test_a_source_log_that_never_answers_holds_the_release_no_longer_than_its_bo
     h.now += READ_WAIT
     h.tick(0)
     h.settle()
-    # Without the copies, nothing tells a read frame: all held goes
-    # (duplicates possible), and the record says why.
-    [release] = _messages(h, 'h2')
-    assert (release['after'], release['absent']) == ([], 'all')
-    _to_controller(h, 'h2', json.dumps(
-        {'op': 'released', 'slot': 2, 'id': release['id'], 'found': False,
-         'delivered': 3, 'held': 3, 'evicted': 0}).encode())
+    assert not [d for d in _messages(h, 'h2') if d['op'] == 'release']
+    h.now += CUT_WAIT
+    h.tick(0)
+    h.settle()
+    assert not [d for d in _messages(h, 'h2') if d['op'] == 'release']
     [m] = h.call(h.ctl.views.migration_views)
-    assert 'timeout' in m['held']['g']['source_reads']
+    assert "copy log did not answer the cut" in m['held']['g']['abandoned']
 
 
 def test_without_a_hold_port_on_the_source_copies_go_to_the_controller():

@@ -115,6 +115,10 @@ class SourceLogs:
         then(fields, view)
         return True
 
+    def awaits(self, vnic) -> bool:
+        """Is a cut for `vnic` asked and not answered yet?"""
+        return any(got[0] == vnic for got in self.awaited.values())
+
     def forget(self, vnic) -> None:
         """A cut given up (its activation went on without it)."""
         for key, got in list(self.awaited.items()):
