@@ -45,12 +45,13 @@ probe (SCHED_FIFO, paced by its clock), and the same analysis
             (--hold-on-hosts) every hypervisor keeps them, so both our
             guests' moves are held, released from the destination's ring
             (control.host_rings)
-  --system-routes  every ovs-vswitchd run with the system's routes. By
-            default (--no-system-routes, as docs/install.rst recommends on
-            the userspace datapath and the lab runs) they run without (the
-            tunnels routed by vw-host-setup's user route; bench_tunnel_race):
-            OVS 3.1's userspace tunnel race on a tap's link event does not
-            fire, for OVN's Geneve tunnels as for ours
+  --no-system-routes  every ovs-vswitchd run without system routes (the
+            tunnels routed by vw-host-setup's user route, as docs/install.rst
+            recommends on the userspace datapath; bench_tunnel_race): OVS
+            3.1's userspace tunnel race on a tap's link event does not
+            fire, for OVN's Geneve tunnels as for ours. The default keeps
+            the system's routes, so the commands beside earlier figures
+            still run what they measured
   --copy-log on|off  with hosts keeping frames, whether the source's copies
             stay on its host (vw-frame-hold's copy log, host.copy_log: no
             copy crosses the controller's connection; the controller's
@@ -60,7 +61,7 @@ probe (SCHED_FIFO, paced by its clock), and the same analysis
                                     [--no-held] [--placement strict]
                                     [--activate-at-stop on]
                                     [--no-hold-on-hosts] [--copy-log on|off]
-                                    [--system-routes]
+                                    [--no-system-routes]
 """
 import argparse
 import json
@@ -314,13 +315,12 @@ def main():
                          'and vw-frame-hold); --no-hold-on-hosts: the '
                          'controller holds them')
     ap.add_argument('--system-routes', action=argparse.BooleanOptionalAction,
-                    default=False,
-                    help='every ovs-vswitchd with the system\'s routes; '
-                         'by default without (--disable-system-route, '
-                         "vw-host-setup's user route for the underlay, no "
-                         "local_ip on tunnel ports: OVS's tunnel race on a "
-                         "tap's link event gone, bench_tunnel_race), for "
-                         'both systems')
+                    default=True,
+                    help='--no-system-routes: every ovs-vswitchd without '
+                         'system routes (--disable-system-route, one user '
+                         'route for the underlay, no local_ip on tunnel '
+                         "ports: OVS's tunnel race on a tap's link event "
+                         'gone, bench_tunnel_race), for both systems')
     ap.add_argument('--placement', default='strict',
                     choices=('strict', 'insecure-trust-hosts'),
                     help="the controller's placement (default: %(default)s, "
