@@ -30,9 +30,9 @@ from typing import Dict, Optional, Tuple
 
 from virtualwire.control.held_delivery import HeldDelivery
 from virtualwire.control.host_rings import HostRings
-from virtualwire.control.migrations import RELEASED
 from virtualwire.control.lag_guard import (RING_BEHIND, LagGuard, RateGuard,
                                             to_shed)
+from virtualwire.control.migrations import RELEASED
 from virtualwire.control import source_reads
 from virtualwire.control.shared import Shared
 from virtualwire.control.source_logs import SourceLogs

@@ -18,9 +18,9 @@ import logging
 import struct
 from typing import Dict, Optional, Tuple
 
+from virtualwire.control.migrations import DELIVERED, RELEASED
 from virtualwire.core.held_frames import DEFAULT_FRAMES, HeldFrames
 from virtualwire.core.host_release import release_doc
-from virtualwire.control.migrations import DELIVERED, RELEASED
 from virtualwire.core.model import Location
 from virtualwire.pipeline import host_hold
 from virtualwire.southbound import openflow
