@@ -211,3 +211,70 @@ def test_a_marker_back_through_the_switch_is_told_from_frames():
     # Something else on the marker's tag is not ours.
     assert classify(frame(3), status=0x10 | 0x40, tci=tci,
                     tpid=0x88a8) is None
+
+
+def stopped_log(stop=1000.0):
+    """100 read before any copy; 20 copies; readings at Unix times
+    around QEMU's STOP (at `stop`): 110 just before, 111 frozen after it
+    (the count at STOP), 112 once QEMU took its one frame after STOP."""
+    logs = opened()
+    readings(logs, 100)
+    for n in range(20):
+        logs.copy(7, frame(n), 0.01)
+    for k, (wall, reads) in enumerate(((stop - 0.004, 110),
+                                       (stop + 0.001, 111),
+                                       (stop + 0.006, 111),
+                                       (stop + 0.040, 112))):
+        logs.sample(7, reads, 0, 1.0 + k * 0.005, wall=wall)
+        logs.settle(1.0 + k * 0.005 + SETTLE)
+    return logs
+
+
+def test_the_count_at_stop_is_the_lowest_reading_after_qemus_stop():
+    """QEMU read one frame after its STOP and kept it (the agent counted
+    112, as libvirt's event came later): with QEMU's STOP time the log
+    cuts at 111, the frozen count, and frame 11 goes to the destination
+    instead of being lost."""
+    logs = stopped_log()
+    got = said(logs, {'op': 'cut', 'slot': 7, 'id': 2, 'reads': 112,
+                      'stopped_at': 1000.0}, tap_counts=lambda tap: (112, 0))
+    v = got['view']
+    assert (v['reads'], v['agent_reads'], v['reads_from'],
+            v['stop_reading_ms']) == (111, 112, 'log after STOP', 1.0)
+    assert got['fields']['after'][-1] == digest(frame(10)).hex()
+    without = said(stopped_log(), {'op': 'cut', 'slot': 7, 'id': 2,
+                                   'reads': 112},
+                   tap_counts=lambda tap: (112, 0))
+    assert without['view']['reads_from'] == 'agent'
+    assert without['fields']['after'][-1] == digest(frame(11)).hex()
+
+
+def test_no_reading_before_qemus_stop_ever_lowers_the_cut():
+    """Readings taken before STOP (110 here) are below the count at STOP:
+    taken for it, the cut would hand the guest a frame it had read. Only
+    readings after STOP count, and with none the agent's count stands;
+    one above the agent's never raises it."""
+    late = said(stopped_log(), {'op': 'cut', 'slot': 7, 'id': 2,
+                                'reads': 112, 'stopped_at': 1000.05},
+                tap_counts=lambda tap: (112, 0))
+    assert (late['view']['reads'], late['view']['reads_from']) == (
+        112, 'agent')
+    early = said(stopped_log(), {'op': 'cut', 'slot': 7, 'id': 2,
+                                 'reads': 110, 'stopped_at': 1000.0},
+                 tap_counts=lambda tap: (112, 0))
+    assert (early['view']['reads'], early['view']['reads_from']) == (
+        110, 'agent')
+    # Without the agent's count: the lowest reading after STOP.
+    alone = said(stopped_log(), {'op': 'cut', 'slot': 7, 'id': 2,
+                                 'stopped_at': 1000.0})
+    assert (alone['view']['reads'], alone['view']['reads_from']) == (
+        111, 'log after STOP')
+
+
+def test_a_bad_stop_time_is_refused_and_changes_nothing():
+    logs = stopped_log()
+    for bad in ('soon', True, -1, 1e12):
+        got = said(logs, {'op': 'cut', 'slot': 7, 'id': 2, 'reads': 112,
+                          'stopped_at': bad})
+        assert got['op'] == 'error' and 'stopped_at' in got['error']
+    assert logs.logs[7].copies.n_copies == 20

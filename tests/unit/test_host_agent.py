@@ -266,3 +266,36 @@ def test_the_stop_says_each_taps_read_count_at_that_moment(
     assert client.posts[-1] == (
         'POST', '/v1/migrations/%s/stopped' % dom.uuid,
         {'host': 'h1', 'reads': {'v-one': 4711}})
+
+
+def test_the_stop_says_qemus_own_stop_time_unless_stale_or_resumed(
+        monkeypatch):
+    """QEMU's STOP event (its own timestamp) goes with the word, for the
+    source's copy log to time its count at STOP by. A STOP followed by a
+    RESUME (a pause that ended), or older than STOP_FRESH when libvirt's
+    event comes, is not sent: a cut timed by it would go too early."""
+    dom = Dom('4c7b9b5f-60c7-4301-a062-8fa189c74398')
+    client = Client()
+    a = agent.Agent(Conn([dom]), lambda: client, 'h1')
+    monkeypatch.setattr(agent, 'qemu_pid', lambda name: 42)
+    monkeypatch.setattr(agent, 'stream_peer', lambda pid: '198.18.0.12')
+    a.poll()
+    monkeypatch.setattr(agent.threading, 'Thread', lambda target, args,
+                        daemon: type('T', (), {
+                            'start': lambda self: target(*args)})())
+    client.call = lambda method, path, doc: client.posts.append(
+        (method, path, doc)) or {}
+    now = [1000.25]
+    monkeypatch.setattr(agent.time, 'time', lambda: now[0])
+
+    def stop_said():
+        a.on_lifecycle(None, dom, libvirt.VIR_DOMAIN_EVENT_SUSPENDED,
+                       libvirt.VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED, None)
+        return client.posts[-1][2].get('stopped_at')
+    a.on_qemu_event(None, dom, 'STOP', 1000, 125000, None, None)
+    assert stop_said() == 1000.125
+    a.on_qemu_event(None, dom, 'STOP', 1000, 0, None, None)
+    a.on_qemu_event(None, dom, 'RESUME', 1000, 100000, None, None)
+    assert stop_said() is None
+    a.on_qemu_event(None, dom, 'STOP', 990, 0, None, None)
+    assert stop_said() is None          # 10.25 s before libvirt's event

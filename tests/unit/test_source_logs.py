@@ -202,3 +202,37 @@ def test_the_cut_is_asked_in_the_stop_event_itself_not_at_the_next_sync():
     h.loop.call(h.ctl.source_stopped, vm, 'h1', {'g': 706})
     [cut] = _messages(h, 'h1')
     assert (cut['op'], cut['reads']) == ('cut', 706)
+
+
+def test_qemus_stop_time_goes_to_the_source_log_which_cuts_by_it():
+    """The agent's word carries QEMU's own STOP time: the controller
+    passes it to the source's copy log with the cut, and the log cuts at
+    its lowest reading after that time (705: QEMU read one more after
+    STOP, which the agent counted, and never handed it to the guest), so
+    that frame reaches the guest on its destination."""
+    h, vm = _moving()
+    log = CopyLogs()
+    h.call(h.ctl.poll_held)
+    [opened] = _messages(h, 'h1')
+    log.message(opened, 0.0)
+    for k in range(CONFIRM):
+        log.sample(1, 700, 0, k)
+        log.settle(k + 0.5)
+    _stream(h, log, 0, 10)
+    log.sample(1, 705, 0, 5.0, wall=1000.002)    # frozen after STOP
+    log.settle(5.5)
+    h.fabric.packet_outs.clear()
+    h.call(h.ctl.moves.source_stopped, vm, 'h1', {'g': 706}, 1000.0)
+    h.settle()
+    [cut] = _messages(h, 'h1')
+    assert (cut['reads'], cut['stopped_at']) == (706, 1000.0)
+    _to_controller(h, 'h1', log.message(cut, 6.0))
+    [release] = _messages(h, 'h2')
+    assert release['after'] == [digest(p.frame()).hex()
+                                for p in _copies(h, range(5))]
+    _to_controller(h, 'h2', json.dumps(
+        {'op': 'released', 'slot': 2, 'id': release['id'], 'found': True,
+         'delivered': 5, 'held': 10, 'evicted': 0}).encode())
+    [m] = h.call(h.ctl.views.migration_views)
+    assert (m['held']['g']['reads'], m['held']['g']['reads_from']) == (
+        705, 'log after STOP')

@@ -211,12 +211,16 @@ def _document():
                 'Libvirt paused the guest on its source for the last copy '
                 '(vw-host-agent): its vNICs are delivered on the '
                 'destination from now (--activate-at-stop); `reads`: each '
-                "vNIC's tap read count then (frames QEMU read)",
+                "vNIC's tap read count then (frames QEMU read); "
+                "`stopped_at`: QEMU's STOP event's own time (Unix "
+                "seconds, the source host's clock)",
                 ('403', '404', '409', '503'),
                 {'reads': {'type': 'object', 'maxProperties': 64,
                            'additionalProperties': {
                                'type': 'integer', 'minimum': 0,
-                               'maximum': (1 << 63) - 1}}}),
+                               'maximum': (1 << 63) - 1}},
+                 'stopped_at': {'type': 'number', 'exclusiveMinimum': 0,
+                                'exclusiveMaximum': 1e11}}),
             **_extender_paths(),
         },
         'components': {

@@ -25,6 +25,18 @@ def parse_reads(reads):
     return reads
 
 
+def parse_stop_time(at):
+    """QEMU's STOP (Unix time, the source host's clock), or Invalid. Not
+    compared with ours: only the source's copy log reads it, against
+    that host's own clock."""
+    if at is None:
+        return None
+    if isinstance(at, bool) or not isinstance(at, (int, float)) or \
+            not 0 < at < 1e11:
+        raise errors.Invalid('stopped_at must be a Unix time in seconds')
+    return float(at)
+
+
 class DepartureHandlers:
     intent: Any
     ctl: ControllerPort
@@ -53,13 +65,15 @@ class DepartureHandlers:
         copy (control.migrating.source_stopped). Answered with what a hook
         is told of a migration: not where its vNICs were, nor its timeline."""
         doc = read_json_object(req)
-        if not {'host'} <= set(doc) <= {'host', 'reads'} or \
+        if not {'host'} <= set(doc) <= {'host', 'reads', 'stopped_at'} or \
                 not isinstance(doc['host'], str):
             raise errors.Malformed('body must be {"host": host name, '
-                                   '"reads": {vNIC: count}}')
+                                   '"reads": {vNIC: count}, "stopped_at": '
+                                   'Unix time}')
         reads = parse_reads(doc.get('reads', {}))
         view = self._call(self.ctl.source_stopped, vm_uuid,
-                          doc['host'], reads)
+                          doc['host'], reads,
+                          parse_stop_time(doc.get('stopped_at')))
         return json_response(200, {'migration': {
             k: view[k] for k in tenancy.MIGRATION_VIEW if k in view}})
 

@@ -199,12 +199,12 @@ class Controller:
                 if self.active:
                     self.runtime.save_host(h)   # queued, off the loop
 
-    def source_stopped(self, vm_uuid, host, reads=None):
+    def source_stopped(self, vm_uuid, host, reads=None, stopped_at=None):
         """A source's agent: its guest stopped for the last copy. What
         the activation asks for its held frames goes out in this event:
         left to the sync, it waited behind the REST reply and the burst's
         other events (158 ms in 2 of 40 bench moves)."""
-        view = self.moves.source_stopped(vm_uuid, host, reads)
+        view = self.moves.source_stopped(vm_uuid, host, reads, stopped_at)
         self._pass_on()
         return view
 
@@ -327,7 +327,8 @@ class Controller:
         activations, refused = self.moves.pop_said()
         for vnic, host in activations:
             self.holding.held_activation(
-                vnic, host, self.moves.stop_reads.pop(vnic, None))
+                vnic, host, self.moves.stop_reads.pop(vnic, None),
+                self.moves.stopped_at.pop(vnic, None))
         for ev in refused:
             self.cloud_word.seen(ev)
 

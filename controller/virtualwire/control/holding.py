@@ -258,7 +258,7 @@ class Holding:
         source_reads.ask(self.shared, self.lag, vnic, host, done)
 
     # ---- activation ----------------------------------------------------------
-    def held_activation(self, vnic, host, stop_reads=None):
+    def held_activation(self, vnic, host, stop_reads=None, stopped_at=None):
         """The guest runs on `host` (or will: its source stopped): read
         its source's last count, then release (the sync waits for it,
         READ_WAIT at most). `stop_reads`: the count the source's agent
@@ -266,7 +266,9 @@ class Holding:
         release's at once; else the switch's answer brings the copies
         before it (the lower count of the two is the guest's: QEMU reads
         a frame or two after STOP and keeps them), and without an answer
-        in time the agent's count alone places the cut."""
+        in time the agent's count alone places the cut. `stopped_at`:
+        QEMU's own STOP time, for the source's copy log
+        (host.copy_log: the count at STOP)."""
         if vnic not in self.holding:
             return
         mv = self.tables.placement.moves.get(vnic)
@@ -279,7 +281,8 @@ class Holding:
                 and self.logs.cut(vnic, mv, stop_reads,
                                   self.rings.ring_frames,
                                   lambda fields, view: self._release_cut(
-                                      vnic, host, stop_reads, fields, view)):
+                                      vnic, host, stop_reads, fields, view),
+                                  stopped_at):
             if stop_reads is not None:      # for a cut that does not come
                 self.agent_reads[vnic] = stop_reads
             return

@@ -45,8 +45,10 @@ class Moves:
         self.activations: List[Tuple[str, str]] = []
         self.claims_refused: List[ClaimRefused] = []
         # vNIC -> its source tap's read count at STOP, as the source's
-        # agent read it (passed on with the activation: control.holding)
+        # agent read it, and QEMU's STOP time (passed on with the
+        # activation: control.holding)
         self.stop_reads: Dict[str, int] = {}
+        self.stopped_at: Dict[str, float] = {}
 
     @property
     def tables(self):
@@ -72,6 +74,7 @@ class Moves:
         self.move_seen.clear()
         self.announced_at.clear()
         self.stop_reads.clear()
+        self.stopped_at.clear()
         self.sisters_pending.clear()
         self.sister_hosts.clear()
 
@@ -191,7 +194,7 @@ class Moves:
             self._record(m)
         return m.view() if m is not None else None
 
-    def source_stopped(self, vm_uuid, host, reads=None):
+    def source_stopped(self, vm_uuid, host, reads=None, stopped_at=None):
         """A source's agent: libvirt paused the guest on `host` for its
         migration's last copy. From QEMU's STOP the source reads its tap no
         more, so its count is final and what it never read is known: the
@@ -204,7 +207,8 @@ class Moves:
         destination's port leaving, its hook) takes delivery back there,
         as for any activated move; what came between is lost.
         `reads` (vNIC -> its tap's read count then, the agent's) place the
-        held frames' cut without the source switch's answer.
+        held frames' cut without the source switch's answer; `stopped_at`
+        (QEMU's STOP, Unix time) lets the source's copy log time it.
         A lie (the guest still runs, a wrong count) can come only from the
         guest's own source, which can starve it anyway."""
         self.shared.loop.assert_owner()
@@ -226,6 +230,8 @@ class Moves:
                     v, m.destination, frames.SOURCE_STOPPED) and \
                     reads and v in reads:
                 self.stop_reads[v] = reads[v]
+                if stopped_at is not None:
+                    self.stopped_at[v] = stopped_at
         return m.view()
 
     def _known(self, vm_uuid):

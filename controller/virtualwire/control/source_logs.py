@@ -77,16 +77,20 @@ class SourceLogs:
                                          'port': vp.port_name}):
             self.open[vnic] = (mv.source, log[1])
 
-    def cut(self, vnic, mv, reads, ring_frames, then: Then) -> bool:
+    def cut(self, vnic, mv, reads, ring_frames, then: Then,
+            stopped_at=None) -> bool:
         """Ask the source's log where the guest stopped reading; then(
         fields, view) with its answer (fields None: it could not say).
-        False if the move keeps no log there."""
+        `stopped_at`: QEMU's STOP (its agent's word), which the log times
+        its count at STOP by. False if the move keeps no log there."""
         log = self.log_of(vnic, mv)
         if log is None or self.open.get(vnic) != (mv.source, log[1]):
             return False
         doc = {'op': 'cut', 'slot': log[1], 'ring_frames': ring_frames}
         if reads is not None:
             doc['reads'] = reads
+        if stopped_at is not None:
+            doc['stopped_at'] = stopped_at
         ident = self._say(mv.source, log[0], doc)
         if ident is None:
             return False

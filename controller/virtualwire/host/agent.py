@@ -34,22 +34,26 @@ With it go its taps' read counts at that moment (the kernel's transmit
 count: frames QEMU read), taken here in a few ms, which tell the
 controller which held frames the guest never read even when this host's
 switch is too busy to answer its own read in time (`control.holding`).
+And QEMU's own time of the STOP (its QMP event's timestamp, `stopped_at`):
+QEMU reads one more frame after STOP that the guest never gets, often
+before libvirt's event comes, and this host's copy log places the count
+at STOP by it (`host.copy_log`). Libvirt gives QEMU's events only to a
+read-write connection, so the agent opens one for that alone (every
+other call is on its read-only one); `--stop-time off` does without.
 """
 import argparse
 import configparser
 import logging
 import os
-import socket
-import struct
 import threading
 import time
-import xml.etree.ElementTree as ET
 
 from virtualwire import version
+from virtualwire.host.guest_facts import (  # noqa: F401 (the tests' names)
+    qemu_pid, stream_peer, tap_reads, taps_of, vnics_of)
 
 LOG = logging.getLogger('vw-host-agent')
 CONFIG = '/etc/virtualwire/hook.conf'
-MIGRATION_PORTS = range(49152, 49216)   # libvirt's default migration ports
 PEER_WAIT = 2.0     # s a job is given for its stream to connect
 # A report the controller did not take, or took without settling (the
 # destination had not spoken yet, or the controller was down), is said
@@ -58,93 +62,13 @@ PEER_WAIT = 2.0     # s a job is given for its stream to connect
 # believed when it is back.
 RETRY_EVERY = 2.0
 RETRY_WINDOW = 120.0
-
-
-def vnics_of(xml_text):
-    """The interfaceid of each openvswitch virtualport of a domain."""
-    return sorted(taps_of(xml_text))
-
-
-def taps_of(xml_text):
-    """{interfaceid: tap device} of a domain's openvswitch virtualports
-    (None for one not plugged yet)."""
-    root = ET.fromstring(xml_text)
-    out = {}
-    for nic in root.findall('./devices/interface'):
-        p = nic.find("./virtualport[@type='openvswitch']/parameters")
-        if p is None or not p.get('interfaceid'):
-            continue
-        target = nic.find('./target')
-        out[p.get('interfaceid')] = (target.get('dev') if target is not None
-                                     else None)
-    return out
-
-
-def tap_reads(taps, sysfs='/sys/class/net'):
-    """{interfaceid: the tap's transmit count} (frames its QEMU read; the
-    kernel counts one as QEMU takes it), for each tap still there."""
-    out = {}
-    for vnic, dev in taps.items():
-        if not dev or '/' in dev:
-            continue
-        try:
-            with open(os.path.join(sysfs, dev, 'statistics',
-                                   'tx_packets')) as f:
-                out[vnic] = int(f.read())
-        except (OSError, ValueError):
-            continue
-    return out
-
-
-def _hex_address(text):
-    """'0100007F:1F90' (/proc/net/tcp) -> ('127.0.0.1', 8080); IPv6 too."""
-    addr, port = text.split(':')
-    raw = bytes.fromhex(addr)
-    if len(raw) == 4:
-        ip = socket.inet_ntop(socket.AF_INET, raw[::-1])
-    else:
-        ip = socket.inet_ntop(socket.AF_INET6, b''.join(
-            struct.pack('<I', w) for w in struct.unpack('>4I', raw)))
-    return ip, int(port, 16)
-
-
-def stream_peer(pid, proc='/proc'):
-    """The remote address of process `pid`'s migration stream: its one
-    established outbound TCP connection to a libvirt migration port (or
-    its only established connection), else None."""
-    try:
-        inodes = set()
-        for fd in os.listdir('%s/%d/fd' % (proc, pid)):
-            target = os.readlink('%s/%d/fd/%s' % (proc, pid, fd))
-            if target.startswith('socket:['):
-                inodes.add(target[8:-1])
-    except OSError:
-        return None
-    peers = []
-    for table in ('tcp', 'tcp6'):
-        try:
-            with open('%s/%d/net/%s' % (proc, pid, table)) as f:
-                rows = f.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            cols = row.split()
-            if len(cols) > 9 and cols[3] == '01' and cols[9] in inodes:
-                ip, port = _hex_address(cols[2])
-                if not ip.startswith('127.') and ip != '::1':
-                    peers.append((ip, port))
-    ours = {ip for ip, port in peers if port in MIGRATION_PORTS}
-    if len(ours) == 1:
-        return ours.pop()
-    return peers[0][0] if len({ip for ip, _p in peers}) == 1 else None
-
-
-def qemu_pid(name, run='/run/libvirt/qemu'):
-    try:
-        with open(os.path.join(run, name + '.pid')) as f:
-            return int(f.read().strip())
-    except (OSError, ValueError):
-        return None
+# QEMU's STOP is believed the migration's when libvirt's event for it
+# comes at most this long after, and no RESUME came between (an earlier
+# pause's STOP would put the cut too early: duplicates).
+STOP_FRESH = 5.0
+# How long the word waits for QEMU's STOP event, which comes on another
+# connection than libvirt's lifecycle event and so in no fixed order.
+STOP_WAIT = 0.02
 
 
 class Agent:
@@ -164,6 +88,10 @@ class Agent:
         self.clients: dict = {}
         # UUID -> {vNIC: tap} of a guest leaving: read at once at STOP.
         self.taps: dict = {}
+        # UUID -> QEMU's last STOP (Unix time), from its QMP event, when
+        # this agent gets QEMU's events (`stop_events`).
+        self.stop_at: dict = {}
+        self.stop_events = False
         self.sysfs = '/sys/class/net'
         self.lock = threading.Lock()
 
@@ -207,6 +135,30 @@ class Agent:
                 del self.taps[uuid]
         self.say_again()
 
+    def on_qemu_event(self, _conn, dom, event, seconds, micros, _details,
+                      _opaque):
+        """QEMU's STOP (kept, with QEMU's own timestamp) or RESUME (a STOP
+        forgotten: the guest ran again), any guest."""
+        with self.lock:
+            if event == 'STOP':
+                self.stop_at[dom.UUIDString()] = seconds + micros / 1e6
+            else:
+                self.stop_at.pop(dom.UUIDString(), None)
+
+    def stop_time(self, uuid, seen):
+        """QEMU's STOP of the guest that libvirt said (at `seen`) paused
+        to leave: None if it did not come (in STOP_WAIT) or is stale."""
+        end = time.monotonic() + (STOP_WAIT if self.stop_events else 0)
+        while True:
+            with self.lock:
+                at = self.stop_at.pop(uuid, None)
+            if at is not None or time.monotonic() >= end:
+                break
+            time.sleep(0.002)
+        if at is None or seen is None or not 0 <= seen - at <= STOP_FRESH:
+            return None
+        return at
+
     def on_lifecycle(self, _conn, dom, event, detail, _opaque):
         """Libvirt paused a guest for its migration's last copy (QEMU's
         STOP on this, its source): say so at once, off libvirt's event
@@ -236,6 +188,9 @@ class Agent:
         doc = {'host': self.host}
         if reads:
             doc['reads'] = reads
+        at = self.stop_time(uuid, seen)
+        if at is not None:
+            doc['stopped_at'] = round(at, 6)
         try:
             (c or self.client()).call(
                 'POST', '/v1/migrations/%s/stopped' % uuid, doc)
@@ -338,6 +293,24 @@ def _settings(path):
     return c
 
 
+def watch_qemu_stops(uri, agent) -> bool:
+    """QEMU's STOP and RESUME events to agent.on_qemu_event: whether
+    libvirt gives them (a read-write connection; read-only ones are
+    refused)."""
+    import libvirt
+    try:
+        import libvirt_qemu
+        rw = libvirt.open(uri)
+        for event in ('STOP', 'RESUME'):
+            libvirt_qemu.qemuMonitorEventRegister(
+                rw, None, event, agent.on_qemu_event, None, 0)
+    except (ImportError, libvirt.libvirtError) as e:
+        LOG.warning("QEMU's STOP events unavailable (%s): a guest's count "
+                    "at STOP is read when libvirt's event comes", e)
+        return False
+    return True
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog='vw-host-agent', description=__doc__.split(
         '\n\n')[0])
@@ -349,6 +322,12 @@ def main(argv=None):
     p.add_argument('--poll', type=float, default=0.5, metavar='SECONDS',
                    help='read running domains\' jobs this often (default: '
                         '%(default)s)')
+    p.add_argument('--stop-time', choices=('qmp', 'off'), default='qmp',
+                   help="qmp: QEMU's STOP events, on a read-write libvirt "
+                        'connection used for nothing else, time each leaving '
+                        "guest's count at STOP (one frame a vNIC a move "
+                        'otherwise lost); off: the read-only connection '
+                        'alone (default: %(default)s)')
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO,
                         format='%(asctime)s %(name)s %(levelname)s '
@@ -378,6 +357,8 @@ def main(argv=None):
         agent.on_iteration, None)
     conn.domainEventRegisterAny(
         None, libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, agent.on_lifecycle, None)
+    if args.stop_time == 'qmp':
+        agent.stop_events = watch_qemu_stops(args.libvirt_uri, agent)
 
     def events():
         while True:

@@ -262,9 +262,12 @@ def _handle(port, rings, logs, got, now):
     if kind == 'copy':
         logs.copy(slot, data, now)
         tap = logs.wants_sample(slot, now)
+        # The wall clock before the read: a reading stamped after QEMU's
+        # STOP was taken after it (host.copy_log, the count at STOP).
+        wall = time.time()
         counts = port.tap_counts(tap) if tap else None
         if counts is not None:
-            mark = logs.sample(slot, counts[0], counts[1], now)
+            mark = logs.sample(slot, counts[0], counts[1], now, wall)
             port.send_mark(mark_frame(mark))
         return []
     try:
