@@ -288,7 +288,7 @@ class CopyLogs:
             readings_marked=g.marked,
             bound_max=max(g.bounds, default=None),
             lost=g.lost, reads=reads, tap_reads=counts[0] if counts else None,
-            agent_reads=m.reads,
+            agent_reads=m.reads, stopped_at=m.stopped_at,
             stop_reading_ms=None if at_stop is None else at_stop[1],
             reads_from=said if reads is not None
             else None)))
