@@ -278,3 +278,24 @@ def test_a_bad_stop_time_is_refused_and_changes_nothing():
                           'stopped_at': bad})
         assert got['op'] == 'error' and 'stopped_at' in got['error']
     assert logs.logs[7].copies.n_copies == 20
+
+
+def test_cheap_readings_between_samples_time_the_count_at_stop():
+    """Between the marked samples (every SAMPLE_EVERY) the log reads the
+    tap's count alone at most every STOP_READ_EVERY, for the STOP history
+    only: QEMU's one read after STOP can come within a few ms of it."""
+    from virtualwire.host.copy_log import STOP_READ_EVERY
+    logs = opened()
+    readings(logs, 100)
+    for n in range(20):
+        logs.copy(7, frame(n), 0.01)
+    assert logs.wants_stop_read(7, 10.0) == 'vnet7'
+    logs.stop_read(7, 111, 10.0, wall=1000.0005)
+    assert logs.wants_stop_read(7, 10.0 + STOP_READ_EVERY / 2) is None
+    assert logs.wants_stop_read(7, 10.0 + STOP_READ_EVERY) == 'vnet7'
+    logs.stop_read(7, 112, 10.001, wall=1000.0015)
+    got = said(logs, {'op': 'cut', 'slot': 7, 'id': 2, 'reads': 112,
+                      'stopped_at': 1000.0}, tap_counts=lambda tap: (112, 0))
+    assert (got['view']['reads'], got['view']['stop_reading_ms']) == (
+        111, 0.5)
+    assert logs.wants_stop_read(9, 10.0) is None       # no such log
