@@ -235,6 +235,22 @@ TAPPED = """<domain><name>g</name><devices>
 </virtualport></interface></devices></domain>"""
 
 
+def _leaving(monkeypatch, dom):
+    """(an agent that saw `dom` start leaving, its client recording
+    each call), threads run at once."""
+    client = Client()
+    a = agent.Agent(Conn([dom]), lambda: client, 'h1')
+    monkeypatch.setattr(agent, 'qemu_pid', lambda name: 42)
+    monkeypatch.setattr(agent, 'stream_peer', lambda pid: '198.18.0.12')
+    a.poll()
+    monkeypatch.setattr(agent.threading, 'Thread', lambda target, args,
+                        daemon: type('T', (), {
+                            'start': lambda self: target(*args)})())
+    client.call = lambda method, path, doc: client.posts.append(
+        (method, path, doc)) or {}
+    return a, client
+
+
 def test_the_stop_says_each_taps_read_count_at_that_moment(
         monkeypatch, tmp_path):
     """With the STOP go the counts of frames QEMU read from each of the
@@ -250,17 +266,8 @@ def test_the_stop_says_each_taps_read_count_at_that_moment(
         'v-one': 4711}
     dom = Dom('4c7b9b5f-60c7-4301-a062-8fa189c74398')
     dom.XMLDesc = lambda _flags: TAPPED
-    client = Client()
-    a = agent.Agent(Conn([dom]), lambda: client, 'h1')
+    a, client = _leaving(monkeypatch, dom)
     a.sysfs = str(tmp_path)
-    monkeypatch.setattr(agent, 'qemu_pid', lambda name: 42)
-    monkeypatch.setattr(agent, 'stream_peer', lambda pid: '198.18.0.12')
-    a.poll()
-    monkeypatch.setattr(agent.threading, 'Thread', lambda target, args,
-                        daemon: type('T', (), {
-                            'start': lambda self: target(*args)})())
-    client.call = lambda method, path, doc: client.posts.append(
-        (method, path, doc)) or {}
     a.on_lifecycle(None, dom, libvirt.VIR_DOMAIN_EVENT_SUSPENDED,
                    libvirt.VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED, None)
     assert client.posts[-1] == (
@@ -275,16 +282,7 @@ def test_the_stop_says_qemus_own_stop_time_unless_stale_or_resumed(
     RESUME (a pause that ended), or older than STOP_FRESH when libvirt's
     event comes, is not sent: a cut timed by it would go too early."""
     dom = Dom('4c7b9b5f-60c7-4301-a062-8fa189c74398')
-    client = Client()
-    a = agent.Agent(Conn([dom]), lambda: client, 'h1')
-    monkeypatch.setattr(agent, 'qemu_pid', lambda name: 42)
-    monkeypatch.setattr(agent, 'stream_peer', lambda pid: '198.18.0.12')
-    a.poll()
-    monkeypatch.setattr(agent.threading, 'Thread', lambda target, args,
-                        daemon: type('T', (), {
-                            'start': lambda self: target(*args)})())
-    client.call = lambda method, path, doc: client.posts.append(
-        (method, path, doc)) or {}
+    a, client = _leaving(monkeypatch, dom)
     now = [1000.25]
     monkeypatch.setattr(agent.time, 'time', lambda: now[0])
 
