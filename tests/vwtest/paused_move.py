@@ -25,8 +25,11 @@ def arrive(vm, *args):
     """`vwlab.arrival arrive` on the VM, its report (and its stderr)."""
     p = subprocess.run(arrival(vm, 'arrive', *args), capture_output=True,
                        text=True, timeout=30)
-    return dict(json.loads(p.stdout.strip().splitlines()[-1]),
-                stderr=p.stderr)
+    lines = p.stdout.strip().splitlines()
+    # No report: the tool itself failed (CI of 8e8c856 once); say how.
+    assert lines, 'vwlab.arrival arrive on %s printed no report (exit %d): ' \
+        '%s' % (vm.name, p.returncode, p.stderr.strip()[-2000:])
+    return dict(json.loads(lines[-1]), stderr=p.stderr)
 
 
 def in_order(report):
