@@ -58,3 +58,16 @@ def test_any_other_socket_error_is_not_taken_for_a_vanished_port():
     with pytest.raises(OSError):
         _serve(port, 3)
     assert port.reopened == 0
+
+
+def test_a_taps_counts_are_read_from_sysfs_and_none_once_it_is_gone(
+        tmp_path):
+    from virtualwire.host.hold_port import HoldPort
+    stats = tmp_path / 'vnet7' / 'statistics'
+    stats.mkdir(parents=True)
+    (stats / 'tx_packets').write_text('4711\n')
+    (stats / 'tx_dropped').write_text('3\n')
+    assert HoldPort.tap_counts('vnet7', str(tmp_path)) == (4711, 3)
+    assert HoldPort.tap_reads('vnet7', str(tmp_path)) == 4711
+    assert HoldPort.tap_counts('vnet9', str(tmp_path)) is None
+    assert HoldPort.tap_reads('vnet9', str(tmp_path)) is None

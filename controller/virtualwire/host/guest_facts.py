@@ -30,19 +30,25 @@ def taps_of(xml_text):
     return out
 
 
+def tap_stat(dev, name='tx_packets', sysfs='/sys/class/net'):
+    """One of a tap's kernel counters (tx_packets: frames its QEMU read,
+    counted as QEMU takes each), None if the tap is gone."""
+    if not dev or '/' in dev:
+        return None
+    try:
+        with open(os.path.join(sysfs, dev, 'statistics', name)) as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
 def tap_reads(taps, sysfs='/sys/class/net'):
-    """{interfaceid: the tap's transmit count} (frames its QEMU read; the
-    kernel counts one as QEMU takes it), for each tap still there."""
+    """{interfaceid: the tap's transmit count} for each tap still there."""
     out = {}
     for vnic, dev in taps.items():
-        if not dev or '/' in dev:
-            continue
-        try:
-            with open(os.path.join(sysfs, dev, 'statistics',
-                                   'tx_packets')) as f:
-                out[vnic] = int(f.read())
-        except (OSError, ValueError):
-            continue
+        n = tap_stat(dev, sysfs=sysfs)
+        if n is not None:
+            out[vnic] = n
     return out
 
 

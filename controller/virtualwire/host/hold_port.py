@@ -24,6 +24,7 @@ from typing import Optional, Tuple
 from virtualwire import version
 from virtualwire.host.copy_log import (CopyLogs, is_log_message,
                                        mark_frame, mark_of)
+from virtualwire.host.guest_facts import tap_stat
 from virtualwire.host.hold_ring import (ANSWER_SLOT, DEFAULT_BYTES,
                                         BEAT_LOST, DEFAULT_FRAMES, ETHERTYPE,
                                         MAX_SLOTS, ORPHAN_AFTER, HoldRings)
@@ -160,24 +161,15 @@ class HoldPort:
     def tap_counts(tap, sysfs='/sys/class/net'):
         """(reads, dropped) of a tap: its kernel transmit counts (frames
         its QEMU took; frames dropped with its queue full), None if gone."""
-        try:
-            out = []
-            for name in ('tx_packets', 'tx_dropped'):
-                with open('%s/%s/statistics/%s' % (sysfs, tap, name)) as f:
-                    out.append(int(f.read()))
-            return out[0], out[1]
-        except (OSError, ValueError):
-            return None
+        reads = tap_stat(tap, 'tx_packets', sysfs)
+        dropped = tap_stat(tap, 'tx_dropped', sysfs)
+        return None if reads is None or dropped is None else (reads, dropped)
 
     @staticmethod
     def tap_reads(tap, sysfs='/sys/class/net'):
         """A tap's transmit count alone (frames its QEMU took), None if
         it is gone: the cheaper reading that times the count at STOP."""
-        try:
-            with open('%s/%s/statistics/tx_packets' % (sysfs, tap)) as f:
-                return int(f.read())
-        except (OSError, ValueError):
-            return None
+        return tap_stat(tap, 'tx_packets', sysfs)
 
     def send_mark(self, frame: bytes) -> None:
         """A copy log's marker, to the switch (which hands it back)."""
