@@ -125,8 +125,12 @@ def _with_copy_log(lab, api, wired_guest, k):
         # frame before libvirt's event came (host.copy_log).
         assert held['copies_on'] == 'host' and 'cut_error' not in held, \
             str(why)
-        assert held['stopped_at'] is not None and \
-            held['reads'] <= held['agent_reads'] and \
+        # (QEMU's STOP comes on the agent's second connection, in no
+        # fixed order with libvirt's event: 8 of 120 bench moves and one
+        # CI move went without it, cut at the agent's count as before.)
+        if held['stopped_at'] is None:
+            assert held['reads_from'] == 'agent', str(why)
+        assert held['reads'] <= held['agent_reads'] and \
             held['reads_from'] == ('agent' if held['reads'] ==
                                    held['agent_reads'] else
                                    'log after STOP'), str(why)
