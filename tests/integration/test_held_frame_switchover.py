@@ -31,6 +31,7 @@ EVENT_MS = 0.001           # virsh prints QEMU's event times to the ms
 # held_frames-run3.json: 1-2 a move, isolated, not a run a late cut makes).
 QEMU_AT_STOP = 3
 READ_LAG_S = 0.1   # how far a TCG guest's reads may lag its tap at STOP
+FLOOD_TRIES = 3    # flood moves until one's pause outlasts the bound
 
 
 @pytest.fixture(scope='module')
@@ -144,14 +145,24 @@ def _held_there_and_back(lab, api, wired_guest, k):
     assert {api.wire(wid)['host_a'], api.wire(wid)['host_b']} == \
         {'h2', 'h3'}
 
-    # Back, under a flood: 1000-byte datagrams, ~60 fit the bound.
-    r, m, stop, resume = move(lab, api, g, far, '10.87.%d.1' % k, h2,
-                              h1, 1000)
-    held = m['held'][nic]
-    why = dict(brief(r, held, stop, resume, g), switches=m['switches'])
-    print('flood move: %s' % why)
-    if held_or_let_go(r, held, stop, resume, why):
-        _flood_move_held(r, held, why, stop, resume, h1)
+    # Back, under a flood: 1000-byte datagrams, ~65 fit the bound. A
+    # pause shorter than ~65 ms never reaches it (CI of c0821fc paused
+    # 68 ms and held 62): such a move is judged for what it is, and the
+    # guest moves again, up to FLOOD_TRIES moves in all.
+    src, dst = h2, h1
+    for _try in range(FLOOD_TRIES):
+        r, m, stop, resume = move(lab, api, g, far, '10.87.%d.1' % k, src,
+                                  dst, 1000)
+        held = m['held'][nic]
+        why = dict(brief(r, held, stop, resume, g), switches=m['switches'])
+        print('flood move: %s' % why)
+        if not held_or_let_go(r, held, stop, resume, why):
+            return
+        if _flood_move_held(r, held, why, stop, resume, dst):
+            return
+        src, dst = dst, src
+    raise AssertionError('no flood move in %d reached the bound' %
+                         FLOOD_TRIES)
 
 
 def _first_move_held(r, m, held, why, stop, resume, h2):
@@ -194,10 +205,17 @@ def _first_move_held(r, m, held, why, stop, resume, h2):
     assert not bad, str(dict(why, ovs_races=races[-5:]))
 
 
-def _flood_move_held(r, held, why, stop, resume, h1):
-    assert held['evicted'] > 0, str(why)                 # cut at the bound
+def _flood_move_held(r, held, why, stop, resume, dst):
+    """True if the flood reached the bound (then cut there and counted).
+    A move that held less than the bound evicted nothing and lost nothing
+    but QEMU's at STOP: judged so, and False."""
     assert held['delivered'] * 1000 <= HOLD_BYTES, str(why)
-    _cut_at_the_bound(r, held, why, stop, resume, h1)
+    if not held['evicted']:
+        print('flood move: the pause held %d frames, under the bound' %
+              held['held'])
+        assert held['held'] * 1000 <= HOLD_BYTES, str(why)
+    _cut_at_the_bound(r, held, why, stop, resume, dst)
+    return held['evicted'] > 0
 
 
 def _cut_at_the_bound(r, held, why, stop, resume, dst):
