@@ -274,6 +274,8 @@ def summarise(rows):
                                      for r in rows]),
         'first_frame_to_delivery_ms': dist([
             r['capture'].get('first_frame_to_delivery_ms') for r in rows]),
+        'first_into_dest_ms': dist([r['capture'].get('first_into_dest_ms')
+                                    for r in rows]),
         'dropped_after_frame_ms': dist([
             r['capture'].get('dropped_after_frame_ms') for r in rows]),
         'first_held_echo_ms': dist([r.get('first_held_echo_ms')

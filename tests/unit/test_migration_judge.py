@@ -1,0 +1,34 @@
+"""bench_migration's judge (bench/migration_report.goals): issue 42's bar
+on a run's rows, here the first frame of the pause in the guest's tap."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..',
+                                'bench'))
+import migration_report  # noqa: E402
+
+
+def _row(into_ms):
+    return {'guest_crashed': False, 'pause_ms': 80.0, 'probed': True,
+            'added_ms': -80.0, 'main_hole_ms_from_stop': [0.0, 0.0],
+            'lost_runs_ms_from_stop': [], 'duplicates': 0,
+            'lost_outside_pause': 0, 'unprobed_why': None,
+            'capture': {'first_into_dest_ms': into_ms}}
+
+
+def _doc(into):
+    rows = [_row(x) for x in into]
+    ovn = [dict(_row(5.0), added_ms=6.0)]
+    return {'virtualwire': {'far': dict(migration_report.outage.summarise(
+        rows), rows=rows)}, 'ovn': {'far': dict(
+            migration_report.outage.summarise(ovn), rows=ovn)}}
+
+
+def test_a_move_whose_first_held_frame_reached_the_tap_late_misses_the_bar():
+    ok = migration_report.goals(_doc([-40.0, 1.5]))['far']
+    assert ok['first_held_in_tap_within_2ms'] and ok['met']
+    late = migration_report.goals(_doc([-40.0, 5.7]))['far']
+    assert not late['first_held_in_tap_within_2ms'] and not late['met']
+    # A move the captures did not see is not taken as met.
+    unseen = migration_report.goals(_doc([-40.0, None]))['far']
+    assert not unseen['first_held_in_tap_within_2ms']
