@@ -207,7 +207,9 @@ class Agent:
             LOG.info('guest %s (%s) stopped to leave: said', name, uuid)
             return
         LOG.info('guest %s (%s) stopped to leave: said (libvirt\'s event '
-                 'at %.3f, answered %.0f ms later)', name, uuid, seen,
+                 'at %.3f, %s, answered %.0f ms later)', name, uuid, seen,
+                 'no STOP from QEMU' if at is None else
+                 "%.0f ms after QEMU's STOP" % ((seen - at) * 1e3),
                  (time.time() - seen) * 1e3)
 
     def say_again(self, now=None):
