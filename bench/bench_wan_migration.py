@@ -180,6 +180,9 @@ def main():
                     help='the guest working set, MIB:PAGES_PER_S:MODE')
     ap.add_argument('--wire-pps', type=int, default=500)
     ap.add_argument('--wire-seconds', type=float, default=12)
+    ap.add_argument('--result', default='wan_migration',
+                    help='bench/results/NAME.json and .txt (default: '
+                         '%(default)s)')
     args = ap.parse_args()
     workdir = tempfile.mkdtemp(prefix='vw-wanmig-')
     order = [k for _ in range(args.runs) for k in args.kinds.split(',')] + \
@@ -259,7 +262,7 @@ def main():
            'probe_rate': PROBE_RATE, 'summary': by,
            'wan_over_default_medians': ratios, 'rows': rows,
            'goal': {'link_bytes_ratio_max': 0.5, 'pause_not_longer': True}}
-    write_result('wan_migration', doc)
+    write_result(args.result, doc)
     for k, s in by.items():
         print('%-12s link MB %s; took s %s; pause ms %s; added ms %s; wire '
               'delivered %s, delay p99 %s; crashed %s' % (
