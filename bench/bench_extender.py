@@ -154,6 +154,9 @@ def main():
     ap.add_argument('--wireguard', default=None,
                     help="the agents' --wireguard daemon (default: the "
                          "agent's own, boringtun-cli)")
+    ap.add_argument('--result', default='extender',
+                    help='bench/results/NAME.json and .txt (default: '
+                         '%(default)s)')
     args = ap.parse_args()
     with Lab(3, sites=['cloud-a', 'cloud-a', 'cloud-b'],
              extenders='xa:cloud-a:nat,xb:cloud-b:nat') as lab:
@@ -216,7 +219,7 @@ def main():
         'anchors': {'paper_extender_mbit_s': 230,
                     'paper_overhead_pct': 25},
     }
-    write_result('extender', doc)
+    write_result(args.result, doc)
     lines = ['throughput (Mbit/s, median of %d x %d s, ratio to the in-site '
              'GRE wire):' % (args.runs, args.seconds)]
     for k, v in doc['throughput_mbit_s'].items():
