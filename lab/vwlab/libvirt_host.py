@@ -19,6 +19,8 @@ import time
 import uuid
 from xml.sax.saxutils import escape, quoteattr
 
+from vwlab.shell import niced
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 HOOK = os.path.join(os.path.dirname(os.path.dirname(HERE)),
                     'migration_hooks', 'qemu')
@@ -249,11 +251,15 @@ class LibvirtHost:
     def _start_agent(self, anchor_pid):
         """vw-host-agent beside libvirtd, with the hook's settings: it
         reports guests migrating out of this host (strict placement)."""
+        # At the switches' niceness, as its systemd unit runs it: its
+        # word at QEMU's STOP races the guest's RESUME on the destination.
         a = subprocess.Popen(
-            ['nsenter', '-t', str(anchor_pid), '-n', '-m', '--',
-             sys.executable, '-m', 'virtualwire.host.agent', '--config',
-             os.path.join(self.hook_dir(), 'virtualwire.conf'),
-             '--poll', '0.2'],
+            ['nsenter', '-t', str(anchor_pid), '-n', '-m', '--'] + niced(
+                self.host.lab.ovs_nice, [
+                    sys.executable, '-m', 'virtualwire.host.agent',
+                    '--config',
+                    os.path.join(self.hook_dir(), 'virtualwire.conf'),
+                    '--poll', '0.2']),
             stdin=subprocess.DEVNULL,
             stdout=open(self.path('agent.log'), 'w'),
             stderr=subprocess.STDOUT, start_new_session=True)

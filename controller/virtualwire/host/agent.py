@@ -25,8 +25,9 @@ it with the destination's own switch holding the guest's ports; later,
 the vNIC waits at its destination until the cloud places it (`vwctl
 vnics place`).
 
-It also says when libvirt pauses such a guest for the last copy (the
-lifecycle event 'suspended, migrated': QEMU's STOP), `POST
+It also says when such a guest stops for the last copy (QEMU's STOP
+event, or libvirt's lifecycle event 'suspended, migrated' derived from
+it, whichever comes first), `POST
 /v1/migrations/UUID/stopped`: from then on the guest reads its source tap
 no more, and the controller delivers its frames on the destination,
 where the tap keeps them until the guest runs (`--activate-at-stop`).
@@ -50,6 +51,7 @@ import threading
 import time
 
 from virtualwire import version
+from virtualwire.host.libvirt_watch import watch_migrations, watch_qemu_stops
 from virtualwire.host.guest_facts import (  # noqa: F401 (the tests' names)
     qemu_pid, stream_peer, tap_reads, taps_of, vnics_of)
 
@@ -94,6 +96,10 @@ class Agent:
         # this agent gets QEMU's events (`stop_events`).
         self.stop_at: dict = {}
         self.stop_events = False
+        # UUIDs whose stop for the last copy was said, until the guest
+        # runs again or its job ends: said once, by whichever event is
+        # first.
+        self.said_stop: set = set()
         # The read-write connection QEMU's events (and so libvirt's
         # lifecycle event) come on: kept open here, used for nothing else.
         self.rw = None
@@ -138,17 +144,35 @@ class Agent:
                 del self.clients[uuid]
             for uuid in set(self.taps) - out:
                 del self.taps[uuid]
+            self.said_stop &= out
         self.say_again()
 
     def on_qemu_event(self, _conn, dom, event, seconds, micros, _details,
                       _opaque):
         """QEMU's STOP (kept, with QEMU's own timestamp) or RESUME (a STOP
-        forgotten: the guest ran again), any guest."""
+        forgotten: the guest ran again), any guest. The STOP of a guest
+        leaving (its migration job seen) is its last copy's: said at once.
+        Libvirt derives its lifecycle event from it under the guest's lock,
+        which its migration job holds at times: in the lab that event came
+        up to 94 ms after this one, and a pause can be 38 ms (issue 42).
+        A guest paused by hand during its migration is taken for stopped
+        too: its delivery moves to the destination, and back only if the
+        migration fails."""
+        uuid = dom.UUIDString()
         with self.lock:
-            if event == 'STOP':
-                self.stop_at[dom.UUIDString()] = seconds + micros / 1e6
-            else:
-                self.stop_at.pop(dom.UUIDString(), None)
+            if event != 'STOP':
+                self.stop_at.pop(uuid, None)
+                self.said_stop.discard(uuid)
+                return
+            at = seconds + micros / 1e6
+            self.stop_at[uuid] = at
+            taps = self.taps.get(uuid)
+            first = taps is not None and uuid not in self.said_stop
+            if first:
+                self.said_stop.add(uuid)
+                del self.stop_at[uuid]
+        if first:
+            self._say_stop(uuid, dom.name(), taps, at)
 
     def stop_time(self, uuid, seen):
         """QEMU's STOP of the guest that libvirt said (at `seen`) paused
@@ -173,27 +197,34 @@ class Agent:
         if event != libvirt.VIR_DOMAIN_EVENT_SUSPENDED or \
                 detail != libvirt.VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED:
             return
-        seen = time.time()
         uuid = dom.UUIDString()
         with self.lock:
+            if uuid in self.said_stop:      # said at QEMU's STOP
+                return
+            self.said_stop.add(uuid)
             taps = self.taps.get(uuid)
+        self._say_stop(uuid, dom.name(), taps)
+
+    def _say_stop(self, uuid, name, taps, at=None):
+        seen = time.time()
         # The counts first, here: every ms after STOP, a frame QEMU reads
         # and keeps (it never reaches the guest) would count as read.
         reads = tap_reads(taps, self.sysfs) if taps else {}
-        threading.Thread(target=self.stopped, args=(uuid, dom.name(), reads,
-                                                    seen),
+        threading.Thread(target=self.stopped, args=(uuid, name, reads, seen,
+                                                    at),
                          daemon=True).start()
 
-    def stopped(self, uuid, name, reads=None, seen=None):
-        """Say it; the log says when libvirt's event came (`seen`, Unix
-        time) and how long the controller took to answer: with QEMU's
-        STOP, where a late activation's time went."""
+    def stopped(self, uuid, name, reads=None, seen=None, at=None):
+        """Say it; the log says when the event came (`seen`, Unix time)
+        and how long the controller took to answer: with QEMU's STOP
+        (`at`, else looked up), where a late activation's time went."""
         with self.lock:
             c = self.clients.get(uuid)
         doc = {'host': self.host}
         if reads:
             doc['reads'] = reads
-        at = self.stop_time(uuid, seen)
+        if at is None:
+            at = self.stop_time(uuid, seen)
         if at is not None:
             doc['stopped_at'] = round(at, 6)
         try:
@@ -206,8 +237,8 @@ class Agent:
         if seen is None:
             LOG.info('guest %s (%s) stopped to leave: said', name, uuid)
             return
-        LOG.info('guest %s (%s) stopped to leave: said (libvirt\'s event '
-                 'at %.3f, %s, answered %.0f ms later)', name, uuid, seen,
+        LOG.info('guest %s (%s) stopped to leave: said (the event at '
+                 '%.3f, %s, answered %.0f ms later)', name, uuid, seen,
                  'no STOP from QEMU' if at is None else
                  "%.0f ms after QEMU's STOP" % ((seen - at) * 1e3),
                  (time.time() - seen) * 1e3)
@@ -298,38 +329,6 @@ def _settings(path):
                          'http only with insecure_plaintext_lab = yes)'
                          % path)
     return c
-
-
-def watch_qemu_stops(uri, agent):
-    """QEMU's STOP and RESUME events to agent.on_qemu_event, on a
-    read-write connection (libvirt refuses them to read-only ones): that
-    connection, or None if libvirt does not give them."""
-    import libvirt
-    try:
-        import libvirt_qemu
-        rw = libvirt.open(uri)
-        for event in ('STOP', 'RESUME'):
-            libvirt_qemu.qemuMonitorEventRegister(
-                rw, None, event, agent.on_qemu_event, None, 0)
-    except (ImportError, libvirt.libvirtError) as e:
-        LOG.warning("QEMU's STOP events unavailable (%s): a guest's count "
-                    "at STOP is read when libvirt's event comes", e)
-        return None
-    return rw
-
-
-def watch_migrations(ro, rw, agent):
-    """Libvirt's migration events to the agent. The lifecycle event goes
-    on the connection QEMU's STOP comes on, when there is one: libvirt
-    queues QEMU's STOP before the pause it derives from it, and one
-    connection keeps that order. Across two connections the word went
-    without its STOP in 8 of 120 bench moves (issue 42)."""
-    import libvirt
-    ro.domainEventRegisterAny(
-        None, libvirt.VIR_DOMAIN_EVENT_ID_MIGRATION_ITERATION,
-        agent.on_iteration, None)
-    (rw or ro).domainEventRegisterAny(
-        None, libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, agent.on_lifecycle, None)
 
 
 def main(argv=None):
