@@ -33,7 +33,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cloud_lab import two_clouds, wait                    # noqa: E402
-from common import write_result                           # noqa: E402
+from common import Api, write_result                      # noqa: E402
 
 from vwlab import outage                                  # noqa: E402
 from vwlab.guest_drops import guest_counters, guest_drops  # noqa: E402
@@ -52,6 +52,25 @@ def guest_first(path, tapidx, after, proto, outgoing):
         if t > after and i in tapidx and p == proto and o == outgoing:
             return t
     return None
+
+
+def controller_record(lab, nics, stop):
+    """What the controller says of the last migration moving `nics`, per
+    vNIC: how it was activated, its steps (ms from QEMU's STOP) and what
+    its held frames came to (held, delivered, evicted, the cut): where a
+    frame lost in the pause died."""
+    recs = [m for m in Api(lab).call('GET', '/v1/migrations')['migrations']
+            if nics & set(m.get('vnics', ()))]
+    if not recs:
+        return {}
+    m = max(recs, key=lambda m: m.get('started_at') or 0)
+    return {v: {'activated_by': (m.get('activated_by') or {}).get(v),
+                'steps_ms_from_stop': {
+                    k: round((t - stop) * 1e3, 1)
+                    for k, t in ((m.get('steps') or {}).get(v) or {}).items()
+                    if isinstance(t, (int, float))},
+                'held': (m.get('held') or {}).get(v)}
+            for v in sorted(nics & set(m['vnics']))}
 
 
 def one_move(lab, g, far, src, dst, options, workdir, rate=RATE,
@@ -98,6 +117,7 @@ def one_move(lab, g, far, src, dst, options, workdir, rate=RATE,
     edges = outage.delivery_edges(caps.datagrams(heads), GUEST, taps,
                                   dst_taps, stop, resume, rarp)
     row = outage.judge(r, window, rate, edges)
+    row['controller'] = controller_record(lab, set(g.nics), stop)
     if extra is not None:
         row.update(extra.finish(took))
     row.update(guest_dropped=guest_dropped,
