@@ -123,6 +123,9 @@ def reconnect_phase(lab, api, sim, k, damage, n_runs=5):
 
 def main():
     p = argparse.ArgumentParser()
+    p.add_argument('--result', default='concurrency',
+                   help='bench/results/NAME.json (default: '
+                        '%(default)s)')
     p.add_argument('--clients', type=int, default=16)
     p.add_argument('--wires', type=int, default=2000)
     p.add_argument('--hosts', type=int, default=10)
@@ -195,7 +198,7 @@ def main():
                many['wires_per_s'] /
                phases['1 client (first)']['wires_per_s'], 2),
            'reconnect': reconnect}
-    write_result('concurrency', doc)
+    write_result(args.result, doc)
 
 
 if __name__ == '__main__':

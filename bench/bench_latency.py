@@ -159,6 +159,9 @@ def prepare(lab, interval_us):
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument('--result', default='latency',
+                    help='bench/results/NAME.json (default: '
+                         '%(default)s)')
     ap.add_argument('--trials', type=int, default=200)
     ap.add_argument('--interval-us', type=int, default=250)
     args = ap.parse_args()
@@ -199,7 +202,7 @@ def main():
                 o['p50'] / b['p50']))
             print('%-28s %9.2f %9.2f %9.2f' % (case + ' (baseline)', b['p50'],
                                                b['p99'], b['max']))
-        write_result('latency', doc)
+        write_result(args.result, doc)
 
 
 if __name__ == '__main__':

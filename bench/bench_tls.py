@@ -63,6 +63,9 @@ def setup_seconds(tls, hosts, wires):
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument('--result', default='tls',
+                    help='bench/results/NAME.json (default: '
+                         '%(default)s)')
     ap.add_argument('--trials', type=int, default=100)
     ap.add_argument('--interval-us', type=int, default=250)
     ap.add_argument('--hosts', type=int, default=50)
@@ -111,7 +114,7 @@ def main():
               'plain mean)' % (args.wires, ' / '.join('%.2f' % p
                                                       for p in plain),
                                tls_s, doc['scale']['ratio_tls_to_plain_mean']))
-    write_result('tls', doc)
+    write_result(args.result, doc)
 
 
 if __name__ == '__main__':
