@@ -35,6 +35,7 @@ stream without the shaper, for contrast.
 """
 import argparse
 import dataclasses
+import json
 import os
 import statistics
 import subprocess
@@ -70,6 +71,26 @@ def count_migration(lab, x):
         lab.clouds.ul_net('cloud-b') + '.0/24'], ns=x.ns)
 
 
+def drops(lab):
+    """{where: packets dropped so far}: each site's WAN bucket, and each
+    extender's devices (their qdiscs, the link's HTB among them, and
+    the kernel's transmit drops, a WireGuard tun's full queue among
+    them): where a frame lost between the clouds may have died."""
+    out = {'wan %s' % s: lab.clouds.wan_drops(s) for s in lab.clouds.order}
+    for x in lab.extenders:
+        for q in json.loads(sh(['tc', '-s', '-j', 'qdisc', 'show'],
+                               ns=x.ns)):
+            if q.get('drops'):
+                k = '%s qdisc %s' % (x.name, q.get('dev'))
+                out[k] = out.get(k, 0) + q['drops']
+        for link in json.loads(sh(['ip', '-s', '-j', 'link', 'show'],
+                                  ns=x.ns)):
+            n = link.get('stats64', {}).get('tx', {}).get('dropped', 0)
+            if n:
+                out['%s tx %s' % (x.name, link['ifname'])] = n
+    return out
+
+
 class Meter:
     """Counters and the wire stream around one migration."""
 
@@ -77,6 +98,7 @@ class Meter:
         self.lab, self.xa, self.seconds = lab, xa, seconds
         self.fwd = forward_bytes(xa)
         self.wan = {s: lab.clouds.wan_bytes(s) for s in lab.clouds.order}
+        self.drops = drops(lab)
         ready = os.path.join(workdir, 'recv.ready')
         if os.path.exists(ready):
             os.unlink(ready)
@@ -89,7 +111,6 @@ class Meter:
                               '--size', 1000)
 
     def finish(self, took):
-        import json
         sent = json.loads(self.send.communicate(timeout=120)[0]
                           .splitlines()[-1])['sent']
         sender_s = time.time() - self.t0
@@ -99,6 +120,9 @@ class Meter:
             'link_mb': round((forward_bytes(self.xa) - self.fwd) / 1e6, 1),
             'wan_mb': {s: round((self.lab.clouds.wan_bytes(s) -
                                  self.wan[s]) / 1e6, 1) for s in self.wan},
+            'drops': {k: n - self.drops.get(k, 0)
+                      for k, n in drops(self.lab).items()
+                      if n > self.drops.get(k, 0)},
             'wire_sent': sent, 'wire_received': got['received'],
             'wire_delay_ms': got.get('delay_ms'),
             'stream_mbit_s': round((forward_bytes(self.xa) - self.fwd) * 8 /

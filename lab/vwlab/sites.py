@@ -191,6 +191,13 @@ class Sites:
         return sum(q.get('bytes', 0) for q in json.loads(out)
                    if q.get('root'))
 
+    def wan_drops(self, site):
+        """Packets the site's way out dropped (its WAN's token bucket)."""
+        out = sh(['tc', '-s', '-j', 'qdisc', 'show', 'dev', 'wan'],
+                 ns=self.nat_ns(site))
+        return sum(q.get('drops', 0) for q in json.loads(out)
+                   if q.get('root'))
+
     def flush_nat(self, site):
         """Forget every NAT mapping of the site (a NAT reboot, or a
         binding timed out)."""
