@@ -88,7 +88,25 @@ def drops(lab):
             n = link.get('stats64', {}).get('tx', {}).get('dropped', 0)
             if n:
                 out['%s tx %s' % (x.name, link['ifname'])] = n
+    # UDP sockets' full queues and bad datagrams: a WireGuard daemon's,
+    # the VXLAN device's, and what the NATs themselves receive.
+    spaces = [(x.name, x.ns) for x in lab.extenders] + [
+        ('nat ' + s, lab.clouds.nat_ns(s)) for s in lab.clouds.order]
+    for name, ns in spaces:
+        for k, n in udp_errors(ns).items():
+            if n:
+                out['%s udp %s' % (name, k)] = n
     return out
+
+
+def udp_errors(ns):
+    """The namespace's UDP error counters (/proc/net/snmp)."""
+    lines = [ln.split() for ln in sh(['cat', '/proc/net/snmp'],
+                                      ns=ns).splitlines()
+             if ln.startswith('Udp:')]
+    head, vals = lines[0][1:], [int(v) for v in lines[1][1:]]
+    return {k: v for k, v in zip(head, vals)
+            if k in ('InErrors', 'RcvbufErrors', 'SndbufErrors')}
 
 
 class Meter:
