@@ -96,6 +96,31 @@ def drops(lab):
         for k, n in udp_errors(ns).items():
             if n:
                 out['%s udp %s' % (name, k)] = n
+    # The switches' own: each port's drops and errors, and the userspace
+    # datapath's drop counters (coverage), on every host and extender.
+    seen = {}
+    for h in list(lab.hosts) + list(lab.extenders):
+        seen.setdefault(h.name, h)
+    for h in seen.values():
+        out.update(switch_drops(h))
+    return out
+
+
+def switch_drops(h):
+    """{'HOST KIND NAME': n} of one switch's non-zero drop counters."""
+    out = {}
+    doc = json.loads(h.vsctl('--format=json', '--columns=name,statistics',
+                             'list', 'interface'))
+    for name, stats in doc['data']:
+        for k, n in stats[1]:
+            if n and ('drop' in k or 'error' in k):
+                out['%s port %s %s' % (h.name, name, k)] = n
+    for line in h.appctl('coverage/show').splitlines():
+        f = line.split()
+        if f and 'drop' in f[0] and 'total:' in f:
+            n = int(f[f.index('total:') + 1])
+            if n:
+                out['%s coverage %s' % (h.name, f[0])] = n
     return out
 
 
