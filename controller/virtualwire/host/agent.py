@@ -51,9 +51,9 @@ import threading
 import time
 
 from virtualwire import version
-from virtualwire.host.libvirt_watch import watch_migrations, watch_qemu_stops
 from virtualwire.host.guest_facts import (  # noqa: F401 (the tests' names)
     qemu_pid, stream_peer, tap_reads, taps_of, vnics_of)
+from virtualwire.host.libvirt_watch import watch_migrations, watch_qemu_stops
 
 LOG = logging.getLogger('vw-host-agent')
 CONFIG = '/etc/virtualwire/hook.conf'
@@ -165,12 +165,12 @@ class Agent:
                 self.said_stop.discard(uuid)
                 return
             at = seconds + micros / 1e6
-            self.stop_at[uuid] = at
             taps = self.taps.get(uuid)
             first = taps is not None and uuid not in self.said_stop
             if first:
                 self.said_stop.add(uuid)
-                del self.stop_at[uuid]
+            else:                       # for libvirt's event to send
+                self.stop_at[uuid] = at
         if first:
             self._say_stop(uuid, dom.name(), taps, at)
 
