@@ -16,7 +16,7 @@ import sys
 from vwtest import wait_until
 from vwlab import rogue as rogue_mod
 from vwlab.libvirt_host import HOOK_PORT
-from vwlab.preauth_flood import TIMED_GET
+from vwlab.preauth_flood import TIMED_GET, kept_out as slow
 from vwlab.shell import CONTROLLER_IP, MGMT_NET, sh
 
 DEADLINE = 10.0                 # virtualwire.listen_guard.DEADLINE
@@ -28,19 +28,6 @@ def refusals(api):
     return {(m.group(1), m.group(2)): float(m.group(3)) for m in re.finditer(
         r'^virtualwire_listener_refused_total\{listener="([^"]+)",'
         r'reason="([^"]+)"\} (\S+)$', text, re.M)}
-
-
-def slow(answers):
-    """What says a real client was kept out (none, when well): an answer
-    that is not a 200 or took over 3 s, or all of them when their median
-    is over 1 s. One answer a little over 1 s is the machine, not a
-    listener shut: CI once saw 1.06 s for the first of ten while 25,000
-    connections were held, and 0.01-0.05 s for those after it."""
-    bad = [a for a in answers if a['status'] != 200 or a['seconds'] > 3.0]
-    times = sorted(a['seconds'] for a in answers)
-    if times and times[len(times) // 2] > 1.0:
-        return list(answers)
-    return bad
 
 
 def log_tail(lab, n=40):
@@ -124,7 +111,10 @@ def hold_flood(lab, api, attacker, before, tmp_path):
     """25,000 connections held, saying nothing; returns the refusals."""
     of_target, rest_target = targets(lab)
     ready = [str(tmp_path / ('hold-%d' % k)) for k in range(2)]
-    holds = [attack(attacker.ns, 'hold', t, 12500, r, '--hold', '15')
+    # Watched up to 30 s once all are open (it ends when the server has
+    # closed them all). Each is closed 10 s after its accept, and a loaded
+    # machine accepts late: CI once had 631 of 12,500 still open 15 s on.
+    holds = [attack(attacker.ns, 'hold', t, 12500, r, '--hold', '30')
              for t, r in zip((of_target, rest_target), ready)]
     wait_until(lambda: all(os.path.exists(r) for r in ready) or any(
         p.poll() is not None for p in holds), 120,

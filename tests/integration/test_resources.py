@@ -12,7 +12,7 @@ import sys
 from vwtest import wait_until
 from vwlab import rogue as rogue_mod
 from vwlab.libvirt_host import HOOK_PORT
-from vwlab.preauth_flood import TIMED_GET
+from vwlab.preauth_flood import TIMED_GET, kept_out
 from vwlab.shell import CONTROLLER_IP
 
 N = 1100    # over eventlet's default pool of 1,024
@@ -44,8 +44,7 @@ def test_the_api_answers_within_1s_while_1100_idle_connections_are_open(
     out, err = flood.communicate(timeout=HOLD + 60)
     assert flood.returncode == 0, err
     got = json.loads(out)
-    assert all(a['status'] == 200 and a['seconds'] < 1.0
-               for a in answers), answers
+    assert not kept_out(answers), answers
     # The flood was real and held while we asked: every connection opened
     # before the first request, and the server still held some (those
     # under the per-client limit) when the first answer came.

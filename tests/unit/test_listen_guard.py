@@ -49,6 +49,19 @@ def _get(ports, ca, path='/refusals', timeout=5):
                         verify=ca, timeout=timeout)
 
 
+def _get_when_served(ports, ca, path, within):
+    """GET `path`, again while the server sheds the connection (an EOF
+    in the handshake), until `within` s have passed; returns its JSON."""
+    end = time.monotonic() + within
+    while True:
+        try:
+            return _get(ports, ca, path).json()
+        except requests.exceptions.SSLError:
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.2)
+
+
 def _drip(sock, payload, every=0.2, limit=5.0):
     """Send one byte every `every` s until the peer closes; returns
     (seconds until closed, seconds since the last byte sent)."""
@@ -144,7 +157,10 @@ def test_out_of_descriptors_the_listeners_shed_and_keep_serving(servers):
     for s in flood:
         s.close()
     time.sleep(1.5)             # the deadline frees the rest
-    counts = _get(ports, ca, '/nofile?n=4096').json()
+    # On a loaded machine the flood's last handshakes may still hold the
+    # few descriptors left, so a request may yet be shed: as a client
+    # would, try again for a while. The listener must come back.
+    counts = _get_when_served(ports, ca, '/nofile?n=4096', within=10.0)
     assert counts.get('openflow/no_descriptor', 0) + \
         counts.get('rest/no_descriptor', 0) >= 1, counts
     # Both listeners still serve.
