@@ -4,7 +4,9 @@ dropped because the controller's queue was full, datapath_drop_* frames
 the datapath gave up on) and the datapath's own `miss with failed
 upcall` (a frame that matched no datapath flow and could not be handed up
 to be translated). A loss audit reads them to tell a frame our flows lost
-from one the switch could not process."""
+from one the switch could not process; and each port's drop and error
+statistics."""
+import json
 import re
 from typing import Dict
 
@@ -41,9 +43,24 @@ def parse_pmd(text) -> Dict[str, int]:
     return out
 
 
+def parse_ports(doc) -> Dict[str, int]:
+    """{'port NAME COUNTER': n} of each port's drop and error statistics,
+    from `ovs-vsctl --format=json --columns=name,statistics list
+    interface`. (`vw-hold`'s tx_dropped once counted every copy log's
+    marker the kernel had handed our socket: host.hold_port.QUIETED.)"""
+    out = {}
+    for name, stats in doc['data']:
+        for k, n in stats[1]:
+            if 'drop' in k or 'error' in k:
+                out['port %s %s' % (name, k)] = n
+    return out
+
+
 def snapshot(host) -> Dict[str, int]:
     out = parse_coverage(host.appctl('coverage/show'))
     out.update(parse_pmd(host.appctl('dpif-netdev/pmd-stats-show')))
+    out.update(parse_ports(json.loads(host.vsctl(
+        '--format=json', '--columns=name,statistics', 'list', 'interface'))))
     return out
 
 

@@ -116,7 +116,7 @@ def test_with_the_copy_log_the_source_host_places_the_cut_itself(
 
 
 def _with_copy_log(lab, api, wired_guest, k):
-    for r, _m, held, why, _stop, _resume in _moves(
+    for r, m, held, why, _stop, _resume in _moves(
             lab, api, wired_guest, '10.87.%d' % k, 'copy log'):
         # The source's own log placed it (no copy crossed to us), from
         # the count at STOP, having read the tap while copies came: the
@@ -142,6 +142,13 @@ def _with_copy_log(lab, api, wired_guest, k):
         # Each reading set against the copies once its marker was back
         # through the switch: none counted a frame whose copy was late.
         assert r['reordered'] == 0 and r['duplicates'] == 0, str(why)
+        # And the port counted none of those markers (or copies) dropped:
+        # the kernel did, every one, until vw-frame-hold gave their
+        # EtherTypes a handler (host.hold_port.QUIETED).
+        at_hold = {h: {k: n for k, n in c.items()
+                       if k.startswith('port vw-hold ')}
+                   for h, c in m['switches']['counters'].items()}
+        assert not any(at_hold.values()), str(dict(why, at_hold=at_hold))
 
 
 def test_with_the_controller_away_the_ring_lets_frames_through_after_its_bound(

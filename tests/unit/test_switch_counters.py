@@ -1,5 +1,6 @@
 """Reading what OVS counted dropped or failed, from its appctl output."""
-from vwlab.switch_counters import parse_coverage, parse_pmd, worth_reporting
+from vwlab.switch_counters import (parse_coverage, parse_pmd, parse_ports,
+                                   worth_reporting)
 
 COVERAGE = """\
 Event coverage, avg rate over last: 5 seconds, last minute, last hour,  hash=72c66b0a:
@@ -36,3 +37,15 @@ def test_only_drop_and_failure_counters_that_moved_are_reported():
              'datapath_drop_invalid_port': 2}
     assert worth_reporting(before, after) == {
         'datapath_drop_invalid_port': 2, 'rconn_overflow': 5}
+
+
+def test_each_ports_drop_and_error_statistics_are_read():
+    doc = {'headings': ['name', 'statistics'], 'data': [
+        ['vw-hold', ['map', [['rx_packets', 12], ['tx_dropped', 3939],
+                             ['tx_errors', 0]]]],
+        ['vnet3', ['map', [['rx_dropped', 2], ['collisions', 0]]]]]}
+    got = parse_ports(doc)
+    assert got == {'port vw-hold tx_dropped': 3939,
+                   'port vw-hold tx_errors': 0, 'port vnet3 rx_dropped': 2}
+    assert worth_reporting({'port vw-hold tx_dropped': 3000}, got) == {
+        'port vnet3 rx_dropped': 2, 'port vw-hold tx_dropped': 939}
