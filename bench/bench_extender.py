@@ -38,6 +38,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_throughput import iperf                        # noqa: E402
 from common import Api, pct, summary, write_result        # noqa: E402
+from cpu_stages import CpuWindow, capacity                # noqa: E402
 
 from vwlab import Lab, extenders                          # noqa: E402
 from virtualwire.extender.wireguard import LINK_MTU         # noqa: E402
@@ -118,6 +119,31 @@ def openvpn(lab):
     return [('OpenVPN tap 1600', Bare(xs[0]), Bare(xs[1]), '10.96.0.2')]
 
 
+def busiest(report, n=4):
+    """The window's costliest stages, as 'name cores (busiest thread)'."""
+    return ', '.join('%s %.2f (%.2f)' % (k, v['cores'],
+                                        v['busiest_thread_cores'])
+                     for k, v in list(report['stages'].items())[:n])
+
+
+def own_cores(tput, cpu):
+    """Per case and run: the rate its path could carry if each of its
+    stages (every process but iperf3 and the root namespace's) had a core
+    of its own, and which stage bounds it (bench/cpu_stages.py)."""
+    out = {}
+    for name, reports in cpu.items():
+        rates, bound = [], []
+        for mbit, rep in zip(tput[name], reports):
+            caps = capacity(rep, mbit, [
+                k for k in rep['stages'] if not k.startswith('root ')
+                and not k.endswith(' iperf3')])
+            stage = min(caps, key=caps.get) if caps else None
+            rates.append(caps.get(stage))
+            bound.append(stage)
+        out[name] = {'mbit_s': rates, 'bound_by': bound}
+    return out
+
+
 def link_up(api, a, b):
     k = next((k for k in api.call('GET', '/v1/extender-links')['links']
               if (k['a'], k['b']) == (a, b)), None)
@@ -184,13 +210,17 @@ def main():
             openvpn(lab)
         tput = {name: [] for name, *_ in cases}
         retr = {name: [] for name, *_ in cases}
+        cpu = {name: [] for name, *_ in cases}
         for r in range(args.runs):
             for name, cl, sv, dst in cases:
-                mbit, rt = iperf(cl, sv, dst, args.seconds)
+                with CpuWindow() as w:
+                    mbit, rt = iperf(cl, sv, dst, args.seconds)
                 tput[name].append(mbit)
                 retr[name].append(rt)
-                print('run %d %-18s %7.1f Mbit/s (%d retransmits)'
-                      % (r + 1, name, mbit, rt), flush=True)
+                cpu[name].append(w.report())
+                print('run %d %-18s %7.1f Mbit/s (%d retransmits); %s'
+                      % (r + 1, name, mbit, rt, busiest(cpu[name][-1])),
+                      flush=True)
         lat = {'in-site GRE wire': rtts(a, '10.66.0.2', args.pings),
                'cross-cloud wire': rtts(a, '10.67.0.2', args.pings)}
         ups, pings = [], []
@@ -219,6 +249,8 @@ def main():
         'anchors': {'paper_extender_mbit_s': 230,
                     'paper_overhead_pct': 25},
     }
+    doc['cpu'] = cpu
+    doc['own_cores'] = own_cores(tput, cpu)
     write_result(args.result, doc)
     lines = ['throughput (Mbit/s, median of %d x %d s, ratio to the in-site '
              'GRE wire):' % (args.runs, args.seconds)]
@@ -238,6 +270,10 @@ def main():
                      doc['link_up_s']['max'],
                      doc['first_ping_after_link_s']['p50'],
                      doc['first_ping_after_link_s']['max']))
+    lines.append('each stage on a core of its own (projected from its '
+                 'CPU, Mbit/s, per run; bound by):')
+    for k, v in doc['own_cores'].items():
+        lines.append('  %-18s %s  %s' % (k, v['mbit_s'], v['bound_by']))
     text = '\n'.join(lines)
     print(text)
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
