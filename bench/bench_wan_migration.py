@@ -53,6 +53,7 @@ from virtualwire.cli import migration_profile as mp      # noqa: E402
 from vwlab import guest_crash                            # noqa: E402
 from vwlab.migration_options import virsh_options         # noqa: E402
 from vwlab.shell import sh                                # noqa: E402
+from vwlab.switch_counters import parse_ports             # noqa: E402
 
 MEMORY_MB = 256
 PROBE_RATE = 250          # 1 kHz through userspace WireGuard starves a move
@@ -108,13 +109,10 @@ def drops(lab):
 
 def switch_drops(h):
     """{'HOST KIND NAME': n} of one switch's non-zero drop counters."""
-    out = {}
     doc = json.loads(h.vsctl('--format=json', '--columns=name,statistics',
                              'list', 'interface'))
-    for name, stats in doc['data']:
-        for k, n in stats[1]:
-            if n and ('drop' in k or 'error' in k):
-                out['%s port %s %s' % (h.name, name, k)] = n
+    out = {'%s %s' % (h.name, k): n for k, n in parse_ports(doc).items()
+           if n}
     for line in h.appctl('coverage/show').splitlines():
         f = line.split()
         if f and 'drop' in f[0] and 'total:' in f:
