@@ -116,6 +116,24 @@ def test_each_outgoing_migration_is_reported_once(monkeypatch):
     assert len(client.posts) == 2
 
 
+def test_a_reported_guest_costs_no_more_peer_lookups(monkeypatch):
+    """The stream's peer is a walk of the kernel's TCP tables: looked up
+    until the report, then no more for the rest of the job, however many
+    polls and passes come (they cost half the agent's CPU, issue 42)."""
+    dom = Dom('4c7b9b5f-60c7-4301-a062-8fa189c74353')
+    client = Client()
+    a = agent.Agent(Conn([dom]), lambda: client, 'h1')
+    looked = []
+    monkeypatch.setattr(agent, 'qemu_pid', lambda name: 42)
+    monkeypatch.setattr(agent, 'stream_peer',
+                        lambda pid: looked.append(pid) or '198.18.0.12')
+    a.poll()
+    for _ in range(5):
+        a.poll()
+        a.on_iteration(None, dom, 3, None)
+    assert len(client.posts) == 1 and looked == [42], looked
+
+
 def test_a_stream_never_seen_is_reported_without_its_peer(monkeypatch):
     dom = Dom('4c7b9b5f-60c7-4301-a062-8fa189c74354')
     client = Client()

@@ -264,6 +264,12 @@ class Agent:
 
     def leaving(self, dom, wait_for_peer=False):
         uuid = dom.UUIDString()
+        # Reported: no lookup. The peer reads the TCP tables (a walk of
+        # the kernel's whole hash), which poll() and each pass repeated:
+        # half the agent's CPU, and its word late at STOP (issue 42).
+        with self.lock:
+            if uuid in self.reported:
+                return
         pid = qemu_pid(dom.name())
         peer = stream_peer(pid) if pid else None
         if peer is None and wait_for_peer:
