@@ -53,7 +53,8 @@ from virtualwire.cli import migration_profile as mp      # noqa: E402
 from vwlab import guest_crash                            # noqa: E402
 from vwlab.migration_options import virsh_options         # noqa: E402
 from vwlab.shell import sh                                # noqa: E402
-from vwlab.switch_counters import parse_ports             # noqa: E402
+from vwlab.switch_counters import (parse_coverage,        # noqa: E402
+                                   parse_ports)
 
 MEMORY_MB = 256
 PROBE_RATE = 250          # 1 kHz through userspace WireGuard starves a move
@@ -113,12 +114,9 @@ def switch_drops(h):
                              'list', 'interface'))
     out = {'%s %s' % (h.name, k): n for k, n in parse_ports(doc).items()
            if n}
-    for line in h.appctl('coverage/show').splitlines():
-        f = line.split()
-        if f and 'drop' in f[0] and 'total:' in f:
-            n = int(f[f.index('total:') + 1])
-            if n:
-                out['%s coverage %s' % (h.name, f[0])] = n
+    out.update({'%s coverage %s' % (h.name, k): n for k, n in
+                parse_coverage(h.appctl('coverage/show')).items()
+                if n and 'drop' in k})
     return out
 
 
