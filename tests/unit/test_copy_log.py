@@ -299,3 +299,36 @@ def test_cheap_readings_between_samples_time_the_count_at_stop():
     assert (got['view']['reads'], got['view']['stop_reading_ms']) == (
         111, 0.5)
     assert logs.wants_stop_read(9, 10.0) is None       # no such log
+
+
+def test_a_read_after_the_cuts_message_does_not_lift_the_base():
+    """The agent counted 106 and asked for the cut. Frame 6 was handed to
+    the tap after the cut's message passed the switch (its copy behind
+    it), and QEMU's one read after STOP took it before the daemon read
+    the tap for the cut: 107 reads against 6 copies. Counted, the base
+    would be 101 (from this reading alone) and frame 5, the last the
+    guest read, would go again; the base stays the readings' 100."""
+    logs = opened()
+    readings(logs, 100)
+    for n in range(6):
+        logs.copy(7, frame(n), 1.0)
+    readings(logs, 104, at=2.0)        # 4 read, 2 queued in the tap
+    got = said(logs, {'op': 'cut', 'slot': 7, 'reads': 106},
+               tap_counts=lambda tap: (107, 0))
+    assert (got['view']['base'], got['view']['tap_reads']) == (100, 107)
+    assert got['view']['unread_copies'] == 0
+    assert got['fields']['after'][-1] == digest(frame(5)).hex()
+
+
+def test_the_agents_count_bounds_the_base_at_the_cut_when_it_can():
+    """No reading settled while copies came (the move began just before
+    STOP): the cut's reading bounds the base, with the agent's count, not
+    the tap's one read more (its frame's copy not come)."""
+    logs = opened()
+    for n in range(6):
+        logs.copy(7, frame(n), 0.0)
+    got = said(logs, {'op': 'cut', 'slot': 7, 'reads': 506},
+               tap_counts=lambda tap: (507, 0))
+    assert got['view']['base'] == 500
+    assert (got['fields']['after'][-1], got['view']['unread_copies']) == (
+        digest(frame(5)).hex(), 0)
