@@ -40,6 +40,7 @@ from vwlab.guest_drops import guest_counters, guest_drops  # noqa: E402
 from vwlab.capture import (HostCaptures, frames, guest_taps,  # noqa: E402
                            ifindexes_of)
 from vwlab.qemu_events import EventWatch, stop_resume_windows  # noqa: E402
+from vwlab.switch_counters import SwitchCounters              # noqa: E402
 
 RATE = 1000
 GUEST, FAR = '10.93.0.1', '10.93.0.2'
@@ -89,7 +90,8 @@ def one_move(lab, g, far, src, dst, options, workdir, rate=RATE,
     guest_before = guest_counters(far, GUEST)
     time.sleep(1.0)
     try:
-        with EventWatch([src, dst]) as ev:
+        with EventWatch([src, dst]) as ev, \
+                SwitchCounters(lab.hosts) as counters:
             extra = during() if during else None
             took = lab.migrate(g, src, dst, timeout=300, options=options)
             dst_taps = guest_taps(dst, g.name)
@@ -118,6 +120,9 @@ def one_move(lab, g, far, src, dst, options, workdir, rate=RATE,
                                   dst_taps, stop, resume, rarp)
     row = outage.judge(r, window, rate, edges)
     row['controller'] = controller_record(lab, set(g.nics), stop)
+    # Every switch's drop and failure counters over the move (hosts and
+    # extenders): where a hole before STOP could have died.
+    row['switch_drops'] = {h: c for h, c in counters.moved().items() if c}
     if extra is not None:
         row.update(extra.finish(took))
     row.update(guest_dropped=guest_dropped,

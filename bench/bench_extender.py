@@ -8,12 +8,20 @@ guests):
   in-site GRE wire     h1 <-> h2, one GRE hop (the baseline)
   cross-cloud wire     h1 <-> h3: h1 -> xa ==WireGuard==> xb -> h3
   bare link            iperf3 between xa and xb over their link addresses:
-                       the encrypted link alone (br-xl, VXLAN, wireguard-go),
+                       the encrypted link alone (br-xl, VXLAN, boringtun),
                        no wire, no GRE
+  WireGuard tun        iperf3 between the link's two tunnel addresses: the
+                       daemon alone (no br-xl, no VXLAN)
   OpenVPN tap 1600     the link daemon we ran before, edge to edge through
                        the same NATs, as the agent ran it (TLS with pinned
                        certificates, AES-256-GCM, 1600-byte tap cut by
                        --fragment 1300): the like-for-like alternative
+  wire over OpenVPN    the cross-cloud wire with the link's VXLAN routed
+                       into that tap instead of the tun: the same path,
+                       only the daemon changed (extender_links.py)
+
+Every case but the in-site wire must have its bytes sent by its carrier
+(the tun or the tap, counted on xa over the window), or the run stops.
 
 Latency: --pings ICMP echoes, 10 ms apart, over each wire; the extender
 path's added RTT is the difference of medians.
@@ -27,6 +35,7 @@ again (the path fell back to waiting-host meanwhile).
                                    [--relinks 20]
 """
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -40,8 +49,11 @@ from bench_throughput import iperf                        # noqa: E402
 from common import Api, pct, summary, write_result        # noqa: E402
 from cpu_stages import CpuWindow, capacity                # noqa: E402
 
+from extender_links import (Bare, OverOpenVPN, carriers,  # noqa: E402
+                            check_carrier, openvpn, sent_bytes,
+                            wireguard_tun)
+
 from vwlab import Lab, extenders                          # noqa: E402
-from virtualwire.extender.wireguard import LINK_MTU         # noqa: E402
 
 
 def wait(fn, timeout=60, what='condition', every=0.02):
@@ -62,61 +74,6 @@ def rtts(vm, dst, n):
     if len(got) < n * 0.95:
         raise RuntimeError('only %d/%d pings answered' % (len(got), n))
     return got
-
-
-class Bare:
-    """The link alone: a namespace-level endpoint for iperf on an
-    extender (iperf binds the link address)."""
-
-    def __init__(self, x):
-        self.ns, self.name = x.ns, x.name
-
-
-OPENVPN_PORT = 1194
-
-
-def openvpn(lab):
-    """The extender link before WireGuard, like for like: an OpenVPN tap
-    between xa and xb through both NATs (each given the other's NAT
-    address, same port: port-preserving NATs), TLS 1.3 with each side
-    pinning the other's self-signed certificate, AES-256-GCM, the tap at
-    the link's 1600 bytes cut to 1300-byte datagrams by --fragment, as the
-    agent ran it. Returns [(case, client, server, dst)]."""
-    from vwlab.shell import sh
-    xs = [lab.host('xa'), lab.host('xb')]
-    fpr = {}
-    for x in xs:
-        crt, key = os.path.join(x.dir, 'ovpn.crt'), os.path.join(x.dir,
-                                                                 'ovpn.key')
-        sh(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt',
-            'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj',
-            '/CN=' + x.name, '-keyout', key, '-out', crt])
-        fpr[x.name] = sh(['openssl', 'x509', '-in', crt, '-noout',
-                          '-fingerprint', '-sha256']).strip().split('=')[1]
-    for i, x in enumerate(xs):
-        peer = xs[1 - i]
-        sh(['openvpn', '--daemon', '--dev', 'ovpn0', '--dev-type', 'tap',
-            '--tun-mtu', str(LINK_MTU), '--fragment', '1300', '--mssfix', '0',
-            '--proto', 'udp4', '--lport', str(OPENVPN_PORT),
-            '--rcvbuf', str(4 << 20), '--sndbuf', str(4 << 20),
-            '--remote', lab.clouds.public_ip(peer.site), str(OPENVPN_PORT),
-            '--float', '--tls-' + ('server' if i == 0 else 'client'),
-            '--cert', os.path.join(x.dir, 'ovpn.crt'),
-            '--key', os.path.join(x.dir, 'ovpn.key'),
-            '--peer-fingerprint', fpr[peer.name], '--dh', 'none',
-            '--data-ciphers', 'AES-256-GCM', '--tls-version-min', '1.3',
-            '--ping', '1', '--writepid', os.path.join(x.dir, 'ovpn.pid'),
-            '--log', os.path.join(x.dir, 'ovpn.log'),
-            '--ifconfig-noexec', '--verb', '3'], ns=x.ns)
-        wait(lambda: 'ovpn0' in sh(['ip', 'link'], ns=x.ns), 10, 'ovpn0')
-        sh(['ip', 'addr', 'add', '10.96.0.%d/24' % (i + 1), 'dev', 'ovpn0'],
-           ns=x.ns)
-        sh(['ip', 'link', 'set', 'ovpn0', 'up'], ns=x.ns)
-    wait(lambda: subprocess.run(['ip', 'netns', 'exec', xs[0].ns, 'ping',
-                                 '-c', '1', '-W', '0.5', '10.96.0.2'],
-                                capture_output=True).returncode == 0, 60,
-         'OpenVPN handshake')
-    return [('OpenVPN tap 1600', Bare(xs[0]), Bare(xs[1]), '10.96.0.2')]
 
 
 def busiest(report, n=4):
@@ -206,15 +163,30 @@ def main():
         xa, xb = lab.host('xa'), lab.host('xb')
         cases = [('in-site GRE wire', a, b, '10.66.0.2'),
                  ('cross-cloud wire', a, c, '10.67.0.2'),
-                 ('bare link', Bare(xa), Bare(xb), xb.link_ip)] + \
-            openvpn(lab)
+                 ('bare link', Bare(xa), Bare(xb), xb.link_ip),
+                 wireguard_tun(xa, xb)] + openvpn(lab) + \
+            [('wire over OpenVPN', a, c, '10.67.0.2')]
+        # The case, its path, and the carrier that must take its bytes.
+        path = {'wire over OpenVPN': OverOpenVPN(xa, xb)}
+        must = {'cross-cloud wire': 'wireguard', 'bare link': 'wireguard',
+                'WireGuard tun': 'wireguard', 'OpenVPN tap 1600': 'openvpn',
+                'wire over OpenVPN': 'openvpn'}
+        devs = carriers(xa, xb)
         tput = {name: [] for name, *_ in cases}
         retr = {name: [] for name, *_ in cases}
         cpu = {name: [] for name, *_ in cases}
+        took = {name: [] for name, *_ in cases}
         for r in range(args.runs):
             for name, cl, sv, dst in cases:
-                with CpuWindow() as w:
-                    mbit, rt = iperf(cl, sv, dst, args.seconds)
+                with path.get(name, contextlib.nullcontext()):
+                    before = sent_bytes(xa, devs)
+                    with CpuWindow() as w:
+                        mbit, rt = iperf(cl, sv, dst, args.seconds)
+                    after = sent_bytes(xa, devs)
+                took[name].append({k: after[k] - before[k] for k in devs})
+                if name in must:
+                    check_carrier(name, must[name], took[name][-1], mbit,
+                                  args.seconds)
                 tput[name].append(mbit)
                 retr[name].append(rt)
                 cpu[name].append(w.report())
@@ -250,6 +222,7 @@ def main():
                     'paper_overhead_pct': 25},
     }
     doc['cpu'] = cpu
+    doc['carried_bytes'] = took
     doc['own_cores'] = own_cores(tput, cpu)
     write_result(args.result, doc)
     lines = ['throughput (Mbit/s, median of %d x %d s, ratio to the in-site '
