@@ -29,7 +29,9 @@ def get(api, path, token=TOKEN):
 def scrape(h, api, token=TOKEN):
     stop = h.run_threads()          # the exporter asks the loop, as live
     try:
-        return get(api, '/metrics', token)
+        resp = get(api, '/metrics', token)
+        resp.body                   # read a page at a time, the loop running
+        return resp
     finally:
         stop()
 
@@ -194,3 +196,57 @@ def test_probes_answer_without_a_token_and_say_only_what_fails(lab):
             503, {'status': 'not ready', 'failing': ['hosts']})
     finally:
         stop()
+
+
+def _wire(n, counted=True):
+    c = {k: n for k in ('entered_packets', 'entered_bytes',
+                        'delivered_packets', 'delivered_bytes',
+                        'held_packets', 'lost_packets', 'unsettled_packets')}
+    return {'connector_id': '0x%08x' % n, 'end_a': 'a%d' % n,
+            'end_b': 'b%d' % n, 'state': 'tunnelled', 'site_a': 's',
+            'site_b': None,
+            'counters': {'a_to_b': c, 'b_to_a': c} if counted else None}
+
+
+def test_the_wires_written_a_page_at_a_time_say_what_one_piece_said():
+    """Pages (the hub runs between two) give the same families and
+    samples as the whole list at once, each family's HELP and TYPE once."""
+    from prometheus_client import generate_latest
+    from virtualwire.metrics.exporter import (Fixed, wire_exposition,
+                                              wire_families)
+    wires = [_wire(n, counted=n % 3 != 0) for n in range(1, 12)]
+    pauses = []
+    paged = b''.join(wire_exposition(
+        [wires[i:i + 4] for i in range(0, len(wires), 4)],
+        pause=lambda: pauses.append(1))).decode()
+    whole = generate_latest(Fixed(list(wire_families(wires)))).decode()
+    assert len(pauses) == 3
+
+    def families(text):
+        return {f.name: sorted((s.name, tuple(sorted(s.labels.items())),
+                                s.value) for s in f.samples)
+                for f in text_string_to_metric_families(text)}
+    assert families(paged) == families(whole)
+    assert len(families(paged)['virtualwire_wire_info']) == 11
+    assert paged.count('# TYPE ') == whole.count('# TYPE ') == 8
+    assert b''.join(wire_exposition([])) == generate_latest(
+        Fixed(list(wire_families([]))))
+
+
+def test_a_scrape_reads_the_wires_in_pages_from_the_loop(lab, monkeypatch):
+    """Many wires: each page is its own call on the loop, so switches'
+    messages are handled between pages rather than after the lot."""
+    from virtualwire.metrics import exporter
+    h, api = lab
+    monkeypatch.setattr(exporter, 'PAGE', 2)
+    calls = []
+    real = h.ctl.views.wire_metrics
+    monkeypatch.setattr(h.ctl.views, 'wire_metrics',
+                        lambda cids: calls.append(list(cids)) or real(cids))
+    h.host('h3', ('c', 1), ('d', 2), ('e', 3))
+    wires = [h.connect(x, y) for x, y in (('a', 'b'), ('u', 'c'),
+                                          ('d', 'e'))]
+    s = samples(scrape(h, api))
+    assert {dict(k[1])['wire'] for k in s if k[0] == 'virtualwire_wire_info'
+            } == {w['connector_id'] for w in wires}
+    assert [len(c) for c in calls] == [2, 1]

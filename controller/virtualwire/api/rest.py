@@ -3,12 +3,14 @@ control loop (`loop.call`) or the intent store, and render JSON. Every
 error is JSON {"error": {"status", "message"}}; domain errors get their
 status from `api.errors`, nowhere else."""
 import hmac
+import itertools
 import logging
 import time
 
 import routes
 import webob
 import webob.dec
+from os_ken.lib import hub
 
 from virtualwire.api.controller_port import ControllerPort
 from virtualwire.api import dashboard, standby
@@ -29,7 +31,8 @@ from virtualwire.api.rest_wires import WireHandlers
 from virtualwire.core import (batch, credentials, errors, ids, tenancy,
                               topology_file)
 from virtualwire.metrics.exporter import (CONTENT_TYPE, LoopCollector,
-                                          exposition, scoped_exposition)
+                                          exposition, scoped_exposition,
+                                          wire_exposition, wire_pages)
 
 LOG = logging.getLogger(__name__)
 CALL_TIMEOUT = 30.0          # the control loop answers long before this
@@ -279,12 +282,20 @@ class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
 
     def metrics(self, req):
         """Prometheus text format; bearer token as for the rest. A
-        tenant's has only its wires' series."""
-        scope = _scope(req)
-        body = exposition(self.instruments.registry) if scope is None \
-            else scoped_exposition(scope.metrics(self._call(
-                self.ctl.views.metrics_view)))
-        resp = webob.Response(status=200, body=body)
+        tenant's has only its wires' series. The wires' are read and
+        written a page at a time (`exporter.wire_exposition`)."""
+        scope, views = _scope(req), self.ctl.views
+        if scope is None:
+            head, keep = exposition(self.instruments.registry), None
+        else:
+            head = scoped_exposition(scope.metrics(self._call(
+                views.metrics_view, False)))
+
+            def keep(rows):
+                return scope.metrics({'wires': rows})['wires']
+        resp = webob.Response(status=200, app_iter=itertools.chain(
+            [head], wire_exposition(wire_pages(self._call, views, keep),
+                                    pause=lambda: hub.sleep(0))))
         resp.headers['Content-Type'] = CONTENT_TYPE
         return resp
 

@@ -313,27 +313,18 @@ class Views:
         return dict(self.collector.wire(cid), id=cid, connector_id=ids.fmt_connector(cid),
                     state=state, read_every_s=self.collector.interval)
 
-    def metrics_view(self):
-        """Everything /metrics shows, in one pass on the loop."""
+    def metrics_view(self, wires=True):
+        """Everything /metrics shows, in one pass on the loop (`wires`
+        False: all but the wires, which /metrics reads a page at a time:
+        `wire_ids`, `wire_metrics`)."""
         self.loop.assert_owner()
-        wires = []
-        for cid, wire in self.tables.wires.items():
-            loc, state, _moves = self._ends(wire)
-            sites = [self.tables.hosts[x.host].site
-                     if x is not None and x.host in self.tables.hosts
-                     else None for x in (loc.get(wire.end_a),
-                                         loc.get(wire.end_b))]
-            wires.append({'connector_id': ids.fmt_connector(cid),
-                          'end_a': wire.end_a, 'end_b': wire.end_b,
-                          'state': state, 'site_a': sites[0],
-                          'site_b': sites[1],
-                          'counters': self.collector.totals(cid)})
+        rows = self.wire_metrics(self.tables.wires) if wires else []
         hosts = [dict(self._health(h), name=h.name, site=h.site, role=h.role)
                  for h in self.tables.hosts.values()]
         states: dict = {}
         for m in self.shared.migrations.all():
             states[m.state] = states.get(m.state, 0) + 1
-        return {'wires': wires, 'hosts': hosts, 'migrations': states,
+        return {'wires': rows, 'hosts': hosts, 'migrations': states,
                 'links': self.ctl.extenders.link_views(),
                 'switches': self.switch_views(),
                 'collector': self.collector.status(),
@@ -343,6 +334,30 @@ class Views:
                 'takeovers_refused': dict(
                     self.ctl.admission.switch_takeovers.refused_total),
                 'active': bool(self.ctl.roles.active)}
+
+    def wire_ids(self):
+        self.loop.assert_owner()
+        return sorted(self.tables.wires)
+
+    def wire_metrics(self, cids):
+        """The metrics of the wires `cids` that still exist."""
+        self.loop.assert_owner()
+        out = []
+        for cid in cids:
+            wire = self.tables.wires.get(cid)
+            if wire is None:
+                continue
+            loc, state, _moves = self._ends(wire)
+            sites = [self.tables.hosts[x.host].site
+                     if x is not None and x.host in self.tables.hosts
+                     else None for x in (loc.get(wire.end_a),
+                                         loc.get(wire.end_b))]
+            out.append({'connector_id': ids.fmt_connector(cid),
+                        'end_a': wire.end_a, 'end_b': wire.end_b,
+                        'state': state, 'site_a': sites[0],
+                        'site_b': sites[1],
+                        'counters': self.collector.totals(cid)})
+        return out
 
     def switch_views(self, name=None):
         """Provider switches (one: `name`) as wired, each port with its
