@@ -14,11 +14,9 @@ guests):
                        daemon alone (no br-xl, no VXLAN)
   OpenVPN tap 1600     the link daemon we ran before, edge to edge through
                        the same NATs, as the agent ran it (TLS with pinned
-                       certificates, AES-256-GCM, 1600-byte tap cut by
-                       --fragment 1300): the like-for-like alternative
-  wire over OpenVPN    the cross-cloud wire with the link's VXLAN routed
-                       into that tap instead of the tun: the same path,
-                       only the daemon changed (extender_links.py)
+                       certificates, AES-256-GCM, --tun-mtu 1600 cut by
+                       --fragment 1300; the kernel's tap stays at 1500:
+                       --ifconfig-noexec): set against the WireGuard tun
 
 Every case but the in-site wire must have its bytes sent by its carrier
 (the tun or the tap, counted on xa over the window), or the run stops.
@@ -35,7 +33,6 @@ again (the path fell back to waiting-host meanwhile).
                                    [--relinks 20]
 """
 import argparse
-import contextlib
 import json
 import os
 import re
@@ -49,9 +46,8 @@ from bench_throughput import iperf                        # noqa: E402
 from common import Api, pct, summary, write_result        # noqa: E402
 from cpu_stages import CpuWindow, capacity                # noqa: E402
 
-from extender_links import (Bare, OverOpenVPN, carriers,  # noqa: E402
-                            check_carrier, openvpn, sent_bytes,
-                            wireguard_tun)
+from extender_links import (Bare, carriers, check_carrier,  # noqa: E402
+                            openvpn, sent_bytes, wireguard_tun)
 
 from vwlab import Lab, extenders                          # noqa: E402
 
@@ -164,13 +160,10 @@ def main():
         cases = [('in-site GRE wire', a, b, '10.66.0.2'),
                  ('cross-cloud wire', a, c, '10.67.0.2'),
                  ('bare link', Bare(xa), Bare(xb), xb.link_ip),
-                 wireguard_tun(xa, xb)] + openvpn(lab) + \
-            [('wire over OpenVPN', a, c, '10.67.0.2')]
-        # The case, its path, and the carrier that must take its bytes.
-        path = {'wire over OpenVPN': OverOpenVPN(xa, xb)}
+                 wireguard_tun(xa, xb)] + openvpn(lab)
+        # The carrier that must take each case's bytes.
         must = {'cross-cloud wire': 'wireguard', 'bare link': 'wireguard',
-                'WireGuard tun': 'wireguard', 'OpenVPN tap 1600': 'openvpn',
-                'wire over OpenVPN': 'openvpn'}
+                'WireGuard tun': 'wireguard', 'OpenVPN tap 1600': 'openvpn'}
         devs = carriers(xa, xb)
         tput = {name: [] for name, *_ in cases}
         retr = {name: [] for name, *_ in cases}
@@ -178,11 +171,10 @@ def main():
         took = {name: [] for name, *_ in cases}
         for r in range(args.runs):
             for name, cl, sv, dst in cases:
-                with path.get(name, contextlib.nullcontext()):
-                    before = sent_bytes(xa, devs)
-                    with CpuWindow() as w:
-                        mbit, rt = iperf(cl, sv, dst, args.seconds)
-                    after = sent_bytes(xa, devs)
+                before = sent_bytes(xa, devs)
+                with CpuWindow() as w:
+                    mbit, rt = iperf(cl, sv, dst, args.seconds)
+                after = sent_bytes(xa, devs)
                 took[name].append({k: after[k] - before[k] for k in devs})
                 if name in must:
                     check_carrier(name, must[name], took[name][-1], mbit,
