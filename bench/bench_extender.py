@@ -47,19 +47,9 @@ from common import Api, pct, summary, write_result        # noqa: E402
 from cpu_stages import CpuWindow, capacity                # noqa: E402
 
 from extender_links import (Bare, carriers, check_carrier,  # noqa: E402
-                            openvpn, sent_bytes, wireguard_tun)
+                            openvpn, sent_bytes, wait, wireguard_tun)
 
 from vwlab import Lab, extenders                          # noqa: E402
-
-
-def wait(fn, timeout=60, what='condition', every=0.02):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = fn()
-        if v:
-            return v
-        time.sleep(every)
-    raise RuntimeError('timed out waiting for %s' % what)
 
 
 def rtts(vm, dst, n):

@@ -19,12 +19,13 @@ from vwlab.shell import sh
 from virtualwire.extender.wireguard import LINK_MTU, wg_name
 
 
-def wait(fn, timeout, what):
+def wait(fn, timeout=60, what='condition', every=0.02):
     end = time.time() + timeout
     while time.time() < end:
-        if fn():
-            return
-        time.sleep(0.05)
+        v = fn()
+        if v:
+            return v
+        time.sleep(every)
     raise RuntimeError('timed out waiting for %s' % what)
 
 
