@@ -30,7 +30,7 @@ def scrape(h, api, token=TOKEN):
     stop = h.run_threads()          # the exporter asks the loop, as live
     try:
         resp = get(api, '/metrics', token)
-        resp.body                   # read a page at a time, the loop running
+        _ = resp.body               # streamed: read while the loop runs
         return resp
     finally:
         stop()
