@@ -270,11 +270,7 @@ def wire_exposition(pages, pause=lambda: None):
         yield generate_latest(Fixed(list(wire_families([]))))
     for spool in spools:
         spool.seek(0)
-        while True:
-            chunk = spool.read(1 << 16)
-            if not chunk:
-                break
-            yield chunk
+        yield from iter(lambda: spool.read(1 << 16), b'')
         spool.close()
 
 
