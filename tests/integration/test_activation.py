@@ -51,7 +51,7 @@ def _announces_nothing(lab, api, tmp_path):
         booted = guest_crash.marks(g.console_text())
         caps = HostCaptures(lab.hosts, tmp_path).__enter__()
         rarps = Capture(h2.ns, h2.name, os.path.join(tmp_path, 'rarp.pcap'),
-                        'ether proto 0x8035 or udp port 7001').__enter__()
+                        'ether proto 0x8035 or arp or udp port 7001').__enter__()
         taps = guest_taps(h1, g.name)
         guest_taps_before = set(taps)
         watch = EventWatch([h1, h2]).__enter__()

@@ -136,8 +136,11 @@ def test_vw_frame_hold_follows_its_port_made_again(lab):
     wait_until(lambda: h2.ring.bound_ifindex() == new, 10,
                what="vw-frame-hold on h2's new vw-hold")
     assert h2.ring.running
-    assert 'back: holding frames on it again' in open(
-        os.path.join(h2.dir, 'frame-hold.log')).read()
+    # Its main socket is bound a moment before its quieting sockets and
+    # the log line: wait for the line, not just the socket.
+    log = os.path.join(h2.dir, 'frame-hold.log')
+    wait_until(lambda: 'back: holding frames on it again' in open(log).read(),
+               10, what='vw-frame-hold says it is back')
 
 
 def _ifindex(host, dev):
