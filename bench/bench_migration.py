@@ -298,6 +298,10 @@ def main():
     ap.add_argument('--result', default='migration',
                     help='bench/results/NAME.json (default: %(default)s)')
     ap.add_argument('--keep-captures', action='store_true')
+    ap.add_argument('--keep-logs', metavar='DIR',
+                    help="copy the lab's logs (controller, every host's "
+                         'daemons: vw-frame-hold answers each cut with a '
+                         'timestamped line) to DIR before the lab goes')
     ap.add_argument('--no-held', action='store_true',
                     help='leave out the third system, VirtualWire with '
                          'held frames (its hosts\' hooks ask for them)')
@@ -382,7 +386,20 @@ def main():
                     'system_routes': args.system_routes,
                     'controller_settings': defaults,
                     'captures': capdir if args.keep_captures else None})
+        if args.keep_logs:
+            keep_logs(lab, args.keep_logs)
         write_result(args.result, doc)
+
+
+def keep_logs(lab, dest):
+    """Every *.log under the lab's directory, to `dest` (same layout)."""
+    for root, _dirs, files in os.walk(lab.dir):
+        for f in files:
+            if f.endswith('.log'):
+                to = os.path.join(dest, os.path.relpath(root, lab.dir))
+                os.makedirs(to, exist_ok=True)
+                shutil.copy2(os.path.join(root, f), to)
+    print('logs kept in %s' % dest, flush=True)
 
 
 if __name__ == '__main__':
