@@ -281,6 +281,7 @@ def main(argv=None):
     from virtualwire.control.cloud_word import PlacementWatch
     from virtualwire.control.provider_switches import SwitchWatch
     from virtualwire.metrics.exporter import MembersCollector
+    from virtualwire.metrics.gc_pauses import GcPauses
     from virtualwire.store.runtime import RuntimeStore
 
     of_host, of_port = daemon.split_listen(args.of_listen, '--of-listen')
@@ -329,6 +330,7 @@ def main(argv=None):
     controller.settings = SettingsWatch(intent.settings, controller,
                                         shared_settings.from_flags(args))
     intent.client.observe = controller.instruments.ovsdb.observe
+    GcPauses(controller.instruments.gc_paused).install()
     # Every member, not just the one the IDL talks to (alerts).
     members = MemberProbe(remote).start()
     controller.instruments.registry.register(MembersCollector(members))

@@ -30,6 +30,11 @@ class Instruments:
             'virtualwire_event_loop_lag_seconds',
             'How long events waited in the control loop before running',
             buckets=_FAST, registry=r)
+        self.gc_pause = Histogram(
+            'virtualwire_gc_pause_seconds',
+            "The interpreter's garbage collections (the whole process "
+            'waits for each), by generation', ['generation'],
+            buckets=_FAST, registry=r)
         self.migration = Histogram(
             'virtualwire_migration_duration_seconds',
             'Live migrations, from the announcement to their end',
@@ -44,6 +49,9 @@ class Instruments:
             'Live migrations that ended, by outcome', ['outcome'],
             registry=r)
         self._ended = collections.OrderedDict()
+
+    def gc_paused(self, generation, seconds):
+        self.gc_pause.labels(str(generation)).observe(seconds)
 
     def migration_changed(self, rec):
         """A migration record (`Migration.view()`) saved: observed once,
