@@ -24,11 +24,15 @@ from virtualwire.future import Future
 __all__ = ['Future', 'Loop']
 
 LOG = logging.getLogger(__name__)
+# s: a handler (or sync) that holds the loop this long delays every event
+# behind it (a migration's answers among them): logged, with its name.
+SLOW = 0.05
 
 
 class Loop:
-    def __init__(self, name='control'):
+    def __init__(self, name='control', clock=time.monotonic):
         self.name = name
+        self.clock = clock
         self._queue = hub.Queue()
         self._owner = None                 # the thread running the loop
         self._stopped = False
@@ -37,6 +41,7 @@ class Loop:
         self.lag_max = 0.0                 # worst queueing delay seen (s)
         self.observe_lag = None            # observe_lag(seconds) per event
         self._in_handler = False
+        self.slowest = (0.0, None)         # (s, name) of the longest handler
 
     # -- from anywhere -------------------------------------------------------
     def post(self, fn, *args):
@@ -132,7 +137,8 @@ class Loop:
 
     def _run(self, item):
         queued, fn, args, fut = item
-        lag = time.monotonic() - queued
+        began = self.clock()
+        lag = began - queued
         self.lag_max = max(self.lag_max, lag)
         if self.observe_lag is not None:
             self.observe_lag(lag)
@@ -142,23 +148,43 @@ class Loop:
             value = fn(*args)
         except Exception as e:          # the caller (if any) gets it
             if fut is None:
-                LOG.exception('event %s failed', getattr(fn, '__name__', fn))
+                LOG.exception('event %s failed', _name(fn))
             else:
                 fut.set(error=e)
             return
         finally:
             self._in_handler = False
+            self._timed(fn, began)
         if fut is not None:
             fut.set(value)
 
     def _guard(self, fn):
         self._in_handler = True
+        began = self.clock()
         try:
             fn()
         except Exception:
-            LOG.exception('%s failed', getattr(fn, '__name__', fn))
+            LOG.exception('%s failed', _name(fn))
         finally:
             self._in_handler = False
+            self._timed(fn, began)
+
+    def _timed(self, fn, began):
+        """A handler's time on the loop (with whatever other green
+        threads ran while it yielded): the longest kept, a slow one
+        logged."""
+        took = self.clock() - began
+        if took > self.slowest[0]:
+            self.slowest = (took, _name(fn))
+        if took >= SLOW:
+            LOG.warning('%s loop: %s held it %.0f ms', self.name, _name(fn),
+                        took * 1e3)
+
+
+def _name(fn) -> str:
+    """A handler as a person would look it up: Class.method."""
+    return getattr(fn, '__qualname__', None) or getattr(
+        fn, '__name__', None) or repr(fn)
 
 
 if hub.HUB_TYPE == 'eventlet':
