@@ -206,7 +206,12 @@ def _connection(u, verify, timeout):
             def connect(self):
                 self.sock = ctx.wrap_socket(home_socket(self),
                                             server_hostname=self.host)
-        return Https(u.hostname, u.port or 443, timeout=timeout)
+        # The context given, or http.client makes a default one per
+        # connection: it loads the system's certificates, and held the
+        # whole process (every green thread) 200-370 ms a poll in the
+        # migration bench, a migration's answers waiting behind it.
+        return Https(u.hostname, u.port or 443, timeout=timeout,
+                     context=ctx)
 
     class Http(http.client.HTTPConnection):
         def connect(self):
