@@ -76,3 +76,17 @@ def test_a_handler_that_fails_is_timed_as_well(caplog):
         loop.run_pending()
     assert any('broken held it 60 ms' in r.getMessage()
                for r in caplog.records)
+
+
+def test_the_status_figures_name_the_longest_handler():
+    loop, clock = make()
+
+    def sync_flows():
+        clock.now += 0.0125
+
+    loop.post(sync_flows)
+    loop.run_pending()
+    fig = loop.figures()
+    assert fig['events'] == 1
+    assert fig['loop_slowest_ms'] == 12.5
+    assert fig['loop_slowest'].endswith('sync_flows')

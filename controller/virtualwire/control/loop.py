@@ -86,6 +86,14 @@ class Loop:
         self._stopped = True
         self._queue.put(None)
 
+    def figures(self):
+        """What the status shows of the loop: events run, the longest
+        wait for one, the longest handler and its name."""
+        return {'events': self.handled,
+                'loop_lag_max_ms': round(self.lag_max * 1000, 3),
+                'loop_slowest_ms': round(self.slowest[0] * 1000, 3),
+                'loop_slowest': self.slowest[1]}
+
     # -- the loop ------------------------------------------------------------
     def on_loop(self):
         return self._owner is not None and \

@@ -267,13 +267,7 @@ class Views:
         return {'switches_connected': len(self.sessions),
                 'hosts': len(self.tables.hosts),
                 'wires': len(self.tables.wires),
-                'counters': dict(self.shared.stats,
-                                 events=self.loop.handled,
-                                 loop_lag_max_ms=round(
-                                     self.loop.lag_max * 1000, 3),
-                                 loop_slowest_ms=round(
-                                     self.loop.slowest[0] * 1000, 3),
-                                 loop_slowest=self.loop.slowest[1]),
+                'counters': dict(self.shared.stats, **self.loop.figures()),
                 'collector': self.collector.status(),
                 # What each kind of change recomputed (pipeline.incremental).
                 'incremental': dict(self.tables.stats),
