@@ -16,6 +16,7 @@ called from elsewhere fail loudly in tests.
 import logging
 import threading
 import time
+from typing import Optional, Tuple
 
 from os_ken.lib import hub
 
@@ -41,7 +42,8 @@ class Loop:
         self.lag_max = 0.0                 # worst queueing delay seen (s)
         self.observe_lag = None            # observe_lag(seconds) per event
         self._in_handler = False
-        self.slowest = (0.0, None)         # (s, name) of the longest handler
+        # (s, name) of the longest handler
+        self.slowest: Tuple[float, Optional[str]] = (0.0, None)
 
     # -- from anywhere -------------------------------------------------------
     def post(self, fn, *args):
