@@ -40,7 +40,7 @@ class GcPauses:
         if took >= self.slow:
             self.log.warning('garbage collection of generation %d took '
                              '%.0f ms (%d collected, %d uncollectable; '
-                             'objects tracked: %s)', info['generation'],
+                             'allocations since, by generation: %s)', info['generation'],
                              took * 1e3, info['collected'],
                              info['uncollectable'], gc.get_count())
 
