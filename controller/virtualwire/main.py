@@ -280,6 +280,7 @@ def main(argv=None):
     from virtualwire.store.members import MemberProbe
     from virtualwire.control.cloud_word import PlacementWatch
     from virtualwire.control.provider_switches import SwitchWatch
+    from virtualwire.control.quiet_collections import QuietCollections
     from virtualwire.metrics.exporter import MembersCollector
     from virtualwire.metrics.gc_pauses import GcPauses
     from virtualwire.store.runtime import RuntimeStore
@@ -323,7 +324,8 @@ def main(argv=None):
                             hold_bytes=args.hold_bytes,
                             hold_rate=args.hold_rate,
                             require_identity=tls_files is not None,
-                            active=False, collector=remote_collector)
+                            active=False, collector=remote_collector,
+                            quiet=QuietCollections())
     host_dbs.on_hosts = controller.on_hosts
     controller.tables.copies_on_hosts = args.copy_log == 'on'
     # What every instance must share comes from the intent database.
@@ -398,6 +400,10 @@ def main(argv=None):
             refusals=refusals)
     services = mgr.instantiate_apps(controller=controller, loop=loop,
                                     **mgr.create_contexts())
+    # What start-up built is scanned by no later collection.
+    logging.getLogger('virtualwire').info(
+        'start-up heap frozen: %d objects',
+        controller.quiet.settle_start_up())
     services.append(hub.spawn(loop.run))
     loop.every(1.0, controller.tick)
     services.append(hub.spawn(daemon.poll_forever, hub, controller.settings,

@@ -11,7 +11,7 @@ PACKAGE = pathlib.Path(virtualwire.__file__).parent
 CONTROL = PACKAGE / 'control'
 PARTS = {'programming', 'safe_start', 'migrating', 'cloud_word', 'holding',
          'admission', 'roles', 'extenders', 'provider_switches',
-         'switch_moves'}
+         'switch_moves', 'quiet_collections'}
 # What a part may import from control/: the shared reads, the refusal
 # log, and pure helpers; never another part.
 SHARED = {'shared', 'refusals', 'migrations', 'loop', 'takeover', 'lag_guard',

@@ -123,6 +123,9 @@ class ControllerPort(Protocol):
     # The intent database's provider switches, applied by the writer
     # before it answers (the others follow the database within a second).
     def on_switches(self, switches: Dict[str, Any]) -> Any: ...
+    # The destination's hook (the moves' announce_migration, with
+    # garbage collections held off until the move is over).
+    def announce_migration(self, doc: View) -> Tuple[View, Any]: ...
     # A source's agent: its guest stopped for the last copy (the moves'
     # source_stopped, and what the activation asks sent at once).
     def source_stopped(self, vm_uuid: str, host: str,

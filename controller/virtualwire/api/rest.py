@@ -358,7 +358,7 @@ class RestApi(OperatorHandlers, WireHandlers, TopologyHandlers,
                                    else scope.migrations(views)})
 
     def announce_migration(self, req):
-        view, ticket = self._call(self.ctl.moves.announce_migration,
+        view, ticket = self._call(self.ctl.announce_migration,
                                   read_json_object(req))
         try:
             ticket.result(CALL_TIMEOUT)

@@ -267,7 +267,8 @@ class Views:
         return {'switches_connected': len(self.sessions),
                 'hosts': len(self.tables.hosts),
                 'wires': len(self.tables.wires),
-                'counters': dict(self.shared.stats, **self.loop.figures()),
+                'counters': dict(self.shared.stats, **self.loop.figures(),
+                                 **self.ctl.quiet.figures()),
                 'collector': self.collector.status(),
                 # What each kind of change recomputed (pipeline.incremental).
                 'incremental': dict(self.tables.stats),
