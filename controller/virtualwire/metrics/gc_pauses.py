@@ -6,9 +6,8 @@ yield out of, so each is observed
 with what it found: when a migration's answer comes late, the log says
 whether the process was collecting then.
 
-It says how long collections took; it does not make them shorter
-(`gc.freeze()` after start-up and larger thresholds would, at a memory
-cost measured nowhere yet)."""
+It says how long collections took; `control.quiet_collections` keeps
+them off migrations and freezes what start-up built."""
 import gc
 import logging
 import time
