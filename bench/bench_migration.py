@@ -82,7 +82,7 @@ from migration_systems import (console_marks, crashed_late,     # noqa: E402
                                realtime, setup)
 
 from vwlab import Lab, outage                                  # noqa: E402
-from forensics import hole_context, loss_audit                # noqa: E402
+from forensics import cut_audit, hole_context, loss_audit     # noqa: E402
 from vwlab.shell import OVS_NICE                               # noqa: E402
 from vwlab.switch_counters import SwitchCounters              # noqa: E402
 from vwlab.guest_drops import (guest_counters, guest_drops,  # noqa: E402
@@ -96,7 +96,10 @@ RATE = 1000
 
 # The probe's datagrams (on taps, and inside GRE on the underlay), and
 # every RARP and ARP (a guest's first frame on its destination).
-BPF = 'udp port 7000 or ip proto 47 or ether proto 0x8035 or arp'
+# And the frames the destination's ring sends back tagged (802.1ad): which
+# it released (forensics.cut_audit).
+BPF = ('udp port 7000 or ip proto 47 or ether proto 0x8035 or arp or '
+       'ether proto 0x88a8')
 
 
 def migrate_once(lab, sysm, downtime_ms, capdir):
@@ -106,6 +109,7 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
     g = sysm.guest
     caps = HostCaptures([src, dst], capdir, bpf=BPF).__enter__()
     src_taps = guest_taps(src, g.name)
+    src_nics = cut_audit_nics(src, g.name)
     # Streams run until told to stop (SIGINT), well after the last step.
     streams = {k: vm.tool_bg('udp-echo', '--dst', ip, '--rate', RATE,
                              '--seconds', 120, realtime=True)
@@ -215,6 +219,9 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
         row['lost_near_pause_seen_last'] = loss_audit.last_seen(
             {q for q, t in r['lost_sent_at'] if stop - 0.1 <= t <= resume + 0.1},
             grams, ip)
+        # And which side of the held frames' cut each fell on.
+        row['lost_near_pause_cut'] = audit_cut(
+            src, src_nics.get(nic), caps, dst, ip, r, stop, resume)
         row['reordered'] = r.get('reordered', 0)
         row['reordered_ms_from_stop'] = [
             round((t - stop) * 1000, 1) for _q, t in r.get(
@@ -389,6 +396,50 @@ def main():
         if args.keep_logs:
             keep_logs(lab, args.keep_logs)
         write_result(args.result, doc)
+
+
+def cut_audit_nics(host, domain):
+    """{interfaceid: (tap, MAC)} of a libvirt guest on host, read before
+    it leaves (the source's domain is gone after)."""
+    import xml.etree.ElementTree as ET
+    root = ET.fromstring(host.libvirt.virsh('dumpxml', domain).stdout)
+    out = {}
+    for itf in root.findall('./devices/interface'):
+        t, p = itf.find('target'), itf.find('virtualport/parameters')
+        m = itf.find('mac')
+        if t is not None and p is not None and m is not None:
+            out[p.get('interfaceid')] = (t.get('dev'), m.get('address'))
+    return out
+
+
+def audit_cut(src, tap_mac, caps, dst, ip, report, stop, resume):
+    """Each lost datagram sent near the pause, placed against the
+    source's cut (forensics.cut_audit): [(seq, ms from STOP, verdict)]."""
+    import socket
+    lost = sorted((q, t) for q, t in report['lost_sent_at']
+                  if stop - 0.1 <= t <= resume + 0.1)
+    if not lost or tap_mac is None:
+        return []
+    tap, mac = tap_mac
+    scap = [c for c in caps.caps if c.host == src.name][0]
+    dcap = [c for c in caps.caps if c.host == dst.name][0]
+    guest = socket.inet_aton(ip)
+    handed = cut_audit.stream_order(
+        cut_audit.records(scap.path), ifindexes_of(scap, {tap}),
+        cut_audit.mac_bytes(mac), guest, 7000, outgoing=True)
+    released = [q for _t, q, _d in cut_audit.stream_order(
+        cut_audit.records(dcap.path), ifindexes_of(dcap, {'vw-hold'}),
+        cut_audit.mac_bytes(mac), guest, 7000, outgoing=True)]
+    try:
+        with open(os.path.join(src.dir, 'frame-hold.log')) as f:
+            answers = [a for a in cut_audit.cut_answers(f.read())
+                       if abs(((a.get('view') or {}).get('stopped_at') or 0)
+                              - stop) < 5]
+    except OSError:
+        answers = []
+    verdicts = cut_audit.place([q for q, _t in lost], handed,
+                               cut_audit.cut_of(answers, handed), released)
+    return [(q, round((t - stop) * 1000, 1), verdicts[q]) for q, t in lost]
 
 
 def keep_logs(lab, dest):
