@@ -33,7 +33,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cloud_lab import two_clouds, wait                    # noqa: E402
-from common import write_result                           # noqa: E402
+from common import keep_logs, write_result                # noqa: E402
 
 from vwlab import guest_report, outage                     # noqa: E402
 from vwlab.qemu_events import EventWatch, stop_resume_windows  # noqa: E402
@@ -146,6 +146,9 @@ def main():
                     help='datagrams per second of each echo stream (1 kHz '
                     'streams through the userspace extenders slowed the '
                     'moves tenfold on 2 cores)')
+    ap.add_argument('--keep-logs', metavar='DIR',
+                    help='copy every lab log here at the end (the '
+                    'controller says what each release delivered)')
     ap.add_argument('--name', default='ensemble_migration',
                     help='result file name (bench/results/NAME.json)')
     args = ap.parse_args()
@@ -191,6 +194,8 @@ def main():
             write_result(args.name + '-partial', {'moves': {
                 k: [{x: y for x, y in m.items() if x != 'progress'}
                     for m in v] for k, v in out.items()}})
+        if args.keep_logs:
+            keep_logs(lab, args.keep_logs)
     doc = {'guests_rebuilt': rebuilt, 'sizes': sizes, 'rounds': args.rounds,
            'stream_rate': args.rate, 'bandwidth_mib_s': args.bandwidth, 'summary': {}, 'moves': {}}
     for n, moves in out.items():

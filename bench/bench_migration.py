@@ -73,7 +73,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Api, write_result                          # noqa: E402
+from common import Api, keep_logs, write_result               # noqa: E402
 from migration_evidence import (activated_at, controller_log,   # noqa: E402
                                 hole_cause, last_record, tap_deleted_at,
                                 taps_by_nic)
@@ -440,17 +440,6 @@ def audit_cut(src, tap_mac, caps, dst, ip, report, stop, resume):
     verdicts = cut_audit.place([q for q, _t in lost], handed,
                                cut_audit.cut_of(answers, handed), released)
     return [(q, round((t - stop) * 1000, 1), verdicts[q]) for q, t in lost]
-
-
-def keep_logs(lab, dest):
-    """Every *.log under the lab's directory, to `dest` (same layout)."""
-    for root, _dirs, files in os.walk(lab.dir):
-        for f in files:
-            if f.endswith('.log'):
-                to = os.path.join(dest, os.path.relpath(root, lab.dir))
-                os.makedirs(to, exist_ok=True)
-                shutil.copy2(os.path.join(root, f), to)
-    print('logs kept in %s' % dest, flush=True)
 
 
 if __name__ == '__main__':

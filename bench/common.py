@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import shutil
 import platform
 import statistics
 import subprocess
@@ -161,3 +162,14 @@ def echo_wire(lab, api, prefix, net):
         if b.ping(net + '.1', count=1, wait=1)[1]:
             break
     return a, b, srv
+
+
+def keep_logs(lab, dest):
+    """Every *.log under the lab's directory, to `dest` (same layout)."""
+    for root, _dirs, files in os.walk(lab.dir):
+        for f in files:
+            if f.endswith('.log'):
+                to = os.path.join(dest, os.path.relpath(root, lab.dir))
+                os.makedirs(to, exist_ok=True)
+                shutil.copy2(os.path.join(root, f), to)
+    print('logs kept in %s' % dest, flush=True)
