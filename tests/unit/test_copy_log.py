@@ -129,6 +129,22 @@ def test_unlog_closes_and_an_unclosed_log_expires():
     assert logs.expire(MAX_AGE + 1) == [9] and logs.logs == {}
 
 
+def test_a_log_named_again_outlives_max_age_and_keeps_its_tap():
+    """The controller names the tap again while the move is pending: a
+    log dropped mid-move came back with the next copy but without its
+    tap, and its cut placed nothing (981-990 duplicates a guest)."""
+    logs = opened()                         # named at 1.0
+    for t in range(10, 200, 10):
+        logs.copy(7, frame(t), float(t))
+        said(logs, {'op': 'log', 'slot': 7, 'id': t, 'port': 'vnet7'},
+             now=float(t))
+        assert logs.expire(float(t)) == []
+        assert logs.wants_sample(7, float(t)) == 'vnet7'
+    # Named no more: dropped MAX_AGE after the last time.
+    assert logs.expire(190.0 + MAX_AGE - 1) == []
+    assert logs.expire(190.0 + MAX_AGE + 1) == [7]
+
+
 def test_the_port_tells_a_copy_by_its_priority():
     f = frame(1)
     tci = COPY_PCP << 13 | 12

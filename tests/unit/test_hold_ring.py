@@ -211,6 +211,25 @@ def test_an_unreleased_ring_expires_and_a_released_one_closes_when_idle():
     assert rings.expire(31.0) == [1] and rings.expired == 1
 
 
+def test_a_beaten_ring_outlives_max_age_and_goes_after_its_last_beat():
+    """A move may take minutes (four guests between clouds at once):
+    while its controller beats, the ring keeps what it holds; a ring
+    dropped in the pause lost every frame of it (ensemble bench)."""
+    rings = HoldRings(max_age=30, pass_for=10)
+    rings.frame(1, frame(0), 0.0)
+    for t in range(1, 100):                 # beats, 1 s apart here
+        assert rings.message(msg(op='beat', slot=1), float(t)) == []
+        assert rings.expire(float(t)) == []
+    rings.frame(1, frame(1), 99.5)
+    sent, _ = release(rings, 1, [frame(0)], now=100.0)
+    assert sent == [frame(1)]               # nothing held was dropped
+    # Beats that stop: gone max_age after the last one.
+    rings.frame(2, frame(0), 100.0)
+    rings.message(msg(op='beat', slot=2), 110.0)
+    assert 2 not in rings.expire(139.0)     # (the released one went)
+    assert rings.expire(140.5) == [2] and rings.expired == 1
+
+
 def test_drop_and_close_forget_the_slot_and_say_what_it_held():
     rings = HoldRings()
     rings.frame(4, frame(0), 0.0)

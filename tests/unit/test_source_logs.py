@@ -88,6 +88,23 @@ def test_the_source_copies_into_its_own_log_not_to_the_controller():
     assert len(_messages(h, 'h1')) == 1         # once a move
 
 
+def test_a_long_move_names_its_tap_again_so_its_log_keeps_it():
+    from virtualwire.control.source_logs import LOG_AGAIN
+    from virtualwire.host.copy_log import MAX_AGE
+    assert LOG_AGAIN < MAX_AGE / 2      # two chances before the log goes
+    h, vm = _moving()
+    h.call(h.ctl.poll_held)
+    assert [d['op'] for d in _messages(h, 'h1')] == ['log']
+    h.fabric.packet_outs.clear()
+    h.now += LOG_AGAIN - 1
+    h.call(h.ctl.poll_held)
+    assert _messages(h, 'h1') == []
+    h.now += 1
+    h.call(h.ctl.poll_held)
+    [doc] = _messages(h, 'h1')
+    assert (doc['op'], doc['slot'], doc['port']) == ('log', 1, 'vnet1')
+
+
 def _port_stats(h, host):
     return [type(m).__name__ for m in h.fabric.switches[host].sent].count(
         'OFPPortStatsRequest')

@@ -23,6 +23,11 @@ from virtualwire.southbound import openflow
 
 Then = Callable[[Optional[dict], dict], None]
 
+# Seconds between namings of a pending move's tap to its log: the log
+# drops one not named for host.copy_log.MAX_AGE (60 s), and a move may
+# take minutes.
+LOG_AGAIN = 10.0
+
 
 class SourceLogs:
     """Owns the logs opened on source hosts and the cuts not answered."""
@@ -30,6 +35,7 @@ class SourceLogs:
     def __init__(self, shared):
         self.shared = shared
         self.open: Dict[str, Tuple[str, int]] = {}   # vNIC -> (host, slot)
+        self.told: Dict[str, float] = {}    # vNIC -> when its log was named
         # (host, slot) -> (vNIC, message id, when asked, then)
         self.awaited: Dict[Tuple[str, int], Tuple[str, int, float, Then]] = {}
         self.next_id = 1
@@ -66,9 +72,12 @@ class SourceLogs:
         return ident
 
     def start(self, vnic, mv) -> None:
-        """Name the source tap to its log, once a move."""
+        """Name the source tap to its log: once a move, and again every
+        LOG_AGAIN while it is pending, which keeps the log."""
         log = self.log_of(vnic, mv)
-        if log is None or self.open.get(vnic) == (mv.source, log[1]):
+        now = self.shared.clock()
+        if log is None or (self.open.get(vnic) == (mv.source, log[1]) and
+                           now - self.told.get(vnic, now) < LOG_AGAIN):
             return
         vp = self.tables.hosts[mv.source].vnic_map().get(vnic)
         if vp is None or not vp.port_name:
@@ -76,6 +85,7 @@ class SourceLogs:
         if self._say(mv.source, log[0], {'op': 'log', 'slot': log[1],
                                          'port': vp.port_name}):
             self.open[vnic] = (mv.source, log[1])
+            self.told[vnic] = now
 
     def cut(self, vnic, mv, reads, ring_frames, then: Then,
             stopped_at=None) -> bool:
@@ -136,6 +146,7 @@ class SourceLogs:
                                      for g in self.awaited.values()):
                 continue
             del self.open[vnic]
+            self.told.pop(vnic, None)
             h = self.tables.hosts.get(host)
             if h is not None and h.hold_port is not None:
                 self._say(host, h.hold_port, {'op': 'unlog', 'slot': slot})

@@ -385,11 +385,15 @@ class HoldRings:
         return due
 
     def expire(self, now: float) -> List[int]:
-        """Slots dropped: a ring never released within max_age (its move
-        aborted, or the controller lost it), or a released one idle for
-        pass_for."""
+        """Slots dropped: a ring not released within max_age of its
+        opening or its controller's last beat (its move aborted, or the
+        controller lost it), or a released one idle for pass_for. Timed
+        from the beat, not the opening alone: a move may take minutes (four
+        guests between clouds at once: 60-150 s), and a ring dropped during
+        its pause lost every frame of it (ensemble bench, issue 42)."""
         gone = [s for s, r in self.slots.items()
-                if (r.released_at is None and now - r.opened > self.max_age)
+                if (r.released_at is None and
+                    now - max(r.opened, r.beat_at or r.opened) > self.max_age)
                 or (r.released_at is not None and
                     now - r.released_at > self.pass_for)]
         for s in gone:
