@@ -112,7 +112,11 @@ def host():
         yield lab.hosts[0]
 
 
-def test_held_frames_wait_on_the_host_and_only_the_unread_ones_go(host):
+@pytest.fixture(scope='module')
+def wired(host):
+    """Three paused VMs on the host and the flows the controller is to
+    install: hs's frames tagged into the ring, the ring's slot to hd,
+    its answers to hc (hc stands for the controller)."""
     port = host.vsctl('get', 'interface', 'vw-hold', 'ofport').strip()
     assert port == '65003'
     assert sh(['cat', '/proc/sys/net/ipv6/conf/vw-hold/disable_ipv6'],
@@ -121,7 +125,6 @@ def test_held_frames_wait_on_the_host_and_only_the_unread_ones_go(host):
     src = host.add_paused_vm('hs', [('hs-nic', '52:54:00:77:00:01')])
     dst = host.add_paused_vm('hd', [('hd-nic', '52:54:00:77:00:02')])
     ctl = host.add_paused_vm('hc', [('hc-nic', '52:54:00:77:00:03')])
-    # (hc stands for the controller: it gets vw-frame-hold's answers.)
     p_src, p_dst, p_ctl = (vm.nics[n]['port'] for vm, n in (
         (src, 'hs-nic'), (dst, 'hd-nic'), (ctl, 'hc-nic')))
     host.ofctl('del-flows')
@@ -132,11 +135,42 @@ def test_held_frames_wait_on_the_host_and_only_the_unread_ones_go(host):
               'in_port=vw-hold,dl_vlan=%d,actions=pop_vlan,output:%s'
               % (ANSWER_SLOT, p_ctl)):
         host.ofctl('add-flow', f)
+    return src, dst, ctl, p_dst
+
+
+def frame_hold(host, *args):
+    """vw-frame-hold from this checkout on the host's vw-hold."""
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, 'controller'))
-    hold = subprocess.Popen(
+    return subprocess.Popen(
         ['ip', 'netns', 'exec', host.ns, sys.executable, '-m',
-         'virtualwire.host.hold_port'], env=env, stderr=subprocess.PIPE,
-        text=True)
+         'virtualwire.host.hold_port'] + list(args), env=env,
+        stderr=subprocess.PIPE, text=True)
+
+
+def sender(src):
+    def send(frames):
+        sh([sys.executable, '-c', SEND] + [f.hex() for f in frames],
+           ns=src.ns)
+    return send
+
+
+def teller(host, said):
+    def say(doc, answered=True):
+        host.ofctl('packet-out', 'in_port=controller,'
+                   'packet=%s,actions=output:vw-hold'
+                   % message_frame(json.dumps(doc).encode()).hex())
+        if not answered:
+            return None
+        wait_until(lambda: len(said.read()) > 0, 10,
+                   what='vw-frame-hold answers')
+        return json.loads(said.frames.pop()[14:])
+    return say
+
+
+def test_held_frames_wait_on_the_host_and_only_the_unread_ones_go(
+        host, wired):
+    src, dst, ctl, p_dst = wired
+    hold = frame_hold(host)
     got, said = Listener(dst.ns, 0x88B6), Listener(ctl.ns, ANSWER_TYPE)
     try:
         time.sleep(0.5)
@@ -145,20 +179,10 @@ def test_held_frames_wait_on_the_host_and_only_the_unread_ones_go(host):
         sent = [numbered(a, b, n, vlan=100 if n % 3 == 0 else None)
                 for n in range(30)]
 
-        def send(frames):
-            sh([sys.executable, '-c', SEND] + [f.hex() for f in frames],
-               ns=src.ns)
+        send, say = sender(src), teller(host, said)
         send(sent)
         time.sleep(1.0)
         assert got.read() == [], 'a held frame reached the guest early'
-
-        def say(doc):
-            host.ofctl('packet-out', 'in_port=controller,'
-                       'packet=%s,actions=output:vw-hold'
-                       % message_frame(json.dumps(doc).encode()).hex())
-            wait_until(lambda: len(said.read()) > 0, 10,
-                       what='vw-frame-hold answers')
-            return json.loads(said.frames.pop()[14:])
 
         # A bad message: answered with why, nothing let go.
         bad = say({'op': 'release', 'slot': SLOT, 'after': ['zz']})
@@ -196,3 +220,50 @@ def test_held_frames_wait_on_the_host_and_only_the_unread_ones_go(host):
         hold.kill()
         _, err = hold.communicate(timeout=10)
     assert 'Traceback' not in err, err
+
+
+def test_a_ring_its_controller_beats_outlives_its_max_age(host, wired):
+    """A move may take minutes (four guests between clouds at once):
+    while the controller beats, the ring keeps what it holds past its
+    max age and releases it; unbeaten, it is dropped at that age (the
+    controller gone). vw-frame-hold here with --max-age 2."""
+    src, dst, ctl, p_dst = wired
+    hold = frame_hold(host, '--max-age', '2')
+    got, said = Listener(dst.ns, 0x88B6), Listener(ctl.ns, ANSWER_TYPE)
+    try:
+        time.sleep(0.5)
+        a, b = src.nics['hs-nic']['mac'], dst.nics['hd-nic']['mac']
+        send, say = sender(src), teller(host, said)
+        sent = [numbered(a, b, 100 + n) for n in range(10)]
+        send(sent)
+        # Beaten for twice its max age: every held frame is still there.
+        until = time.monotonic() + 4.5
+        while time.monotonic() < until:
+            say({'op': 'beat', 'slot': SLOT}, answered=False)
+            time.sleep(0.3)
+        assert got.read() == [], 'a held frame reached the guest early'
+        ok = say({'op': 'release', 'slot': SLOT, 'id': 1, 'port': p_dst,
+                  'after': [digest(f).hex() for f in sent[3:5]]})
+        assert ok == {'op': 'released', 'slot': SLOT, 'id': 1,
+                      'found': True, 'delivered': 5, 'held': 10,
+                      'evicted': 0}
+        wait_until(lambda: len(got.read()) >= 5, 10,
+                   what='the unread frames delivered')
+        assert [number(f) for f in got.read()] == list(range(105, 110))
+        say({'op': 'close', 'slot': SLOT, 'id': 2})
+        # Not beaten: gone at its max age, the frames with it.
+        more = [numbered(a, b, 200 + n) for n in range(10)]
+        send(more)
+        time.sleep(4.5)
+        gone = say({'op': 'release', 'slot': SLOT, 'id': 3, 'port': p_dst,
+                    'after': [digest(f).hex() for f in more[3:5]]})
+        assert gone['found'] is False and gone['delivered'] == 0, gone
+        time.sleep(0.3)
+        assert [number(f) for f in got.read()] == list(range(105, 110))
+    finally:
+        got.close()
+        said.close()
+        hold.kill()
+        _, err = hold.communicate(timeout=10)
+    assert 'Traceback' not in err, err
+    assert 'slot %d dropped (never released, or idle)' % SLOT in err

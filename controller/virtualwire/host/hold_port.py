@@ -23,12 +23,14 @@ import time
 from typing import Optional, Tuple
 
 from virtualwire import version
+from virtualwire.host.copy_log import MAX_AGE as LOG_MAX_AGE
 from virtualwire.host.copy_log import (CopyLogs, is_log_message,
                                        mark_frame, mark_of)
 from virtualwire.host.guest_facts import tap_stat
 from virtualwire.host.hold_ring import (ANSWER_SLOT, DEFAULT_BYTES,
                                         BEAT_LOST, DEFAULT_FRAMES, ETHERTYPE,
-                                        MAX_SLOTS, ORPHAN_AFTER, HoldRings)
+                                        MAX_AGE, MAX_SLOTS, ORPHAN_AFTER,
+                                        HoldRings)
 from virtualwire.pipeline.host_hold import (COPY_PCP, MARK_SLOT, RUNS_PCP,
                                             message_frame)
 
@@ -335,8 +337,15 @@ def main(argv=None):
                    help='frames held per vNIC (default: %(default)s)')
     p.add_argument('--max-bytes', type=int, default=DEFAULT_BYTES,
                    help='bytes held per vNIC (default: %(default)s)')
+    p.add_argument('--max-age', type=float, default=MAX_AGE,
+                   help='seconds a ring waits for its release after its '
+                   'controller\'s last beat (default: %(default)s)')
+    p.add_argument('--log-max-age', type=float, default=LOG_MAX_AGE,
+                   help='seconds a copy log lasts after its controller '
+                   'last named its tap (default: %(default)s)')
     args = p.parse_args(argv)
-    for name in ('max_slots', 'max_frames', 'max_bytes'):
+    for name in ('max_slots', 'max_frames', 'max_bytes', 'max_age',
+                 'log_max_age'):
         if getattr(args, name) < 1:
             p.error('--%s must be at least 1' % name.replace('_', '-'))
     logging.basicConfig(level=logging.INFO,
@@ -344,7 +353,9 @@ def main(argv=None):
                                '%(message)s')
     port = HoldPort(args.port)
     LOG.info('holding frames on %s', args.port)
-    serve(port, HoldRings(args.max_slots, args.max_frames, args.max_bytes))
+    serve(port, HoldRings(args.max_slots, args.max_frames, args.max_bytes,
+                          max_age=args.max_age),
+          logs=CopyLogs(max_age=args.log_max_age))
 
 
 if __name__ == '__main__':
