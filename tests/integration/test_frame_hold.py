@@ -167,6 +167,18 @@ def teller(host, said):
     return say
 
 
+def released(say, got, port, read, delivered, held):
+    """A release naming `read` as the guest's last frames read, sent as
+    the controller does (the guest's port named: the ring writes to it
+    directly); its answer checked, the frames it delivered awaited."""
+    ok = say({'op': 'release', 'slot': SLOT, 'id': 1, 'port': port,
+              'after': [digest(f).hex() for f in read]})
+    assert ok == {'op': 'released', 'slot': SLOT, 'id': 1, 'found': True,
+                  'delivered': delivered, 'held': held, 'evicted': 0}
+    wait_until(lambda: len(got.read()) >= delivered, 10,
+               what='the unread frames delivered')
+
+
 def test_held_frames_wait_on_the_host_and_only_the_unread_ones_go(
         host, wired):
     src, dst, ctl, p_dst = wired
@@ -195,13 +207,7 @@ def test_held_frames_wait_on_the_host_and_only_the_unread_ones_go(
         # instead, one receive batch holding tagged and untagged frames
         # would leave grouped by megaflow: the official CI saw 21, 24, 27
         # after 29.)
-        ok = say({'op': 'release', 'slot': SLOT, 'id': 1, 'port': p_dst,
-                  'after': [digest(f).hex() for f in sent[15:18]]})
-        assert ok == {'op': 'released', 'slot': SLOT, 'id': 1,
-                      'found': True, 'delivered': 12, 'held': 30,
-                      'evicted': 0}
-        wait_until(lambda: len(got.read()) >= 12, 10,
-                   what='the unread frames delivered')
+        released(say, got, p_dst, sent[15:18], delivered=12, held=30)
         # Later frames pass at once, after the held ones.
         later = [numbered(a, b, n) for n in range(30, 35)]
         send(later)
@@ -242,13 +248,7 @@ def test_a_ring_its_controller_beats_outlives_its_max_age(host, wired):
             say({'op': 'beat', 'slot': SLOT}, answered=False)
             time.sleep(0.3)
         assert got.read() == [], 'a held frame reached the guest early'
-        ok = say({'op': 'release', 'slot': SLOT, 'id': 1, 'port': p_dst,
-                  'after': [digest(f).hex() for f in sent[3:5]]})
-        assert ok == {'op': 'released', 'slot': SLOT, 'id': 1,
-                      'found': True, 'delivered': 5, 'held': 10,
-                      'evicted': 0}
-        wait_until(lambda: len(got.read()) >= 5, 10,
-                   what='the unread frames delivered')
+        released(say, got, p_dst, sent[3:5], delivered=5, held=10)
         assert [number(f) for f in got.read()] == list(range(105, 110))
         say({'op': 'close', 'slot': SLOT, 'id': 2})
         # Not beaten: gone at its max age, the frames with it.
