@@ -8,6 +8,7 @@ later frame; a bad message is answered with why and releases nothing.
 The flows are the ones the controller is to install for a moving vNIC
 (not wired into it yet); this lab host runs no controller, so the test
 owns its flow table."""
+import contextlib
 import json
 import os
 import struct
@@ -167,6 +168,24 @@ def teller(host, said):
     return say
 
 
+@contextlib.contextmanager
+def running(host, dst, ctl, *args):
+    """vw-frame-hold (with `args`) and listeners on hd (the guest's
+    frames) and hc (the answers); all stopped on exit, and the daemon's
+    stderr (in the dict yielded, as 'err') checked for a traceback."""
+    hold = frame_hold(host, *args)
+    got, said = Listener(dst.ns, 0x88B6), Listener(ctl.ns, ANSWER_TYPE)
+    out = {}
+    try:
+        yield got, said, out
+    finally:
+        got.close()
+        said.close()
+        hold.kill()
+        _, out['err'] = hold.communicate(timeout=10)
+    assert 'Traceback' not in out['err'], out['err']
+
+
 def released(say, got, port, read, delivered, held):
     """A release naming `read` as the guest's last frames read, sent as
     the controller does (the guest's port named: the ring writes to it
@@ -182,9 +201,7 @@ def released(say, got, port, read, delivered, held):
 def test_held_frames_wait_on_the_host_and_only_the_unread_ones_go(
         host, wired):
     src, dst, ctl, p_dst = wired
-    hold = frame_hold(host)
-    got, said = Listener(dst.ns, 0x88B6), Listener(ctl.ns, ANSWER_TYPE)
-    try:
+    with running(host, dst, ctl) as (got, said, _out):
         time.sleep(0.5)
         a, b = src.nics['hs-nic']['mac'], dst.nics['hd-nic']['mac']
         # 30 frames, every third with the guest's own VLAN tag.
@@ -220,12 +237,6 @@ def test_held_frames_wait_on_the_host_and_only_the_unread_ones_go(
         assert frames == sent[18:] + later
         closed = say({'op': 'close', 'slot': SLOT, 'id': 2})
         assert closed == {'op': 'closed', 'slot': SLOT, 'id': 2, 'held': 30}
-    finally:
-        got.close()
-        said.close()
-        hold.kill()
-        _, err = hold.communicate(timeout=10)
-    assert 'Traceback' not in err, err
 
 
 def test_a_ring_its_controller_beats_outlives_its_max_age(host, wired):
@@ -234,9 +245,7 @@ def test_a_ring_its_controller_beats_outlives_its_max_age(host, wired):
     max age and releases it; unbeaten, it is dropped at that age (the
     controller gone). vw-frame-hold here with --max-age 2."""
     src, dst, ctl, p_dst = wired
-    hold = frame_hold(host, '--max-age', '2')
-    got, said = Listener(dst.ns, 0x88B6), Listener(ctl.ns, ANSWER_TYPE)
-    try:
+    with running(host, dst, ctl, '--max-age', '2') as (got, said, out):
         time.sleep(0.5)
         a, b = src.nics['hs-nic']['mac'], dst.nics['hd-nic']['mac']
         send, say = sender(src), teller(host, said)
@@ -260,10 +269,4 @@ def test_a_ring_its_controller_beats_outlives_its_max_age(host, wired):
         assert gone['found'] is False and gone['delivered'] == 0, gone
         time.sleep(0.3)
         assert [number(f) for f in got.read()] == list(range(105, 110))
-    finally:
-        got.close()
-        said.close()
-        hold.kill()
-        _, err = hold.communicate(timeout=10)
-    assert 'Traceback' not in err, err
-    assert 'slot %d dropped (never released, or idle)' % SLOT in err
+    assert 'slot %d dropped (never released, or idle)' % SLOT in out['err']
