@@ -221,7 +221,8 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
             grams, ip)
         # And which side of the held frames' cut each fell on.
         row['lost_near_pause_cut'] = audit_cut(
-            src, src_nics.get(nic), caps, dst, ip, r, stop, resume)
+            src, src_nics.get(nic), caps, dst, tap_of.get(nic), ip, r,
+            stop, resume)
         row['reordered'] = r.get('reordered', 0)
         row['reordered_ms_from_stop'] = [
             round((t - stop) * 1000, 1) for _q, t in r.get(
@@ -412,9 +413,12 @@ def cut_audit_nics(host, domain):
     return out
 
 
-def audit_cut(src, tap_mac, caps, dst, ip, report, stop, resume):
+def audit_cut(src, tap_mac, caps, dst, dst_tap, ip, report, stop, resume):
     """Each lost datagram sent near the pause, placed against the
-    source's cut (forensics.cut_audit): [(seq, ms from STOP, verdict)]."""
+    source's cut (forensics.cut_audit): [(seq, ms from STOP, verdict)].
+    Delivered on the destination: sent back into its vw-hold (tagged) or
+    handed to the guest's tap there (the ring writes a release naming the
+    port straight to it, and later frames come the same way)."""
     import socket
     lost = sorted((q, t) for q, t in report['lost_sent_at']
                   if stop - 0.1 <= t <= resume + 0.1)
@@ -428,7 +432,8 @@ def audit_cut(src, tap_mac, caps, dst, ip, report, stop, resume):
         cut_audit.records(scap.path), ifindexes_of(scap, {tap}),
         cut_audit.mac_bytes(mac), guest, 7000, outgoing=True)
     released = [q for _t, q, _d in cut_audit.stream_order(
-        cut_audit.records(dcap.path), ifindexes_of(dcap, {'vw-hold'}),
+        cut_audit.records(dcap.path), ifindexes_of(
+            dcap, {'vw-hold'} | ({dst_tap} if dst_tap else set())),
         cut_audit.mac_bytes(mac), guest, 7000, outgoing=True)]
     try:
         with open(os.path.join(src.dir, 'frame-hold.log')) as f:

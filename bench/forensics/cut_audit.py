@@ -14,10 +14,12 @@ logging in the data path):
   the ring rightly did not deliver it, and the guest never answered it.
   QEMU took it and it died there (QEMU 7.2 queues a frame its guest
   cannot take and drops that queue with the source process).
-- 'after the cut, released': the ring sent it back into `vw-hold` on the
-  destination, and the guest never answered: lost past the ring.
+- 'after the cut, released': delivered on the destination (the ring
+  sent it back into `vw-hold`, or it was handed to the guest's tap
+  there: the ring writes a release naming the port straight to it), and
+  the guest never answered: lost past the ring.
 - 'after the cut, not released': handed to the source after the last
-  read frame, yet not among what the ring sent: the ring's part.
+  read frame, yet never delivered on the destination: the ring's part.
 - 'not on the source tap': never handed to the source's tap.
 
 Pure: SLL2 capture records, digests and the cut answers in; verdicts out.
@@ -121,8 +123,8 @@ def cut_of(answers: Sequence[dict], handed: Sequence[Tuple[float, int, bytes]]
 def place(lost: Iterable[int], handed: Sequence[Tuple[float, int, bytes]],
           cut: Optional[dict], released: Iterable[int]) -> Dict[int, str]:
     """{seq: verdict} for lost datagrams: `handed` the source tap's frames
-    in order, `cut` the source's cut answer, `released` the seqs the
-    destination's ring sent back into vw-hold."""
+    in order, `cut` the source's cut answer, `released` the seqs
+    delivered on the destination (into vw-hold, or to the guest's tap)."""
     released = set(released)
     after = ((cut or {}).get('fields') or {}).get('after') or []
     last = None
