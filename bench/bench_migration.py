@@ -75,8 +75,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Api, keep_logs, write_result               # noqa: E402
 from migration_evidence import (activated_at, controller_log,   # noqa: E402
-                                hole_cause, last_record, tap_deleted_at,
-                                taps_by_nic)
+                                hole_cause, last_record, nics_by_id,
+                                tap_deleted_at, taps_by_nic)
 from migration_report import fmt, goals, report              # noqa: E402
 from migration_systems import (console_marks, crashed_late,     # noqa: E402
                                realtime, setup)
@@ -109,7 +109,8 @@ def migrate_once(lab, sysm, downtime_ms, capdir):
     g = sysm.guest
     caps = HostCaptures([src, dst], capdir, bpf=BPF).__enter__()
     src_taps = guest_taps(src, g.name)
-    src_nics = cut_audit_nics(src, g.name)
+    # Read before it leaves (the source's domain is gone after).
+    src_nics = nics_by_id(src, g.name)
     # Streams run until told to stop (SIGINT), well after the last step.
     streams = {k: vm.tool_bg('udp-echo', '--dst', ip, '--rate', RATE,
                              '--seconds', 120, realtime=True)
@@ -399,20 +400,6 @@ def main():
         write_result(args.result, doc)
 
 
-def cut_audit_nics(host, domain):
-    """{interfaceid: (tap, MAC)} of a libvirt guest on host, read before
-    it leaves (the source's domain is gone after)."""
-    import xml.etree.ElementTree as ET
-    root = ET.fromstring(host.libvirt.virsh('dumpxml', domain).stdout)
-    out = {}
-    for itf in root.findall('./devices/interface'):
-        t, p = itf.find('target'), itf.find('virtualport/parameters')
-        m = itf.find('mac')
-        if t is not None and p is not None and m is not None:
-            out[p.get('interfaceid')] = (t.get('dev'), m.get('address'))
-    return out
-
-
 def audit_cut(src, tap_mac, caps, dst, dst_tap, ip, report, stop, resume):
     """Each lost datagram sent near the pause, placed against the
     source's cut (forensics.cut_audit): [(seq, ms from STOP, verdict)].
@@ -422,7 +409,7 @@ def audit_cut(src, tap_mac, caps, dst, dst_tap, ip, report, stop, resume):
     import socket
     lost = sorted((q, t) for q, t in report['lost_sent_at']
                   if stop - 0.1 <= t <= resume + 0.1)
-    if not lost or tap_mac is None:
+    if not lost or tap_mac is None or tap_mac[1] is None:
         return []
     tap, mac = tap_mac
     scap = [c for c in caps.caps if c.host == src.name][0]

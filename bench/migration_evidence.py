@@ -59,13 +59,21 @@ def activated_at(sysm):
     return dict(last_record(sysm).get('activated') or {})
 
 
-def taps_by_nic(host, domain):
-    """{interfaceid: tap} of a libvirt guest on host (from its live XML)."""
+def nics_by_id(host, domain):
+    """{interfaceid: (tap, MAC)} of a libvirt guest on host (from its live
+    XML; MAC None if the XML names none)."""
     import xml.etree.ElementTree as ET
     root = ET.fromstring(host.libvirt.virsh('dumpxml', domain).stdout)
     out = {}
     for itf in root.findall('./devices/interface'):
         t, p = itf.find('target'), itf.find('virtualport/parameters')
+        m = itf.find('mac')
         if t is not None and p is not None:
-            out[p.get('interfaceid')] = t.get('dev')
+            out[p.get('interfaceid')] = (
+                t.get('dev'), m.get('address') if m is not None else None)
     return out
+
+
+def taps_by_nic(host, domain):
+    """{interfaceid: tap} of a libvirt guest on host (from its live XML)."""
+    return {i: tap for i, (tap, _mac) in nics_by_id(host, domain).items()}

@@ -33,12 +33,8 @@ from collections import Counter
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from virtualwire.core.held_frames import digest
+from vwlab.capture import PACKET_OUTGOING, SLL2
 
-# SLL2 (tcpdump -i any -y LINUX_SLL2): protocol, reserved, ifindex,
-# hatype, pkttype, address length, address.
-_SLL2 = struct.Struct('!HHIHBB8s')
-OUTGOING = 4
-ETH_P_IP = 0x0800
 VLAN_TPIDS = (0x8100, 0x88A8)
 
 
@@ -49,14 +45,14 @@ def mac_bytes(mac: str) -> bytes:
 def rebuilt(raw: bytes, dst_mac: bytes) -> Optional[Tuple[int, bool, bytes]]:
     """(ifindex, outgoing, the untagged Ethernet frame) of one SLL2
     record, its destination MAC `dst_mac`; None for a short record."""
-    if len(raw) < _SLL2.size:
+    if len(raw) < SLL2.size:
         return None
-    proto, _r, ifindex, _h, pkttype, alen, addr = _SLL2.unpack_from(raw)
-    body = raw[_SLL2.size:]
+    proto, _r, ifindex, _h, pkttype, _alen, addr = SLL2.unpack_from(raw)
+    body = raw[SLL2.size:]
     if proto in VLAN_TPIDS and len(body) >= 4:      # the slot's tag
         proto, body = struct.unpack('!H', body[2:4])[0], body[4:]
     frame = dst_mac + addr[:6] + struct.pack('!H', proto) + body
-    return ifindex, pkttype == OUTGOING, frame
+    return ifindex, pkttype == PACKET_OUTGOING, frame
 
 
 def echo_seq(frame: bytes, guest_ip: bytes, port: int) -> Optional[int]:

@@ -222,7 +222,7 @@ class HostCaptures:
 
 # SLL2 header (tcpdump -i any -y LINUX_SLL2): protocol, reserved, ifindex,
 # hatype, pkttype, address length, address.
-_SLL2 = struct.Struct('!HHIHBB8s')
+SLL2 = struct.Struct('!HHIHBB8s')
 
 
 def frames(path):
@@ -233,9 +233,9 @@ def frames(path):
         return
     with RawPcapReader(path) as pcap:
         for raw, meta in pcap:
-            if len(raw) >= _SLL2.size:
+            if len(raw) >= SLL2.size:
                 proto, _r, ifindex, _h, pkttype, _l, _a = \
-                    _SLL2.unpack_from(raw)
+                    SLL2.unpack_from(raw)
                 yield (meta.sec + meta.usec / 1e6, proto, ifindex,
                        pkttype == PACKET_OUTGOING)
 
