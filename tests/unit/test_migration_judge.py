@@ -32,3 +32,26 @@ def test_a_move_whose_first_held_frame_reached_the_tap_late_misses_the_bar():
     # A move the captures did not see is not taken as met.
     unseen = migration_report.goals(_doc([-40.0, None]))['far']
     assert not unseen['first_held_in_tap_within_2ms']
+
+
+def _losing(into_pause_ms, cut):
+    doc = _doc([-40.0, -30.0])
+    row = doc['virtualwire']['far']['rows'][1]
+    row['lost_runs_ms_from_stop'] = [[1, into_pause_ms, into_pause_ms]]
+    row['lost_near_pause_cut'] = cut
+    return migration_report.goals(doc)['far']
+
+
+def test_a_pause_loss_the_source_qemu_read_did_not_reach_the_destination():
+    placed = _losing(0.4, [[812, 0.4, 'read on the source']])
+    assert placed['moves_losing_in_the_pause'] == 1
+    assert placed['lost_in_the_pause_read_on_the_source'] == 1
+    assert placed['moves_losing_in_the_pause_past_the_source'] == 0
+    assert placed['met']
+    # Past the cut (the ring's or the destination's part), or not placed
+    # at all (no captures): it counts against the bar.
+    for cut in ([[812, 0.4, 'after the cut, not released']], [],
+                [[812, -0.6, 'read on the source']]):
+        missed = _losing(0.4, cut)
+        assert missed['moves_losing_in_the_pause_past_the_source'] == 1
+        assert not missed['met']
