@@ -16,6 +16,9 @@ sampling its own TCP_INFO every 5 ms (vwlab.tcp_probe). Per move:
   retransmissions, rto
                     segments retransmitted around the move, and whether a
                     retransmission timeout struck (congestion state Loss)
+  sender_rto_ms     the sender's retransmission timeout at STOP: a pause
+                    longer than that runs the timer out whatever the
+                    network does (the paused guest acknowledges nothing)
 
 Without held frames the segments sent during the pause are lost and TCP
 must retransmit them; with them they arrive late, and TCP sees delay.
@@ -70,11 +73,12 @@ def migrate_once(lab, sysm, rate_mbit):
                 'held': (last_record(sysm).get('held') or {}).get(nic)})
     sysm.rows['far'].append(row)
     print('%-11s %s->%s pause %6.1f rate %s stall %s recovered %s '
-          'retrans %s rto %s%s' % (
+          'retrans %s rto %s (timeout %s ms)%s' % (
               sysm.name, src.name, dst.name, row['pause_ms'],
               row['rate_mbit_s'], row['stall_ms'],
               row['recovered_ms_after_resume'], row['retransmissions'],
-              row['rto'], ' GUEST CRASHED' if row['guest_crashed'] else ''),
+              row['rto'], row['sender_rto_ms'],
+              ' GUEST CRASHED' if row['guest_crashed'] else ''),
           flush=True)
 
 
@@ -103,21 +107,29 @@ def main():
         doc = {'migrations_per_system': args.migrations,
                'rate_mbit': args.rate_mbit or 'unpaced'}
         print('\n%-11s %s' % ('', 'recovered after RESUME ms p50/p90/max; '
-                              'stall ms p50/max; moves with an RTO'))
+                              'stall ms p50/max; moves with an RTO (of '
+                              'them paused past it)'))
         for s in systems:
             rows = [r for r in s.rows['far'] if not r['guest_crashed']]
             rec = outage.dist([r['recovered_ms_after_resume'] for r in rows])
             stall = outage.dist([r['stall_ms'] for r in rows])
             doc[s.name] = {'recovered_ms_after_resume': rec, 'stall_ms': stall,
                            'rto_moves': sum(1 for r in rows if r['rto']),
+                           # ... of which the guest's pause alone outlasted
+                           # the sender's timeout
+                           'rto_moves_paused_past_it': sum(
+                               1 for r in rows if r['rto'] and
+                               r['sender_rto_ms'] is not None and
+                               r['pause_ms'] > r['sender_rto_ms']),
                            'never_recovered': sum(
                                1 for r in rows
                                if r['recovered_ms_after_resume'] is None),
                            'guest_crashed': len(s.rows['far']) - len(rows),
                            'rows': s.rows['far']}
-            print('%-11s %s/%s/%s  %s/%s  %d of %d' % (
+            print('%-11s %s/%s/%s  %s/%s  %d of %d (%d)' % (
                 s.name, rec['p50'], rec['p90'], rec['max'], stall['p50'],
-                stall['max'], doc[s.name]['rto_moves'], len(rows)))
+                stall['max'], doc[s.name]['rto_moves'], len(rows),
+                doc[s.name]['rto_moves_paused_past_it']))
         write_result(args.result, doc)
 
 

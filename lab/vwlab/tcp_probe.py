@@ -18,6 +18,7 @@ import time
 
 # struct tcp_info (linux/tcp.h): the fields read here, at their offsets.
 _CA_STATE, _BACKOFF = 1, 4
+_RTO = 8                    # tcpi_rto, microseconds
 _TOTAL_RETRANS = 100
 _BYTES_ACKED = 120
 TCP_INFO_LEN = 128 + 8
@@ -29,11 +30,12 @@ BACK_AT_RATE = 0.9          # "back at its rate": 90% of the rate before
 
 
 def tcp_info(sock):
-    """(bytes acked, total retransmissions, CA state, backoff)."""
+    """(bytes acked, total retransmissions, CA state, backoff, the
+    retransmission timeout in µs)."""
     b = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_LEN)
     return (struct.unpack_from('Q', b, _BYTES_ACKED)[0],
             struct.unpack_from('I', b, _TOTAL_RETRANS)[0],
-            b[_CA_STATE], b[_BACKOFF])
+            b[_CA_STATE], b[_BACKOFF], struct.unpack_from('I', b, _RTO)[0])
 
 
 def tcp_stream(dst, port, seconds, sample_ms=5, rate_mbit=0.0):
@@ -82,7 +84,10 @@ def judge(samples, stop, resume):
     windows in the 2 s before STOP), the stall (the longest time without
     an acknowledgement moving, around the pause), the recovery (RESUME to the first
     100 ms window at 90% of that rate again), retransmissions, and whether
-    a retransmission timeout struck (congestion state Loss)."""
+    a retransmission timeout struck (congestion state Loss), and the
+    sender's timeout at STOP: a guest paused longer than that sends no
+    acknowledgement before the timer runs out, whatever the network
+    does with the segments."""
     before = [r for r in (_rate(samples, t, t + WINDOW) for t in
                           [stop - 2.0 + k * WINDOW for k in range(19)])
               if r is not None]
@@ -103,6 +108,7 @@ def judge(samples, stop, resume):
                 break
     around = [x for x in samples if stop - 0.5 <= x[0] <= (back or resume)
               + 0.5]
+    at_stop = [x for x in samples if x[0] <= stop and len(x) > 5]
     return {
         'rate_mbit_s': round(rate * 8 / 1e6, 1) if rate else None,
         # None: nothing acknowledged after STOP within a second of RESUME.
@@ -112,4 +118,6 @@ def judge(samples, stop, resume):
         if back else None,
         'retransmissions': (around[-1][2] - around[0][2]) if around else None,
         'rto': any(x[3] == CA_LOSS for x in around),
-        'max_backoff': max((x[4] for x in around), default=0)}
+        'max_backoff': max((x[4] for x in around), default=0),
+        'sender_rto_ms': round(at_stop[-1][5] / 1000.0, 1)
+        if at_stop else None}

@@ -14,7 +14,7 @@ def flow(stop, resume, back_after, rate=80 * MBIT, rto_at=None):
             acked += rate * 0.005
         state = CA_LOSS if rto_at and rto_at <= t < rto_at + 0.2 else 0
         out.append((t, int(acked), 0 if t < resume else 3, state,
-                    1 if state else 0))
+                    1 if state else 0, 204000 if t <= stop else 408000))
         t = round(t + 0.005, 6)
     return out
 
@@ -25,6 +25,8 @@ def test_a_flow_that_stalls_only_for_the_pause_is_back_at_once():
     assert 295 <= j['stall_ms'] <= 305
     assert j['recovered_ms_after_resume'] <= 5
     assert j['rto'] is False and j['retransmissions'] == 3
+    # The sender's timeout at STOP (it backs off after), in ms.
+    assert j['sender_rto_ms'] == 204.0
 
 
 def test_a_retransmission_timeout_shows_as_a_late_recovery():
