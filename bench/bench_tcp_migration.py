@@ -16,9 +16,11 @@ sampling its own TCP_INFO every 5 ms (vwlab.tcp_probe). Per move:
   retransmissions, rto
                     segments retransmitted around the move, and whether a
                     retransmission timeout struck (congestion state Loss)
-  sender_rto_ms     the sender's retransmission timeout at STOP: a pause
-                    longer than that runs the timer out whatever the
-                    network does (the paused guest acknowledges nothing)
+  sender_rto_ms     the sender's retransmission timeout at STOP, and
+  rto_ms_after_resume
+                    when it ran out: before RESUME (negative) the guest
+                    was paused and could acknowledge nothing, whatever the
+                    network did with the segments
 
 Without held frames the segments sent during the pause are lost and TCP
 must retransmit them; with them they arrive late, and TCP sees delay.
@@ -73,11 +75,12 @@ def migrate_once(lab, sysm, rate_mbit):
                 'held': (last_record(sysm).get('held') or {}).get(nic)})
     sysm.rows['far'].append(row)
     print('%-11s %s->%s pause %6.1f rate %s stall %s recovered %s '
-          'retrans %s rto %s (timeout %s ms)%s' % (
+          'retrans %s rto %s (timeout %s ms, ran out %s ms after '
+          'RESUME)%s' % (
               sysm.name, src.name, dst.name, row['pause_ms'],
               row['rate_mbit_s'], row['stall_ms'],
               row['recovered_ms_after_resume'], row['retransmissions'],
-              row['rto'], row['sender_rto_ms'],
+              row['rto'], row['sender_rto_ms'], row['rto_ms_after_resume'],
               ' GUEST CRASHED' if row['guest_crashed'] else ''),
           flush=True)
 
@@ -108,19 +111,18 @@ def main():
                'rate_mbit': args.rate_mbit or 'unpaced'}
         print('\n%-11s %s' % ('', 'recovered after RESUME ms p50/p90/max; '
                               'stall ms p50/max; moves with an RTO (of '
-                              'them paused past it)'))
+                              'them in the pause)'))
         for s in systems:
             rows = [r for r in s.rows['far'] if not r['guest_crashed']]
             rec = outage.dist([r['recovered_ms_after_resume'] for r in rows])
             stall = outage.dist([r['stall_ms'] for r in rows])
             doc[s.name] = {'recovered_ms_after_resume': rec, 'stall_ms': stall,
                            'rto_moves': sum(1 for r in rows if r['rto']),
-                           # ... of which the guest's pause alone outlasted
-                           # the sender's timeout
-                           'rto_moves_paused_past_it': sum(
+                           # ... of which the timer ran out before RESUME,
+                           # the guest paused
+                           'rto_moves_in_the_pause': sum(
                                1 for r in rows if r['rto'] and
-                               r['sender_rto_ms'] is not None and
-                               r['pause_ms'] > r['sender_rto_ms']),
+                               r['rto_ms_after_resume'] < 0),
                            'never_recovered': sum(
                                1 for r in rows
                                if r['recovered_ms_after_resume'] is None),
@@ -129,7 +131,7 @@ def main():
             print('%-11s %s/%s/%s  %s/%s  %d of %d (%d)' % (
                 s.name, rec['p50'], rec['p90'], rec['max'], stall['p50'],
                 stall['max'], doc[s.name]['rto_moves'], len(rows),
-                doc[s.name]['rto_moves_paused_past_it']))
+                doc[s.name]['rto_moves_in_the_pause']))
         write_result(args.result, doc)
 
 

@@ -109,6 +109,9 @@ def judge(samples, stop, resume):
     around = [x for x in samples if stop - 0.5 <= x[0] <= (back or resume)
               + 0.5]
     at_stop = [x for x in samples if x[0] <= stop and len(x) > 5]
+    # When the timer ran out (the first sample in Loss): before RESUME,
+    # while the guest could acknowledge nothing.
+    fired = next((x[0] for x in around if x[3] == CA_LOSS), None)
     return {
         'rate_mbit_s': round(rate * 8 / 1e6, 1) if rate else None,
         # None: nothing acknowledged after STOP within a second of RESUME.
@@ -117,7 +120,9 @@ def judge(samples, stop, resume):
         'recovered_ms_after_resume': round((back - resume) * 1000, 1)
         if back else None,
         'retransmissions': (around[-1][2] - around[0][2]) if around else None,
-        'rto': any(x[3] == CA_LOSS for x in around),
+        'rto': fired is not None,
+        'rto_ms_after_resume': round((fired - resume) * 1000, 1)
+        if fired is not None else None,
         'max_backoff': max((x[4] for x in around), default=0),
         'sender_rto_ms': round(at_stop[-1][5] / 1000.0, 1)
         if at_stop else None}

@@ -27,6 +27,7 @@ def test_a_flow_that_stalls_only_for_the_pause_is_back_at_once():
     assert j['rto'] is False and j['retransmissions'] == 3
     # The sender's timeout at STOP (it backs off after), in ms.
     assert j['sender_rto_ms'] == 204.0
+    assert j['rto_ms_after_resume'] is None
 
 
 def test_a_retransmission_timeout_shows_as_a_late_recovery():
@@ -34,6 +35,8 @@ def test_a_retransmission_timeout_shows_as_a_late_recovery():
     # To within the 100 ms window's 10% (the window may start early).
     assert 435 <= j['recovered_ms_after_resume'] <= 455
     assert j['rto'] is True and j['max_backoff'] == 1
+    # The timer ran out 200 ms after RESUME (to within a 5 ms sample).
+    assert 195 <= j['rto_ms_after_resume'] <= 205
 
 
 def test_a_flow_that_never_comes_back_says_so():
