@@ -16,6 +16,10 @@ sampling its own TCP_INFO every 5 ms (vwlab.tcp_probe). Per move:
   retransmissions, rto
                     segments retransmitted around the move, and whether a
                     retransmission timeout struck (congestion state Loss)
+  guest_first_ack_ms_after_resume
+                    RESUME -> the guest's first acknowledgement into its
+                    tap on the destination (a capture there): the time the
+                    guest took to answer, apart from the network's
   sender_rto_ms     the sender's retransmission timeout at STOP, and
   rto_ms_after_resume
                     when it ran out: before RESUME (negative) the guest
@@ -35,6 +39,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -43,12 +48,16 @@ from migration_evidence import last_record                     # noqa: E402
 from migration_systems import console_marks, setup            # noqa: E402
 
 from vwlab import Lab, outage                                  # noqa: E402
+from vwlab.capture import Capture, frames, guest_taps          # noqa: E402
+from vwlab.capture import ifindexes_of                         # noqa: E402
 from vwlab.ovn import Ovn                                      # noqa: E402
 from vwlab.qemu_events import EventWatch, stop_resume_windows  # noqa: E402
 from vwlab.tcp_probe import judge                              # noqa: E402
 
+SINK_PORT = 7001        # vw-responder's TCP sink in the guest
 
-def migrate_once(lab, sysm, rate_mbit):
+
+def migrate_once(lab, sysm, rate_mbit, workdir):
     h1, h2, _h3 = lab.hosts
     src = sysm.where
     dst = h2 if src is h1 else h1
@@ -59,8 +68,14 @@ def migrate_once(lab, sysm, rate_mbit):
     marks = console_marks(g)
     time.sleep(3.0)                   # the rate before, 2 s of it judged
     sysm.before(src, dst)
-    with EventWatch([src, dst]) as ev:
+    # The guest's acknowledgements on its destination (the sink's port;
+    # tunnelled frames do not match): when its first one left the guest.
+    acks = Capture(dst.ns, dst.name, os.path.join(workdir, 'acks.pcap'),
+                   'tcp src port %d' % SINK_PORT, snaplen=96)
+    with EventWatch([src, dst]) as ev, acks:
         took = lab.migrate(g, src, dst)
+        dst_taps = guest_taps(dst, g.name)
+        acks.note_interfaces()
         sysm.after(dst)
         time.sleep(3.0)
     stream.send_signal(signal.SIGINT)
@@ -69,18 +84,28 @@ def migrate_once(lab, sysm, rate_mbit):
     sysm.where = dst
     [(stop, _s, resume, _d)] = stop_resume_windows(ev.events, g.name)
     row = judge(samples, stop, resume)
+    taps = ifindexes_of(acks, {t for _h, t in dst_taps})
+    first = next((t for t, _p, i, out in frames(acks.path)
+                  if t > stop and not out and i in taps), None)
+    os.unlink(acks.path)
     row.update({'pause_ms': round((resume - stop) * 1000, 1),
+                # RESUME -> the guest's first acknowledgement into its
+                # destination tap: what the guest took to answer.
+                'guest_first_ack_ms_after_resume': round(
+                    (first - resume) * 1000, 1) if first else None,
                 'took_s': round(took, 2),
                 'guest_crashed': console_marks(g) > marks,
                 'held': (last_record(sysm).get('held') or {}).get(nic)})
     sysm.rows['far'].append(row)
     print('%-11s %s->%s pause %6.1f rate %s stall %s recovered %s '
           'retrans %s rto %s (timeout %s ms, ran out %s ms after '
-          'RESUME)%s' % (
+          'RESUME)%s%s' % (
               sysm.name, src.name, dst.name, row['pause_ms'],
               row['rate_mbit_s'], row['stall_ms'],
               row['recovered_ms_after_resume'], row['retransmissions'],
               row['rto'], row['sender_rto_ms'], row['rto_ms_after_resume'],
+              ' first ack %s ms after RESUME' %
+              row['guest_first_ack_ms_after_resume'],
               ' GUEST CRASHED' if row['guest_crashed'] else ''),
           flush=True)
 
@@ -94,6 +119,7 @@ def main():
                          'fast as the path takes)')
     ap.add_argument('--result', default='tcp_migration')
     args = ap.parse_args()
+    workdir = tempfile.mkdtemp(prefix='vw-tcpmig-')
     with Lab(3, libvirt=True) as lab:
         lab.start_controller()
         api = Api(lab)
@@ -103,7 +129,7 @@ def main():
         systems = setup(lab, api, ovn, held=True)
         for i in range(args.migrations):
             for s in (systems if i % 2 == 0 else systems[::-1]):
-                migrate_once(lab, s, args.rate_mbit)
+                migrate_once(lab, s, args.rate_mbit, workdir)
                 if s.rows['far'][-1]['guest_crashed']:
                     s.make_guest(lab, lab.hosts[0])
                 time.sleep(0.5)
