@@ -34,6 +34,8 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cloud_lab import two_clouds, wait                    # noqa: E402
 from common import Api, write_result                      # noqa: E402
+from migration_evidence import (audit_cut, nics_by_id,    # noqa: E402
+                                taps_by_nic)
 
 from vwlab import outage                                  # noqa: E402
 from vwlab.guest_drops import guest_counters, guest_drops  # noqa: E402
@@ -75,13 +77,18 @@ def controller_record(lab, nics, stop):
 
 
 def one_move(lab, g, far, src, dst, options, workdir, rate=RATE,
-             during=None):
+             during=None, audit=False):
     """One probed move. during(): called just before the migration starts
     (the probe running); what it returns has finish(took), whose dict is
-    added to the row."""
+    added to the row. audit: also place each datagram lost near the pause
+    against the held frames' cut (bench_migration's cut audit: captures
+    the ring's tagged frames too)."""
     taps = guest_taps(src, g.name)
     caps = HostCaptures([src, dst], workdir,
-                        bpf='udp port 7000 or ether proto 0x8035')
+                        bpf='udp port 7000 or ether proto 0x8035' +
+                        (' or ether proto 0x88a8' if audit else ''))
+    # Read before it leaves (the source's domain is gone after).
+    src_nics = nics_by_id(src, g.name) if audit else {}
     caps.__enter__()
     stream = far.tool_bg('udp-echo', '--dst', GUEST, '--rate', rate,
                          '--seconds', 600, realtime=True)
@@ -129,6 +136,11 @@ def one_move(lab, g, far, src, dst, options, workdir, rate=RATE,
                lost_runs_ms_from_stop=[
                    (x['packets'], round((x['from'] - stop) * 1e3, 1))
                    for x in r['lost_runs']][:20])
+    if audit:
+        [nic] = g.nics          # the guest's one vNIC, the probe's
+        row['lost_near_pause_cut'] = audit_cut(
+            src, src_nics.get(nic), caps, dst,
+            taps_by_nic(dst, g.name).get(nic), GUEST, r, stop, resume)
     row.update(took_s=round(took, 1), move='%s->%s' % (src.name, dst.name),
                guest_first_answer_ms=None if reply is None else
                round((reply - resume) * 1000, 1))
@@ -168,7 +180,8 @@ def main():
                                  % (i + 1))
             src, dst = where, (h2 if where is h1 else h1)
             marks = g.console_text().count('is not a head')
-            row = one_move(lab, g, far, src, dst, options, workdir)
+            row = one_move(lab, g, far, src, dst, options, workdir,
+                           audit=True)
             row['run'] = i + 1
             time.sleep(1.0)
             # QEMU's known TCG fault (docs/benchmarks.rst, guest crashes):
@@ -189,6 +202,9 @@ def main():
                      % row['unprobed_why'],
                      ' GUEST CRASHED (virtio ring)' if row['guest_crashed']
                      else ''), flush=True)
+            if row.get('lost_near_pause_cut'):
+                print('   lost near the pause (seq, ms from STOP, where): %s'
+                      % row['lost_near_pause_cut'], flush=True)
             if row['guest_crashed'] or \
                     not wait(lambda: far.ping(GUEST, count=1)[1] == 1, 60):
                 # A TCG guest that crashed says nothing about the network:

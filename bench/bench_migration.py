@@ -74,15 +74,15 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Api, keep_logs, write_result               # noqa: E402
-from migration_evidence import (activated_at, controller_log,   # noqa: E402
-                                hole_cause, last_record, nics_by_id,
-                                tap_deleted_at, taps_by_nic)
+from migration_evidence import (activated_at, audit_cut,        # noqa: E402
+                                controller_log, hole_cause, last_record,
+                                nics_by_id, tap_deleted_at, taps_by_nic)
 from migration_report import fmt, goals, report              # noqa: E402
 from migration_systems import (console_marks, crashed_late,     # noqa: E402
                                realtime, setup)
 
 from vwlab import Lab, outage                                  # noqa: E402
-from forensics import cut_audit, hole_context, loss_audit     # noqa: E402
+from forensics import hole_context, loss_audit                # noqa: E402
 from vwlab.shell import OVS_NICE                               # noqa: E402
 from vwlab.switch_counters import SwitchCounters              # noqa: E402
 from vwlab.guest_drops import (guest_counters, guest_drops,  # noqa: E402
@@ -398,40 +398,6 @@ def main():
         if args.keep_logs:
             keep_logs(lab, args.keep_logs)
         write_result(args.result, doc)
-
-
-def audit_cut(src, tap_mac, caps, dst, dst_tap, ip, report, stop, resume):
-    """Each lost datagram sent near the pause, placed against the
-    source's cut (forensics.cut_audit): [(seq, ms from STOP, verdict)].
-    Delivered on the destination: sent back into its vw-hold (tagged) or
-    handed to the guest's tap there (the ring writes a release naming the
-    port straight to it, and later frames come the same way)."""
-    import socket
-    lost = sorted((q, t) for q, t in report['lost_sent_at']
-                  if stop - 0.1 <= t <= resume + 0.1)
-    if not lost or tap_mac is None or tap_mac[1] is None:
-        return []
-    tap, mac = tap_mac
-    scap = [c for c in caps.caps if c.host == src.name][0]
-    dcap = [c for c in caps.caps if c.host == dst.name][0]
-    guest = socket.inet_aton(ip)
-    handed = cut_audit.stream_order(
-        cut_audit.records(scap.path), ifindexes_of(scap, {tap}),
-        cut_audit.mac_bytes(mac), guest, 7000, outgoing=True)
-    released = [q for _t, q, _d in cut_audit.stream_order(
-        cut_audit.records(dcap.path), ifindexes_of(
-            dcap, {'vw-hold'} | ({dst_tap} if dst_tap else set())),
-        cut_audit.mac_bytes(mac), guest, 7000, outgoing=True)]
-    try:
-        with open(os.path.join(src.dir, 'frame-hold.log')) as f:
-            answers = [a for a in cut_audit.cut_answers(f.read())
-                       if abs(((a.get('view') or {}).get('stopped_at') or 0)
-                              - stop) < 5]
-    except OSError:
-        answers = []
-    verdicts = cut_audit.place([q for q, _t in lost], handed,
-                               cut_audit.cut_of(answers, handed), released)
-    return [(q, round((t - stop) * 1000, 1), verdicts[q]) for q, t in lost]
 
 
 if __name__ == '__main__':

@@ -1,11 +1,15 @@
-"""What bench_migration.py reads from the hosts and the controller besides
-the probe and the captures: the guest's taps, when the source's tap left
-its switch, what a second hole coincided with, and when the controller
-handled each vNIC's activation."""
+"""What the migration benches read from the hosts and the controller
+besides the probe and the captures: the guest's taps, when the source's
+tap left its switch, what a second hole coincided with, when the
+controller handled each vNIC's activation, and which side of the held
+frames' cut each lost datagram fell on."""
 import os
 import re
+import socket
 
+from forensics import cut_audit
 from vwlab import ovs_log
+from vwlab.capture import ifindexes_of
 
 def controller_log(lab):
     path = os.path.join(lab.dir, 'controller', 'controller.log')
@@ -77,3 +81,36 @@ def nics_by_id(host, domain):
 def taps_by_nic(host, domain):
     """{interfaceid: tap} of a libvirt guest on host (from its live XML)."""
     return {i: tap for i, (tap, _mac) in nics_by_id(host, domain).items()}
+
+
+def audit_cut(src, tap_mac, caps, dst, dst_tap, ip, report, stop, resume):
+    """Each lost datagram sent near the pause, placed against the
+    source's cut (forensics.cut_audit): [(seq, ms from STOP, verdict)].
+    Delivered on the destination: sent back into its vw-hold (tagged) or
+    handed to the guest's tap there (the ring writes a release naming the
+    port straight to it, and later frames come the same way)."""
+    lost = sorted((q, t) for q, t in report['lost_sent_at']
+                  if stop - 0.1 <= t <= resume + 0.1)
+    if not lost or tap_mac is None or tap_mac[1] is None:
+        return []
+    tap, mac = tap_mac
+    scap = [c for c in caps.caps if c.host == src.name][0]
+    dcap = [c for c in caps.caps if c.host == dst.name][0]
+    guest = socket.inet_aton(ip)
+    handed = cut_audit.stream_order(
+        cut_audit.records(scap.path), ifindexes_of(scap, {tap}),
+        cut_audit.mac_bytes(mac), guest, 7000, outgoing=True)
+    released = [q for _t, q, _d in cut_audit.stream_order(
+        cut_audit.records(dcap.path), ifindexes_of(
+            dcap, {'vw-hold'} | ({dst_tap} if dst_tap else set())),
+        cut_audit.mac_bytes(mac), guest, 7000, outgoing=True)]
+    try:
+        with open(os.path.join(src.dir, 'frame-hold.log')) as f:
+            answers = [a for a in cut_audit.cut_answers(f.read())
+                       if abs(((a.get('view') or {}).get('stopped_at') or 0)
+                              - stop) < 5]
+    except OSError:
+        answers = []
+    verdicts = cut_audit.place([q for q, _t in lost], handed,
+                               cut_audit.cut_of(answers, handed), released)
+    return [(q, round((t - stop) * 1000, 1), verdicts[q]) for q, t in lost]
